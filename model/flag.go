@@ -1,0 +1,47 @@
+package model
+
+import "time"
+
+// FlagKind names a problem dbxtop flags (PRODUCT.md §4).
+type FlagKind string
+
+const (
+	FlagInactive    FlagKind = "INACTIVE"
+	FlagStale       FlagKind = "STALE"
+	FlagUnclosed    FlagKind = "UNCLOSED"
+	FlagCloseFailed FlagKind = "CLOSE_FAILED"
+	FlagReaped      FlagKind = "REAPED"
+	FlagCapacity    FlagKind = "CAPACITY"
+	FlagExhausted   FlagKind = "EXHAUSTED"
+)
+
+// Severity orders flags; the zero value means "no flag".
+type Severity string
+
+const (
+	SeverityNone     Severity = ""
+	SeverityWarning  Severity = "warning"
+	SeverityCritical Severity = "critical"
+)
+
+// Flag is one raised flag with a human detail ("no client call for 1m12s;
+// reaper in 5m58s").
+type Flag struct {
+	Kind     FlagKind `json:"kind"`
+	Severity Severity `json:"severity"`
+	Detail   string   `json:"detail"`
+}
+
+// Thresholds are the operator's flag thresholds (command-line flags).
+type Thresholds struct {
+	InactivityWarn    time.Duration // --inactivity-warn, default 60s
+	ServerIdleTimeout time.Duration // --server-idle-timeout, default 430s
+	LeakAfter         time.Duration // --leak-after, default 2m
+}
+
+// DefaultThresholds are the command line's defaults.
+var DefaultThresholds = Thresholds{
+	InactivityWarn:    60 * time.Second,
+	ServerIdleTimeout: 430 * time.Second,
+	LeakAfter:         2 * time.Minute,
+}

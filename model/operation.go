@@ -1,0 +1,87 @@
+package model
+
+import "time"
+
+// Operation is one statement on a warehouse, as dbxtop knows it: what the
+// server reports plus what dbxtop itself observed while following it.
+// Zero times mean "unknown".
+type Operation struct {
+	StatementID       string // Thrift operation GUID as lower-case UUID
+	WarehouseID       string
+	User              string
+	ClientApplication string
+	SQL               string
+	State             State
+	StartedAt         time.Time
+	CompletedAt       time.Time
+	// ServerError is the server's error/display message for a failed
+	// operation; REAPED is recognised from it.
+	ServerError string
+
+	// ClientActivityKnown is false when the source cannot tell when the
+	// owning client last called the server (then INACTIVE is never raised
+	// and the column shows "?").
+	ClientActivityKnown bool
+	ClientLastActivity  time.Time
+	// Open is nil when unknown: whether the server still holds the
+	// operation (not yet closed or reaped).
+	Open *bool
+
+	FirstSeenAt  time.Time
+	LastPollOKAt time.Time
+	Poll         PollStats
+	Close        CloseInfo
+	LastError    *ErrorInfo
+	Adopted      bool
+	// Gone is set when the operation disappeared from every source.
+	Gone bool
+}
+
+// PollStats counts dbxtop's own status polls of an operation.
+type PollStats struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Retries int `json:"retries"`
+}
+
+// CloseState is dbxtop's own close bookkeeping for an operation.
+type CloseState string
+
+const (
+	CloseNA      CloseState = "n/a"     // dbxtop never tried to close it
+	ClosePending CloseState = "pending" // a close is queued or in flight
+	CloseClosed  CloseState = "closed"  // dbxtop closed it (or the server says it is gone)
+	CloseFailed  CloseState = "failed"  // the last attempt failed; a retry is queued
+)
+
+// CloseInfo is the close queue's view of one operation.
+type CloseInfo struct {
+	State     CloseState
+	Attempts  int
+	LastError *ErrorInfo
+	NextTry   time.Time // zero when nothing is queued
+}
+
+// ErrorKind classifies an observed error (PRODUCT.md §9 error object).
+type ErrorKind string
+
+const (
+	KindTransport   ErrorKind = "transport"
+	KindThrottled   ErrorKind = "throttled"
+	KindUnavailable ErrorKind = "unavailable"
+	KindPermanent   ErrorKind = "permanent"
+	KindCanceled    ErrorKind = "canceled"
+)
+
+// ErrorInfo is the serialisable summary of an error: what the poller knew
+// when a call gave up.
+type ErrorInfo struct {
+	Kind       ErrorKind     `json:"kind"`
+	Call       string        `json:"call"`
+	ErrorCode  string        `json:"error_code"`
+	HTTPStatus int           `json:"http_status"`
+	Message    string        `json:"message"`
+	RequestID  string        `json:"request_id"`
+	Attempts   int           `json:"attempts"`
+	Elapsed    time.Duration `json:"-"`
+}

@@ -1,0 +1,37 @@
+package poller
+
+import (
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// EventKind names what happened.
+type EventKind string
+
+const (
+	EventDiscovered  EventKind = "discovered"   // a new operation is followed
+	EventStateChange EventKind = "state"        // server state changed
+	EventRetry       EventKind = "retry"        // a call failed and will be retried
+	EventGiveUp      EventKind = "give-up"      // a call gave up (Err set)
+	EventFlagRaised  EventKind = "flag-raised"  // Flag set
+	EventFlagCleared EventKind = "flag-cleared" // Flag set
+	EventAction      EventKind = "action"       // an operator action started or ended
+	EventCloseFailed EventKind = "close-failed" // a close attempt failed; retry queued
+	EventCapacity    EventKind = "capacity"     // endpoint usage or exhaustion changed
+	EventGone        EventKind = "gone"         // an operation disappeared from the server
+)
+
+// Event is one typed engine event, consumed by the TUI's Events view and
+// by `snapshot --watch` logs.
+type Event struct {
+	At          time.Time
+	Kind        EventKind
+	StatementID string // "" for workspace or endpoint events
+	Endpoint    string
+	Call        string
+	Message     string
+	RequestID   string
+	Err         *model.ErrorInfo
+	Flag        *model.Flag
+}
