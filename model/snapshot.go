@@ -39,3 +39,68 @@ type EndpointView struct {
 	ETAFull      *time.Duration // nil if not growing
 	Flags        []Flag
 }
+
+// Summary counts what a snapshot holds (PRODUCT.md §9 "summary"). It is
+// always computed from the snapshot, never stored, so it cannot disagree
+// with the rows.
+type Summary struct {
+	Operations         int `json:"operations"`          // every operation shown
+	Running            int `json:"running"`             // PENDING or RUNNING on the server
+	Flagged            int `json:"flagged"`             // operations with at least one flag
+	Warnings           int `json:"warnings"`            // warning flags, operations and endpoints
+	Critical           int `json:"critical"`            // critical flags, operations and endpoints
+	Endpoints          int `json:"endpoints"`           // every endpoint shown
+	EndpointsExhausted int `json:"endpoints_exhausted"` // endpoints with an EXHAUSTED flag
+}
+
+// NewSnapshot evaluates everything at now: each operation's inactivity,
+// reaper countdown and flags, each endpoint's capacity figures and flags.
+// Operations come most severe first (ties by statement id), endpoints by
+// name; the inputs are copied, never aliased.
+func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, errs []ErrorInfo, th Thresholds) Snapshot {
+	s := Snapshot{
+		GeneratedAt: now,
+		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...)},
+		Errors:      append([]ErrorInfo(nil), errs...),
+	}
+	for _, op := range ops {
+		s.Operations = append(s.Operations, NewOperationView(op, now, th))
+	}
+	SortOperations(s.Operations, SortSeverity, true)
+	for _, ep := range eps {
+		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
+	}
+	SortEndpoints(s.Endpoints)
+	return s
+}
+
+// Summary counts the snapshot's operations, flags and endpoints.
+func (s Snapshot) Summary() Summary {
+	sum := Summary{Operations: len(s.Operations), Endpoints: len(s.Endpoints)}
+	count := func(flags []Flag) {
+		for _, f := range flags {
+			switch f.Severity {
+			case SeverityWarning:
+				sum.Warnings++
+			case SeverityCritical:
+				sum.Critical++
+			}
+		}
+	}
+	for _, o := range s.Operations {
+		if o.State.Live() {
+			sum.Running++
+		}
+		if len(o.Flags) > 0 {
+			sum.Flagged++
+		}
+		count(o.Flags)
+	}
+	for _, e := range s.Endpoints {
+		if e.HasFlag(FlagExhausted) {
+			sum.EndpointsExhausted++
+		}
+		count(e.Flags)
+	}
+	return sum
+}

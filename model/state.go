@@ -90,3 +90,22 @@ func FromQueryHistory(v string) State {
 	}
 	return StateUnknown
 }
+
+// stateOrder ranks states along an operation's life, for sorting.
+var stateOrder = map[State]int{
+	StatePending:  0,
+	StateRunning:  1,
+	StateFinished: 2,
+	StateFailed:   3,
+	StateCanceled: 4,
+	StateClosed:   5,
+	StateUnknown:  6,
+}
+
+// ParseState accepts one of the normalised state names of PRODUCT.md §9
+// (exactly, upper case) and reports whether it is one.
+func ParseState(v string) (State, bool) {
+	s := State(v)
+	_, ok := stateOrder[s]
+	return s, ok
+}

@@ -1,0 +1,65 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Scenario names (PRODUCT.md §3).
+var scenarios = []string{"demo", "quiet", "load"}
+
+// addSimFlags registers the simulator flags shared by `sim` and `demo`.
+// Zero durations and counts mean "the simulator's default for the
+// scenario", so that one place (sources/sim) owns those figures.
+func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
+	cfg.Listen, cfg.Scenario, cfg.Seed = "127.0.0.1:0", "demo", 1
+	fs.Var(&checkedString{p: &cfg.Listen, typ: "addr", check: checkListen}, "listen",
+		"address to serve on; port 0 picks a free one (the first line of stdout says which)")
+	fs.Var(&checkedString{p: &cfg.Token, typ: "token", check: nonEmpty("the token"), hide: true}, "token",
+		"bearer token clients must send (default: random, printed on the first line)")
+	fs.Var(&int64Value{p: &cfg.Seed}, "seed", "seed of the workload and fault injection: same seed, same run")
+	fs.Var(&checkedString{p: &cfg.Faults, typ: "spec", check: checkFaults}, "faults",
+		"comma list of kind=value[@call]: reset=P, stale=P, throttle=P, throttle-bare=P, unavailable=P,\n"+
+			"gateway=P, quota=P (P a probability 0..1), exhausted=ENDPOINT, latency=DURATION;\n"+
+			"@call limits a fault to one RPC or SDK method, e.g. reset=0.2@GetOperationStatus")
+	fs.Var(&checkedString{p: &cfg.Scenario, typ: "name", check: oneOf(scenarios...)}, "scenario",
+		"workload: demo (every kind of trouble), quiet (no workload), load (--ops healthy long-running operations)")
+	fs.Var(newInt(&cfg.Warehouses, 0, 1, 100), "warehouses", "number of simulated SQL warehouses (default 3)")
+	idle := newDuration(&cfg.IdleTimeout, 0, time.Second)
+	idle.zeroOK = true
+	fs.Var(idle, "idle-timeout", "reap a running operation whose client is idle this long (default 90s in scenario demo, else 430s)")
+	leak := newDuration(&cfg.LeakTimeout, 0, time.Second)
+	leak.zeroOK = true
+	fs.Var(leak, "leak-timeout", "reap a finished operation nobody closed after this long (default 150s in scenario demo, else 23m)")
+	fs.Var(newInt(&cfg.Ops, 0, 1, 100_000), "ops", "scenario load: number of long-running healthy operations (default 100)")
+}
+
+// Effective simulator timeouts when the flags are left at zero; they
+// mirror sources/sim's defaults and drive demo's thresholds.
+func (c SimConfig) effectiveTimeouts() (idle, leak time.Duration) {
+	idle, leak = c.IdleTimeout, c.LeakTimeout
+	demo := c.Scenario == "demo"
+	if idle <= 0 {
+		idle = 430 * time.Second
+		if demo {
+			idle = 90 * time.Second
+		}
+	}
+	if leak <= 0 {
+		leak = 23 * time.Minute
+		if demo {
+			leak = 150 * time.Second
+		}
+	}
+	return idle, leak
+}
+
+// finishSim applies the cross-flag rules of the simulator flags.
+func finishSim(fs *pflag.FlagSet, cfg *SimConfig) error {
+	if fs.Changed("ops") && cfg.Scenario != "load" {
+		return invalidFlag("ops", fmt.Sprint(cfg.Ops), "only valid with --scenario load")
+	}
+	return nil
+}

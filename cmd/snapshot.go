@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// snapshotBody is runSnapshot (cmd/snapshot_run.go), behind a variable so
+// that the command line's tests never reach a workspace.
+var snapshotBody = runSnapshot
+
+func (a *app) newSnapshotCmd() *cobra.Command {
+	var cfg SnapshotConfig
+	c := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Observe once (or --watch) and print; for scripts and alerting",
+		Long: `Observe the workspace once and print every operation, endpoint and flag:
+a table by default, the snapshot JSON with --json. With --watch it keeps
+observing and prints one JSON line every --interval (--count times, or
+until interrupted).
+
+Exit status follows the Nagios plugin convention, so an alerting system
+can run it as a check:
+  0  OK        nothing flagged
+  1  WARNING   at least one warning flag
+  2  CRITICAL  at least one critical flag
+  3  UNKNOWN   could not observe (the cause, error_code and request_id on
+               stderr) or invalid arguments`,
+		Example: `  dbxtop snapshot -p prod
+  dbxtop snapshot --json --timeout 20s | jq '.operations[] | select(.flags != [])'
+  dbxtop snapshot --watch --interval 30s --count 10 >> dbxtop.jsonl
+  dbxtop snapshot --capacity-probe --json`,
+		Args: noArgs,
+		PreRunE: func(c *cobra.Command, _ []string) error {
+			fs := c.Flags()
+			if !cfg.Watch {
+				for _, name := range []string{"interval", "count"} {
+					if fs.Changed(name) {
+						return invalidFlag(name, fs.Lookup(name).Value.String(), "only valid with --watch")
+					}
+				}
+			}
+			if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
+				return err
+			}
+			if cfg.Watch && !fs.Changed("interval") {
+				cfg.Interval = cfg.Refresh
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			a.code = snapshotBody(c.Context(), cfg, a.stdout, a.stderr)
+			return nil
+		},
+	}
+	fs := c.Flags()
+	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, true)
+	fs.BoolVar(&cfg.JSON, "json", false, "print the snapshot JSON (schema dbxtop.snapshot/v1) instead of a table")
+	fs.BoolVar(&cfg.Watch, "watch", false, "keep observing; print one JSON line per --interval")
+	iv := newDuration(&cfg.Interval, 0, minRefresh)
+	iv.zeroOK = false
+	fs.Var(iv, "interval", "with --watch: time between lines (default: --refresh)")
+	fs.Var(newInt(&cfg.Count, 0, 1, 1<<31-1), "count", "with --watch: stop after N lines (default: until interrupted)")
+	fs.BoolVar(&cfg.CapacityProbe, "capacity-probe", false,
+		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")
+	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, minRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
+	return c
+}

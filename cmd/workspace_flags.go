@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/spf13/pflag"
+)
+
+// Lower bounds that keep a typo (1ms) from hammering a workspace.
+const (
+	minRefresh   = 100 * time.Millisecond
+	minThreshold = time.Second
+)
+
+// addWorkspaceFlags registers the workspace flags of PRODUCT.md §3 on fs,
+// writing into cfg (which gets the defaults). withToken is false for demo,
+// where --token is the simulator's.
+func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) {
+	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile to authenticate with (env DATABRICKS_CONFIG_PROFILE)")
+	fs.Var(&checkedString{p: &cfg.Host, typ: "url", check: checkHost}, "host",
+		"workspace URL, https://host[:port] (env DATABRICKS_HOST; http://127.0.0.1:PORT for the simulator)")
+	if withToken {
+		fs.Var(&checkedString{p: &cfg.Token, typ: "token", check: nonEmpty("the token"), hide: true}, "token",
+			"personal access token; prefer env DATABRICKS_TOKEN: a flag is visible in the process list")
+	}
+	fs.VarP(&warehouseIDs{p: &cfg.Warehouses}, "warehouse", "w",
+		"SQL warehouse id to watch; repeat or comma-separate for several (default: every warehouse visible)")
+	fs.Var(&checkedString{p: &cfg.HTTPPath, typ: "path", check: checkHTTPPath}, "http-path",
+		"Thrift HTTP path of the warehouse (default /sql/1.0/warehouses/<id>)")
+	fs.Var(newDuration(&cfg.Refresh, 5*time.Second, minRefresh), "refresh", "how often to refresh the operation list and endpoints")
+	th := &cfg.Thresholds
+	fs.Var(newDuration(&th.InactivityWarn, model.DefaultThresholds.InactivityWarn, minThreshold), "inactivity-warn",
+		"flag INACTIVE / STALE after this long without client activity / a successful poll")
+	fs.Var(newDuration(&th.ServerIdleTimeout, model.DefaultThresholds.ServerIdleTimeout, minThreshold), "server-idle-timeout",
+		"the server's inactivity reaper to count down to; flags turn critical at 80% of it")
+	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, minThreshold), "leak-after",
+		"flag UNCLOSED when a finished operation stays open this long (critical after 5x)")
+	fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
+	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
+	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
+		"append a log of retries, give-ups and actions to this file (never the token)")
+}
+
+// finishWorkspace applies the environment and cross-flag rules once the
+// flags are parsed. It may print warnings on stderr; it never echoes the
+// token. simulated is true for demo, whose workspace (and token) is the
+// embedded simulator's: a real token from the environment stays unused.
+func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated bool) error {
+	if fs.Changed("http-path") && len(cfg.Warehouses) > 1 {
+		return invalidFlag("http-path", cfg.HTTPPath,
+			fmt.Sprintf("names one warehouse but %d --warehouse ids were given", len(cfg.Warehouses)))
+	}
+	switch {
+	case simulated:
+	case fs.Changed("token"):
+		fmt.Fprintln(a.stderr, "dbxtop: warning: --token is visible to other users in the process list; set DATABRICKS_TOKEN instead")
+	default:
+		if tok, ok := a.getenv("DATABRICKS_TOKEN"); ok {
+			cfg.Token = strings.TrimSpace(tok)
+		}
+	}
+	if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
+		cfg.NoColor = true
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+// Package keymap holds every key binding of the dbxtop TUI and its help
+// text, in one place, so the footer, the Help view and the docs agree.
+package keymap
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every binding of the TUI. Mutating actions (Adopt, Close,
+// Cancel) are disabled in read-only mode: a disabled binding never matches
+// and is hidden from help.
+type KeyMap struct {
+	// Navigation.
+	Up       key.Binding
+	Down     key.Binding
+	PageUp   key.Binding
+	PageDown key.Binding
+	Top      key.Binding
+	Bottom   key.Binding
+
+	// Views.
+	NextView key.Binding
+	PrevView key.Binding
+	Help     key.Binding
+	Detail   key.Binding // enter: operation detail, or expand an endpoint
+	Back     key.Binding // esc: leave detail/help, clear the filter
+	Quit     key.Binding
+
+	// Operations table.
+	Sort        key.Binding
+	SortReverse key.Binding
+	Filter      key.Binding
+	Flagged     key.Binding
+	Pause       key.Binding
+
+	// Row actions.
+	Adopt   key.Binding
+	Close   key.Binding
+	Cancel  key.Binding
+	CopyID  key.Binding
+	CopySQL key.Binding
+	Export  key.Binding
+
+	// Confirmation dialog: only Confirm runs the action; anything else,
+	// enter included, answers No.
+	Confirm key.Binding
+
+	readOnly bool
+}
+
+// DefaultKeyMap returns the bindings documented in docs/operator-guide.md.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("k/up", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("j/down", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "bottom")),
+
+		NextView: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevView: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+
+		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
+		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
+		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Flagged:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "flagged only")),
+		Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause order")),
+
+		Adopt:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
+		Close:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
+		Cancel:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
+		CopyID:  key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
+		CopySQL: key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
+		Export:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
+
+		Confirm: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "confirm")),
+	}
+}
+
+// SetReadOnly disables (or re-enables) every mutating binding. Disabled
+// bindings never match a key and vanish from ShortHelp/FullHelp.
+func (k *KeyMap) SetReadOnly(ro bool) {
+	k.readOnly = ro
+	k.Adopt.SetEnabled(!ro)
+	k.Close.SetEnabled(!ro)
+	k.Cancel.SetEnabled(!ro)
+}
+
+// ReadOnly reports whether SetReadOnly(true) is in effect.
+func (k KeyMap) ReadOnly() bool { return k.readOnly }
+
+// ShortHelp is the footer line: the keys an operator needs first.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return enabled([]key.Binding{k.NextView, k.Detail, k.Filter, k.Flagged, k.Cancel, k.Close, k.Help, k.Quit})
+}
+
+// FullHelp is the Help view, grouped by purpose.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	groups := [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.Quit},
+		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Pause},
+		{k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL, k.Export},
+	}
+	out := groups[:0]
+	for _, g := range groups {
+		if g = enabled(g); len(g) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// enabled drops disabled bindings so help never advertises a key that
+// does nothing.
+func enabled(bs []key.Binding) []key.Binding {
+	out := make([]key.Binding, 0, len(bs))
+	for _, b := range bs {
+		if b.Enabled() {
+			out = append(out, b)
+		}
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// reapedMessage is the part of the server's inactivity-timeout error that
+// identifies a reaped orphan ("Query has been timed out due to inactivity.").
+const reapedMessage = "timed out due to inactivity"
+
+// leakCriticalFactor × LeakAfter turns UNCLOSED critical.
+const leakCriticalFactor = 5
+
+// WithDefaults fills zero thresholds with DefaultThresholds, so that the
+// zero Thresholds value behaves like the command line's defaults.
+func (t Thresholds) WithDefaults() Thresholds {
+	if t.InactivityWarn <= 0 {
+		t.InactivityWarn = DefaultThresholds.InactivityWarn
+	}
+	if t.ServerIdleTimeout <= 0 {
+		t.ServerIdleTimeout = DefaultThresholds.ServerIdleTimeout
+	}
+	if t.LeakAfter <= 0 {
+		t.LeakAfter = DefaultThresholds.LeakAfter
+	}
+	return t
+}
+
+// idleCritical is the silence after which INACTIVE/STALE become critical:
+// 80 % of the server idle timeout, when the reaper is close enough that an
+// operator must act now. Integer arithmetic (the ceiling of 4/5 of it) so
+// the boundary is exact to the nanosecond.
+func (t Thresholds) idleCritical() time.Duration {
+	q, r := t.ServerIdleTimeout/5, t.ServerIdleTimeout%5
+	return 4*q + (4*r+4)/5
+}
+
+// idleSeverity grades a period of silence (client inactivity, or dbxtop's
+// own failed polls): warning from InactivityWarn, critical from 80 % of
+// the server idle timeout. The flag is raised at whichever comes first,
+// so a generous --inactivity-warn never hides an imminent reap.
+func (t Thresholds) idleSeverity(silence time.Duration) Severity {
+	switch {
+	case silence >= t.idleCritical():
+		return SeverityCritical
+	case silence >= t.InactivityWarn:
+		return SeverityWarning
+	}
+	return SeverityNone
+}
+
+// InactiveFor is how long the owning client has not called the server,
+// or nil when the source cannot tell. Clock skew (activity "in the
+// future") counts as zero.
+func InactiveFor(op Operation, now time.Time) *time.Duration {
+	if !op.ClientActivityKnown || op.ClientLastActivity.IsZero() {
+		return nil
+	}
+	d := max(now.Sub(op.ClientLastActivity), 0)
+	return &d
+}
+
+// ReapedIn is the countdown to the server's inactivity reaper:
+// ServerIdleTimeout − inactivity, floored at zero. It is nil when the
+// inactivity is unknown or the operation is terminal (the reaper only
+// fails operations that still run).
+func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
+	th = th.WithDefaults()
+	in := InactiveFor(op, now)
+	if in == nil || op.State.Terminal() {
+		return nil
+	}
+	d := max(th.ServerIdleTimeout-*in, 0)
+	return &d
+}
+
+// EvaluateOperation raises the flags of PRODUCT.md §4 for one operation
+// at instant now. It is pure: the same inputs always give the same flags,
+// in the fixed order INACTIVE, STALE, UNCLOSED, CLOSE_FAILED, REAPED.
+// Operations that vanished from every source (Gone) only keep REAPED, the
+// evidence of what happened to them.
+func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
+	th = th.WithDefaults()
+	var flags []Flag
+	live := !op.State.Terminal() && !op.Gone
+	if live {
+		if f, ok := inactiveFlag(op, now, th); ok {
+			flags = append(flags, f)
+		}
+		if f, ok := staleFlag(op, now, th); ok {
+			flags = append(flags, f)
+		}
+	}
+	if !op.Gone {
+		if f, ok := unclosedFlag(op, now, th); ok {
+			flags = append(flags, f)
+		}
+		if op.Close.State == CloseFailed {
+			flags = append(flags, closeFailedFlag(op, now))
+		}
+	}
+	if op.State == StateFailed && strings.Contains(strings.ToLower(op.ServerError), reapedMessage) {
+		flags = append(flags, Flag{
+			Kind:     FlagReaped,
+			Severity: SeverityWarning,
+			Detail:   fmt.Sprintf("server failed it for client inactivity (an orphan): %q", truncate(op.ServerError, 160)),
+		})
+	}
+	return flags
+}
+
+func inactiveFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
+	in := InactiveFor(op, now)
+	if in == nil {
+		return Flag{}, false
+	}
+	sev := th.idleSeverity(*in)
+	if sev == SeverityNone {
+		return Flag{}, false
+	}
+	return Flag{Kind: FlagInactive, Severity: sev,
+		Detail: fmt.Sprintf("no client call for %s; %s", FormatDuration(*in), reaperText(*ReapedIn(op, now, th), th))}, true
+}
+
+func reaperText(left time.Duration, th Thresholds) string {
+	if left <= 0 {
+		return fmt.Sprintf("server reaper due now (idle timeout %s)", FormatDuration(th.ServerIdleTimeout))
+	}
+	return "server reaps in " + FormatDuration(left)
+}
+
+// staleFlag: a followed (shown, non-terminal) operation dbxtop could not
+// poll successfully for a while. Never polled ok counts from FirstSeenAt;
+// with neither known there is nothing to measure.
+func staleFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
+	since, what := op.LastPollOKAt, "no successful status poll for %s"
+	if since.IsZero() {
+		since, what = op.FirstSeenAt, "no successful status poll since first seen %s ago"
+	}
+	if since.IsZero() {
+		return Flag{}, false
+	}
+	silence := max(now.Sub(since), 0)
+	sev := th.idleSeverity(silence)
+	if sev == SeverityNone {
+		return Flag{}, false
+	}
+	d := fmt.Sprintf(what, FormatDuration(silence))
+	d += fmt.Sprintf(" (%d failed, %d retries; still polling)", op.Poll.Failed, op.Poll.Retries)
+	if op.LastError != nil {
+		d += "; last error: " + op.LastError.String()
+	}
+	return Flag{Kind: FlagStale, Severity: sev, Detail: d}, true
+}
+
+// unclosedFlag: terminal but still held by the server. Without a
+// completion time the age of the leak is unknown and nothing is raised.
+func unclosedFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
+	if !op.State.Terminal() || op.State == StateClosed || op.Open == nil || !*op.Open || op.CompletedAt.IsZero() {
+		return Flag{}, false
+	}
+	age := max(now.Sub(op.CompletedAt), 0)
+	var sev Severity
+	switch {
+	case age >= leakCriticalFactor*th.LeakAfter:
+		sev = SeverityCritical
+	case age >= th.LeakAfter:
+		sev = SeverityWarning
+	default:
+		return Flag{}, false
+	}
+	return Flag{Kind: FlagUnclosed, Severity: sev,
+		Detail: fmt.Sprintf("%s %s ago and still open on the server", strings.ToLower(string(op.State)), FormatDuration(age))}, true
+}
+
+func closeFailedFlag(op Operation, now time.Time) Flag {
+	d := fmt.Sprintf("close failed after %d attempt(s)", op.Close.Attempts)
+	if op.Close.LastError != nil {
+		d += ": " + op.Close.LastError.String()
+	}
+	if !op.Close.NextTry.IsZero() {
+		d += "; retry in " + FormatDuration(max(op.Close.NextTry.Sub(now), 0))
+	}
+	return Flag{Kind: FlagCloseFailed, Severity: SeverityCritical, Detail: d}
+}
+
+// NewOperationView evaluates one operation at now. It normalises the
+// zero values that mean "unknown" so that a view encodes and decodes to
+// itself: State "" → UNKNOWN, Close.State "" → "n/a", and activity
+// marked known without a time → unknown.
+func NewOperationView(op Operation, now time.Time, th Thresholds) OperationView {
+	if op.State == "" {
+		op.State = StateUnknown
+	}
+	if op.Close.State == "" {
+		op.Close.State = CloseNA
+	}
+	if op.ClientLastActivity.IsZero() {
+		op.ClientActivityKnown = false
+	}
+	return OperationView{
+		Operation:   op,
+		InactiveFor: InactiveFor(op, now),
+		ReapedIn:    ReapedIn(op, now, th),
+		Flags:       EvaluateOperation(op, now, th),
+	}
+}

@@ -1,0 +1,291 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The wire structs below fix the §9 key order (encoding/json keeps struct
+// field order). Keys after the ones §9 lists are dbxtop's additions that
+// make the encoding lossless (first_seen_at, samples, …).
+
+type snapshotWire struct {
+	Schema      string          `json:"schema"`
+	GeneratedAt jsonTime        `json:"generated_at"`
+	Workspace   workspaceWire   `json:"workspace"`
+	Summary     Summary         `json:"summary"`
+	Operations  []operationWire `json:"operations"`
+	Endpoints   []endpointWire  `json:"endpoints"`
+	Errors      []ErrorInfo     `json:"errors"`
+}
+
+type workspaceWire struct {
+	Host       string   `json:"host"`
+	Warehouses []string `json:"warehouses"`
+}
+
+type operationWire struct {
+	StatementID       string      `json:"statement_id"`
+	WarehouseID       string      `json:"warehouse_id"`
+	User              string      `json:"user"`
+	ClientApplication string      `json:"client_application"`
+	State             State       `json:"state"`
+	SQL               string      `json:"sql"`
+	StartedAt         jsonTime    `json:"started_at"`
+	CompletedAt       jsonTime    `json:"completed_at"`
+	LastPollOKAt      jsonTime    `json:"last_poll_ok_at"`
+	InactiveForS      jsonSeconds `json:"inactive_for_s"`
+	ReapedInS         jsonSeconds `json:"reaped_in_s"`
+	Open              *bool       `json:"open"`
+	Poll              PollStats   `json:"poll"`
+	Close             closeWire   `json:"close"`
+	Flags             []Flag      `json:"flags"`
+	LastError         *ErrorInfo  `json:"last_error"`
+	// Additions beyond §9.
+	ServerError        string   `json:"server_error"`
+	FirstSeenAt        jsonTime `json:"first_seen_at"`
+	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
+	Adopted            bool     `json:"adopted"`
+	Gone               bool     `json:"gone"`
+}
+
+type closeWire struct {
+	State     CloseState `json:"state"`
+	Attempts  int        `json:"attempts"`
+	LastError *ErrorInfo `json:"last_error"`
+	NextTryAt jsonTime   `json:"next_try_at"` // addition: when the queued retry runs
+}
+
+type endpointWire struct {
+	Name             string      `json:"name"`
+	Type             string      `json:"type"`
+	State            string      `json:"state"`
+	Rows             int64       `json:"rows"`
+	RowLimit         int64       `json:"row_limit"`
+	Usage            *float64    `json:"usage"` // null when the row limit is unknown
+	GrowthRowsPerMin float64     `json:"growth_rows_per_min"`
+	ETAFullS         jsonSeconds `json:"eta_full_s"`
+	Exhausted        bool        `json:"exhausted"`
+	LastError        *ErrorInfo  `json:"last_error"`
+	Flags            []Flag      `json:"flags"`
+	Indexes          []indexWire `json:"indexes"`
+	// Additions beyond §9.
+	ObservedAt jsonTime     `json:"observed_at"`
+	Samples    []sampleWire `json:"samples"`
+}
+
+type indexWire struct {
+	Name    string `json:"name"`
+	Rows    int64  `json:"rows"`
+	Ready   bool   `json:"ready"`
+	Message string `json:"message"`
+}
+
+type sampleWire struct {
+	At   jsonTime `json:"at"`
+	Rows int64    `json:"rows"`
+}
+
+// MarshalJSON encodes the snapshot exactly as PRODUCT.md §9 lists it, with
+// the summary computed from the rows.
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	w := snapshotWire{
+		Schema:      SnapshotSchema,
+		GeneratedAt: jsonTime{s.GeneratedAt},
+		Workspace:   workspaceWire{Host: s.Workspace.Host, Warehouses: nonNil(s.Workspace.Warehouses)},
+		Summary:     s.Summary(),
+		Operations:  make([]operationWire, 0, len(s.Operations)),
+		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
+		Errors:      nonNil(s.Errors),
+	}
+	for _, o := range s.Operations {
+		w.Operations = append(w.Operations, o.wire())
+	}
+	for _, e := range s.Endpoints {
+		w.Endpoints = append(w.Endpoints, e.wire())
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes §9 JSON. Unknown keys are ignored (newer minor
+// additions); the schema, states, severities and close states are checked.
+// The summary is not read: it is recomputed from the rows.
+func (s *Snapshot) UnmarshalJSON(b []byte) error {
+	var w snapshotWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if w.Schema != SnapshotSchema {
+		return fmt.Errorf("snapshot: schema %q is not %q", truncate(w.Schema, 60), SnapshotSchema)
+	}
+	out := Snapshot{
+		GeneratedAt: w.GeneratedAt.Time,
+		Workspace:   Workspace{Host: w.Workspace.Host, Warehouses: nilIfEmpty(w.Workspace.Warehouses)},
+		Errors:      nilIfEmpty(w.Errors),
+	}
+	for i, ow := range w.Operations {
+		v, err := ow.view()
+		if err != nil {
+			return fmt.Errorf("snapshot: operations[%d]: %w", i, err)
+		}
+		out.Operations = append(out.Operations, v)
+	}
+	for i, ew := range w.Endpoints {
+		v, err := ew.view()
+		if err != nil {
+			return fmt.Errorf("snapshot: endpoints[%d]: %w", i, err)
+		}
+		out.Endpoints = append(out.Endpoints, v)
+	}
+	*s = out
+	return nil
+}
+
+// MarshalJSON encodes one operation as in the snapshot's operations[].
+func (v OperationView) MarshalJSON() ([]byte, error) { return json.Marshal(v.wire()) }
+
+// MarshalJSON encodes one endpoint as in the snapshot's endpoints[].
+func (v EndpointView) MarshalJSON() ([]byte, error) { return json.Marshal(v.wire()) }
+
+func (v OperationView) wire() operationWire {
+	state := v.State
+	if state == "" {
+		state = StateUnknown
+	}
+	cs := v.Close.State
+	if cs == "" {
+		cs = CloseNA
+	}
+	var last jsonTime
+	if v.ClientActivityKnown {
+		last = jsonTime{v.ClientLastActivity}
+	}
+	var open *bool
+	if v.Open != nil {
+		b := *v.Open
+		open = &b
+	}
+	return operationWire{
+		StatementID: v.StatementID, WarehouseID: v.WarehouseID, User: v.User,
+		ClientApplication: v.ClientApplication, State: state, SQL: v.SQL,
+		StartedAt: jsonTime{v.StartedAt}, CompletedAt: jsonTime{v.CompletedAt},
+		LastPollOKAt: jsonTime{v.LastPollOKAt},
+		InactiveForS: secondsOf(v.InactiveFor), ReapedInS: secondsOf(v.ReapedIn),
+		Open: open, Poll: v.Poll,
+		Close: closeWire{State: cs, Attempts: v.Close.Attempts, LastError: v.Close.LastError,
+			NextTryAt: jsonTime{v.Close.NextTry}},
+		Flags: nonNil(v.Flags), LastError: v.LastError,
+		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
+		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+	}
+}
+
+func (w operationWire) view() (OperationView, error) {
+	state, ok := ParseState(string(w.State))
+	if !ok {
+		return OperationView{}, fmt.Errorf("unknown state %q", truncate(string(w.State), 40))
+	}
+	switch w.Close.State {
+	case CloseNA, ClosePending, CloseClosed, CloseFailed:
+	default:
+		return OperationView{}, fmt.Errorf("unknown close state %q", truncate(string(w.Close.State), 40))
+	}
+	if err := checkFlags(w.Flags); err != nil {
+		return OperationView{}, err
+	}
+	return OperationView{
+		Operation: Operation{
+			StatementID: w.StatementID, WarehouseID: w.WarehouseID, User: w.User,
+			ClientApplication: w.ClientApplication, SQL: w.SQL, State: state,
+			StartedAt: w.StartedAt.Time, CompletedAt: w.CompletedAt.Time,
+			ServerError:         w.ServerError,
+			ClientActivityKnown: !w.ClientLastActivity.IsZero(),
+			ClientLastActivity:  w.ClientLastActivity.Time,
+			Open:                w.Open,
+			FirstSeenAt:         w.FirstSeenAt.Time, LastPollOKAt: w.LastPollOKAt.Time,
+			Poll: w.Poll,
+			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
+				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
+			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+		},
+		InactiveFor: w.InactiveForS.ptr(),
+		ReapedIn:    w.ReapedInS.ptr(),
+		Flags:       nilIfEmpty(w.Flags),
+	}, nil
+}
+
+func (v EndpointView) wire() endpointWire {
+	var usage *float64
+	if v.RowLimit > 0 {
+		u := v.Usage
+		usage = &u
+	}
+	w := endpointWire{
+		Name: v.Name, Type: v.Type, State: v.State, Rows: v.Rows, RowLimit: v.RowLimit,
+		Usage: usage, GrowthRowsPerMin: v.GrowthPerMin, ETAFullS: secondsOf(v.ETAFull),
+		Exhausted: v.Exhausted, LastError: v.LastError, Flags: nonNil(v.Flags),
+		Indexes:    make([]indexWire, 0, len(v.Indexes)),
+		ObservedAt: jsonTime{v.ObservedAt},
+		Samples:    make([]sampleWire, 0, len(v.Samples)),
+	}
+	for _, ix := range v.Indexes {
+		w.Indexes = append(w.Indexes, indexWire(ix))
+	}
+	for _, sm := range v.Samples {
+		w.Samples = append(w.Samples, sampleWire{At: jsonTime{sm.At}, Rows: sm.Rows})
+	}
+	return w
+}
+
+func (w endpointWire) view() (EndpointView, error) {
+	if err := checkFlags(w.Flags); err != nil {
+		return EndpointView{}, err
+	}
+	v := EndpointView{
+		Endpoint: Endpoint{
+			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
+			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+		},
+		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
+		Flags: nilIfEmpty(w.Flags),
+	}
+	if w.Usage != nil && w.RowLimit > 0 {
+		v.Usage = *w.Usage
+	}
+	for _, ix := range w.Indexes {
+		v.Indexes = append(v.Indexes, Index(ix))
+	}
+	for _, sm := range w.Samples {
+		v.Samples = append(v.Samples, Sample{At: sm.At.Time, Rows: sm.Rows})
+	}
+	return v, nil
+}
+
+func checkFlags(flags []Flag) error {
+	for i, f := range flags {
+		if f.Severity != SeverityWarning && f.Severity != SeverityCritical {
+			return fmt.Errorf("flags[%d]: severity %q is not warning or critical", i, truncate(string(f.Severity), 40))
+		}
+		if f.Kind == "" {
+			return fmt.Errorf("flags[%d]: empty kind", i)
+		}
+	}
+	return nil
+}
+
+// nonNil makes empty lists encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// nilIfEmpty makes decoded empty lists nil, the zero value the rest of the
+// model builds.
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

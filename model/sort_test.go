@@ -1,0 +1,96 @@
+package model
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func durp(d time.Duration) *time.Duration { return &d }
+
+func ids(ops []OperationView) []string {
+	var out []string
+	for _, o := range ops {
+		out = append(out, o.StatementID)
+	}
+	return out
+}
+
+func sortFixture() []OperationView {
+	warn := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}}
+	crit := []Flag{{Kind: FlagCloseFailed, Severity: SeverityCritical}}
+	return []OperationView{
+		{Operation: Operation{StatementID: "d", State: StateFinished, User: "Bob", WarehouseID: "w2", StartedAt: t0.Add(-time.Minute), Poll: PollStats{Retries: 1}}},
+		{Operation: Operation{StatementID: "b", State: StateRunning, User: "alice", WarehouseID: "w1", StartedAt: t0.Add(-time.Hour), Poll: PollStats{Retries: 5}}, InactiveFor: durp(time.Minute), Flags: warn},
+		{Operation: Operation{StatementID: "c", State: StatePending, User: "carol", WarehouseID: "w1"}, InactiveFor: durp(time.Hour), Flags: crit},
+		{Operation: Operation{StatementID: "a", State: StateRunning, User: "alice", WarehouseID: "w2", StartedAt: t0.Add(-2 * time.Minute), Poll: PollStats{Retries: 5}}, Flags: warn},
+	}
+}
+
+func TestSortOperations(t *testing.T) {
+	cases := []struct {
+		key  SortKey
+		desc bool
+		want []string
+	}{
+		{SortSeverity, true, []string{"c", "a", "b", "d"}},
+		{SortSeverity, false, []string{"d", "a", "b", "c"}},
+		{SortState, false, []string{"c", "a", "b", "d"}},
+		{SortAge, true, []string{"b", "a", "d", "c"}},  // oldest first, unknown last
+		{SortAge, false, []string{"d", "a", "b", "c"}}, // unknown still last
+		{SortInactivity, true, []string{"c", "b", "a", "d"}},
+		{SortInactivity, false, []string{"b", "c", "a", "d"}},
+		{SortUser, false, []string{"a", "b", "d", "c"}}, // case-insensitive
+		{SortWarehouse, false, []string{"b", "c", "a", "d"}},
+		{SortRetries, true, []string{"a", "b", "d", "c"}},
+		{SortStatementID, false, []string{"a", "b", "c", "d"}},
+		{SortStatementID, true, []string{"a", "b", "c", "d"}}, // tie-break is always ascending
+	}
+	for _, c := range cases {
+		ops := sortFixture()
+		SortOperations(ops, c.key, c.desc)
+		if got := ids(ops); !slices.Equal(got, c.want) {
+			t.Errorf("sort %s desc=%v: %v, want %v", c.key, c.desc, got, c.want)
+		}
+	}
+}
+
+func TestParseSortKey(t *testing.T) {
+	for _, k := range SortKeys {
+		if got, err := ParseSortKey(string(k)); err != nil || got != k {
+			t.Errorf("ParseSortKey(%q) = %q, %v", k, got, err)
+		}
+	}
+	if _, err := ParseSortKey("colour"); err == nil {
+		t.Error("ParseSortKey accepted an unknown key")
+	}
+}
+
+func TestFilterOperations(t *testing.T) {
+	ops := sortFixture()
+	ops[0].SQL = "SELECT * FROM sales"
+	cases := []struct {
+		spec FilterSpec
+		want []string
+	}{
+		{FilterSpec{}, []string{"d", "b", "c", "a"}},
+		{FilterSpec{FlaggedOnly: true}, []string{"b", "c", "a"}},
+		{FilterSpec{Text: "ALICE"}, []string{"b", "a"}},
+		{FilterSpec{Text: "inactive"}, []string{"b", "a"}},
+		{FilterSpec{Text: "close_failed"}, []string{"c"}},
+		{FilterSpec{Text: "from sales"}, []string{"d"}}, // every term must match
+		{FilterSpec{Text: "w2 alice"}, []string{"a"}},
+		{FilterSpec{Text: "pending"}, []string{"c"}},
+		{FilterSpec{Text: "w1", FlaggedOnly: true}, []string{"b", "c"}},
+		{FilterSpec{Text: "nobody"}, nil},
+	}
+	for _, c := range cases {
+		got := ids(FilterOperations(ops, c.spec))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("filter %+v: %v, want %v", c.spec, got, c.want)
+		}
+	}
+	if ids(ops)[0] != "d" {
+		t.Error("FilterOperations modified its input")
+	}
+}

@@ -1,0 +1,206 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// Close-queue backoff: 2 s doubling to 60 s, with equal jitter.
+const (
+	closeBase = 2 * time.Second
+	closeCap  = 60 * time.Second
+)
+
+// lookup resolves an action target; it refuses in read-only mode first.
+func (e *Engine) lookup(statementID string) (*entry, error) {
+	if e.o.ReadOnly {
+		return nil, ErrReadOnly
+	}
+	if e.o.Actions == nil {
+		return nil, ErrNoActions
+	}
+	en, ok := e.ops[statementID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
+	}
+	return en, nil
+}
+
+// Adopt makes dbxtop responsible for closing the operation once it is
+// terminal (at once if it already is and still open).
+func (e *Engine) Adopt(ctx context.Context, statementID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en, err := e.lookup(statementID)
+	if err != nil {
+		return err
+	}
+	now := e.clk.Now()
+	op := &en.op
+	op.Adopted = true
+	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
+	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open) || op.Gone
+	if op.State.Terminal() && !closed && !en.queued && op.Close.State != model.CloseClosed {
+		e.enqueueClose(en, now, "adopted operation is already "+string(op.State))
+	}
+	return nil
+}
+
+// Close re-closes the operation now. On failure the close is queued and
+// retried with backoff (CLOSE_FAILED) and the error is returned.
+func (e *Engine) Close(ctx context.Context, statementID string) error {
+	e.mu.Lock()
+	en, err := e.lookup(statementID)
+	if err == nil && en.closing {
+		err = fmt.Errorf("a close of %s is already in flight", statementID)
+	}
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	en.closing = true
+	now := e.clk.Now()
+	if !en.queued {
+		en.op.Close.State = model.ClosePending
+	}
+	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Call: CallClose, Message: "close requested by the operator"})
+	e.mu.Unlock()
+	return e.closeAttempt(ctx, en)
+}
+
+// closeRound is the close queue's retry of one queued close.
+func (e *Engine) closeRound(ctx context.Context, en *entry) { _ = e.closeAttempt(ctx, en) }
+
+// closeAttempt runs one policy-wrapped close (en.closing is set) and
+// records its outcome.
+func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
+	e.mu.Lock()
+	ref := en.ref
+	e.mu.Unlock()
+	n, err := e.pol.do(ctx, Call{Name: CallClose, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
+		return e.o.Actions.Close(ctx, ref)
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en.closing = false
+	now := e.clk.Now()
+	en.op.Close.Attempts += n
+	switch {
+	case err == nil:
+		e.finishClose(en, now, "closed")
+		return nil
+	case errors.Is(err, sources.ErrHandleGone):
+		e.finishClose(en, now, "the server no longer has the handle")
+		return nil
+	case ctx.Err() != nil && !en.queued:
+		// The caller gave up before any answer: queue it all the same.
+	case ctx.Err() != nil:
+		return err // engine shutting down; Shutdown makes the last attempt
+	}
+	en.closeFails++
+	info := ErrorInfoOf(err)
+	wait := equalJitter(ceiling(closeBase, closeCap, en.closeFails), e.pol.o.Rand())
+	c := &en.op.Close
+	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
+	en.op.LastError, e.lastErr = info, info
+	if !en.queued {
+		en.queued = true
+		e.closeQ[en.op.StatementID] = en
+	}
+	e.emit(Event{At: now, Kind: EventCloseFailed, StatementID: en.op.StatementID, Call: CallClose,
+		Message: fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, fmtElapsed(wait)),
+		RequestID: info.RequestID, Err: info})
+	e.signal()
+	return err
+}
+
+// enqueueClose queues a close to run now (the loop picks it up).
+func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
+	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
+	en.queued = true
+	e.closeQ[en.op.StatementID] = en
+	e.emit(Event{At: now, Kind: EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
+	e.signal()
+}
+
+// finishClose marks the operation closed and leaves the queue.
+func (e *Engine) finishClose(en *entry, now time.Time, how string) {
+	c := &en.op.Close
+	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
+	f := false
+	en.op.Open = &f
+	en.closeFails = 0
+	if en.queued {
+		en.queued = false
+		delete(e.closeQ, en.op.StatementID)
+	}
+	e.emit(Event{At: now, Kind: EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
+	e.retire(en, now)
+}
+
+// Cancel asks the server to cancel the operation (a safe call: repeating
+// a cancel is harmless). The next status poll is brought forward.
+func (e *Engine) Cancel(ctx context.Context, statementID string) error {
+	e.mu.Lock()
+	en, err := e.lookup(statementID)
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	ref := en.ref
+	e.emit(Event{At: e.clk.Now(), Kind: EventAction, StatementID: statementID, Call: CallCancel, Message: "cancel requested by the operator"})
+	e.mu.Unlock()
+	err = e.pol.Do(ctx, Call{Name: CallCancel, Safe: true, OpID: statementID}, func(ctx context.Context) error {
+		return e.o.Actions.Cancel(ctx, ref)
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clk.Now()
+	ev := Event{At: now, Kind: EventAction, StatementID: statementID, Call: CallCancel, Message: "canceled"}
+	if err != nil {
+		info := ErrorInfoOf(err)
+		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
+	} else if !en.retired && !en.polling {
+		en.next = now
+		e.heap.reschedule(en)
+		e.signal()
+	}
+	e.emit(ev)
+	return err
+}
+
+// Shutdown, after Run has returned, makes one last close attempt for every
+// queued close (adopted operations and operator re-closes), bounded by
+// ctx, and returns the ids still open, sorted.
+func (e *Engine) Shutdown(ctx context.Context) []string {
+	e.mu.Lock()
+	var queued []*entry
+	for _, en := range e.closeQ {
+		queued = append(queued, en)
+	}
+	e.mu.Unlock()
+	var open []string
+	for _, en := range queued {
+		err := ctx.Err()
+		if err == nil {
+			err = e.o.Actions.Close(ctx, en.ref)
+		}
+		e.mu.Lock()
+		en.op.Close.Attempts++
+		if err == nil || errors.Is(err, sources.ErrHandleGone) {
+			e.finishClose(en, e.clk.Now(), "closed at shutdown")
+		} else {
+			open = append(open, en.op.StatementID)
+			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, describe(err))
+		}
+		e.mu.Unlock()
+	}
+	sort.Strings(open)
+	return open
+}

@@ -1,0 +1,409 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// Call names the engine uses for its own calls (the names the simulator's
+// fault injection and the Events view know).
+const (
+	CallDiscover = "Discover"
+	CallStatus   = "GetOperationStatus"
+	CallClose    = "CloseOperation"
+	CallCancel   = "CancelOperation"
+	CallCapacity = "ListEndpoints"
+	CallProbe    = "UpsertDataVectorIndex"
+)
+
+// How long a closed or vanished operation stays in the snapshot.
+const retainFor = 5 * time.Minute
+
+// ErrReadOnly is returned by every mutating action in read-only mode.
+var ErrReadOnly = errors.New("read-only mode: dbxtop refuses to change anything on the server")
+
+// ErrUnknownOperation is returned for an action on an id the engine does
+// not follow.
+var ErrUnknownOperation = errors.New("dbxtop does not follow this operation")
+
+// ErrNoActions is returned when no ActionSource was configured.
+var ErrNoActions = errors.New("this workspace source cannot cancel or close operations")
+
+// Options configures an Engine; see the field comments for defaults.
+type Options struct {
+	Discoverer  Discoverer     // required
+	Status      StatusSource   // required
+	Actions     ActionSource   // nil → every action refused with ErrNoActions
+	Capacity    CapacitySource // nil → no endpoints
+	Probe       bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	Thresholds  model.Thresholds
+	Refresh     time.Duration // discovery + capacity period; 0 → 5s
+	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
+	Workspace   model.Workspace
+	MaxInFlight int // bounded concurrency of status polls; 0 → 16
+	Clock       Clock
+	Policy      PolicyOptions // zero value = documented defaults
+	Idle        []IdleCloser  // transports to drop idle connections of on transport errors
+	Logf        func(format string, args ...any)
+}
+
+// Health is the poller's own state for the TUI header.
+type Health struct {
+	Followed, InFlight              int
+	BudgetAvailable, BudgetCapacity float64 // retry budget tokens
+	Polls, Retries, GiveUps         int64
+	LastError                       *model.ErrorInfo
+	EventsDropped                   int64
+}
+
+// entry is one followed operation with its scheduling state.
+type entry struct {
+	op         model.Operation
+	ref        sources.Ref
+	next       time.Time // next status poll, valid while idx >= 0
+	idx        int       // position in the poll heap; -1 when not scheduled
+	polling    bool
+	retired    bool      // no longer polled (closed, gone)
+	retiredAt  time.Time // when it stopped being polled
+	seen       uint64    // discovery generation that last listed it
+	closing    bool      // a close attempt is in flight
+	closeFails int       // consecutive failed close rounds
+	queued     bool      // in the close queue
+}
+
+// Engine follows a workspace's operations and endpoints.
+type Engine struct {
+	o   Options
+	clk Clock
+	pol *Policy
+
+	events  chan Event
+	emitMu  sync.Mutex
+	dropped atomic.Int64
+
+	mu          sync.Mutex
+	ops         map[string]*entry
+	heap        pollHeap
+	eps         []model.Endpoint
+	wsErrs      map[string]model.ErrorInfo
+	lastErr     *model.ErrorInfo
+	polls       int64
+	inflight    int
+	gen         uint64
+	discovering bool
+	capRunning  bool
+	flags       map[string]map[model.FlagKind]model.Severity
+	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+
+	wake   chan struct{}
+	busy   atomic.Int64 // engine goroutines at work (tests)
+	parked atomic.Bool  // the loop waits for time or a wake (tests)
+	loopAt atomic.Int64 // when the parked loop wakes by itself, unix ns (tests)
+	hook   func()       // tests: something changed that may settle the engine
+}
+
+// NewEngine builds an engine; nothing runs until Run or RunOnce.
+func NewEngine(o Options) *Engine {
+	if o.Refresh <= 0 {
+		o.Refresh = 5 * time.Second
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 16
+	}
+	if o.Thresholds == (model.Thresholds{}) {
+		o.Thresholds = model.DefaultThresholds
+	}
+	e := &Engine{
+		o:      o,
+		clk:    clockOr(o.Clock),
+		events: make(chan Event, 4096),
+		ops:    map[string]*entry{},
+		wsErrs: map[string]model.ErrorInfo{},
+		flags:  map[string]map[model.FlagKind]model.Severity{},
+		wake:   make(chan struct{}, 1),
+		closeQ: map[string]*entry{},
+	}
+	po := o.Policy
+	if po.Clock == nil {
+		po.Clock = e.clk
+	}
+	po.Idle = append(append([]IdleCloser(nil), po.Idle...), o.Idle...)
+	userObs := po.Observe
+	po.Observe = func(r Report) {
+		e.observe(r)
+		if userObs != nil {
+			userObs(r)
+		}
+	}
+	e.pol = NewPolicy(po)
+	return e
+}
+
+// Events is the engine's event stream. It is buffered and the engine never
+// blocks on it: when full, the oldest event is dropped and counted.
+func (e *Engine) Events() <-chan Event { return e.events }
+
+// ReadOnly reports whether mutating actions are refused.
+func (e *Engine) ReadOnly() bool { return e.o.ReadOnly }
+
+// Policy returns the engine's retry policy (shared by all its calls).
+func (e *Engine) Policy() *Policy { return e.pol }
+
+// Run follows the workspace until ctx is done, then cancels in-flight
+// calls, waits for every goroutine it started and returns nil.
+func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	spawn := func(fn func(context.Context)) {
+		wg.Add(1)
+		e.busy.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(ctx)
+			e.busy.Add(-1)
+			e.signal()
+		}()
+	}
+	nextRefresh := e.clk.Now()
+	nextFlags := nextRefresh
+	for {
+		now := e.clk.Now()
+		e.mu.Lock()
+		if !now.Before(nextRefresh) {
+			nextRefresh = now.Add(e.o.Refresh)
+			if !e.discovering {
+				e.discovering = true
+				spawn(func(ctx context.Context) { _ = e.discoverRound(ctx) })
+			}
+			if e.o.Capacity != nil && !e.capRunning {
+				e.capRunning = true
+				spawn(e.capacityRound)
+			}
+		}
+		for e.inflight < e.o.MaxInFlight && len(e.heap) > 0 && !e.heap[0].next.After(now) {
+			en := e.heap.popMin()
+			en.polling = true
+			e.inflight++
+			spawn(func(ctx context.Context) { e.pollOne(ctx, en) })
+		}
+		next := nextRefresh
+		for _, en := range e.closeQ {
+			if !en.closing {
+				if !en.op.Close.NextTry.After(now) {
+					en.closing = true
+					spawn(func(ctx context.Context) { e.closeRound(ctx, en) })
+				} else if en.op.Close.NextTry.Before(next) {
+					next = en.op.Close.NextTry
+				}
+			}
+		}
+		if len(e.heap) > 0 && e.inflight < e.o.MaxInFlight && e.heap[0].next.Before(next) {
+			next = e.heap[0].next
+		}
+		e.mu.Unlock()
+		if !now.Before(nextFlags) {
+			e.evalFlags()
+			nextFlags = now.Add(time.Second)
+		}
+		if nextFlags.Before(next) {
+			next = nextFlags
+		}
+		timer := e.clk.After(next.Sub(now))
+		e.loopAt.Store(next.UnixNano())
+		e.parked.Store(true)
+		e.notifyHook()
+		select {
+		case <-ctx.Done():
+			e.parked.Store(false)
+			cancel()
+			wg.Wait()
+			return nil
+		case <-timer:
+		case <-e.wake:
+		}
+		e.parked.Store(false)
+	}
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	e.notifyHook()
+}
+
+func (e *Engine) notifyHook() {
+	if e.hook != nil {
+		e.hook()
+	}
+}
+
+// RunOnce observes once: one discovery, one status poll of each followed
+// operation and one capacity round. It returns the discovery error, if
+// any (the workspace could not be observed). Do not call it while Run runs.
+func (e *Engine) RunOnce(ctx context.Context) error {
+	e.mu.Lock()
+	e.discovering = true
+	e.mu.Unlock()
+	if err := e.discoverRound(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	if e.o.Capacity != nil {
+		e.mu.Lock()
+		e.capRunning = true
+		e.mu.Unlock()
+		wg.Add(1)
+		go func() { defer wg.Done(); e.capacityRound(ctx) }()
+	}
+	e.mu.Lock()
+	var due []*entry
+	for len(e.heap) > 0 {
+		en := e.heap.popMin()
+		en.polling = true
+		e.inflight++
+		due = append(due, en)
+	}
+	e.mu.Unlock()
+	sem := make(chan struct{}, e.o.MaxInFlight)
+	for _, en := range due {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.pollOne(ctx, en)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	e.evalFlags()
+	return nil
+}
+
+// discoverRound runs one discovery and merges its result.
+func (e *Engine) discoverRound(ctx context.Context) error {
+	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.discovering = false
+	now := e.clk.Now()
+	if err != nil {
+		e.recordWSError(CallDiscover, err)
+		return fmt.Errorf("discovering operations: %w", err)
+	}
+	delete(e.wsErrs, CallDiscover)
+	e.merge(ds, now)
+	return nil
+}
+
+func (e *Engine) recordWSError(call string, err error) {
+	info := ErrorInfoOf(err)
+	if info.Call == "" {
+		info.Call = call
+	}
+	e.wsErrs[call] = *info
+	e.lastErr = info
+}
+
+// merge adds newly discovered operations and refreshes descriptive fields
+// of known ones. An operation missing from discovery is not dropped: it is
+// followed until it is closed or gone, then retained for a while.
+func (e *Engine) merge(ds []Discovered, now time.Time) {
+	e.gen++
+	for _, d := range ds {
+		id := d.Op.StatementID
+		if id == "" {
+			id = d.Ref.StatementID
+		}
+		if id == "" {
+			continue
+		}
+		en, ok := e.ops[id]
+		if !ok {
+			op := d.Op
+			op.StatementID = id
+			op.FirstSeenAt = now
+			if op.Close.State == "" {
+				op.Close.State = model.CloseNA
+			}
+			if op.State == "" {
+				op.State = model.StateUnknown
+			}
+			en = &entry{op: op, ref: d.Ref, idx: -1}
+			if en.ref.StatementID == "" {
+				en.ref.StatementID = id
+			}
+			e.ops[id] = en
+			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
+				en.retired, en.retiredAt = true, now
+			} else {
+				en.next = now
+				e.heap.push(en)
+			}
+			e.emit(Event{At: now, Kind: EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
+		} else {
+			o := &en.op
+			setIf(&o.WarehouseID, d.Op.WarehouseID)
+			setIf(&o.User, d.Op.User)
+			setIf(&o.ClientApplication, d.Op.ClientApplication)
+			setIf(&o.SQL, d.Op.SQL)
+			if o.StartedAt.IsZero() {
+				o.StartedAt = d.Op.StartedAt
+			}
+			if len(d.Ref.Secret) > 0 {
+				en.ref.Secret = d.Ref.Secret
+			}
+			if o.LastPollOKAt.IsZero() && d.Op.State != "" {
+				o.State = d.Op.State
+			}
+		}
+		en.seen = e.gen
+	}
+	for id, en := range e.ops {
+		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
+			delete(e.ops, id)
+			delete(e.flags, id)
+		}
+	}
+}
+
+func setIf(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// retire stops polling en; it stays in the snapshot for retainFor.
+func (e *Engine) retire(en *entry, now time.Time) {
+	if en.idx >= 0 {
+		e.heap.remove(en)
+	}
+	en.retired, en.retiredAt = true, now
+}
+
+func (e *Engine) logf(format string, args ...any) {
+	if e.o.Logf != nil {
+		e.o.Logf("%s", redact(fmt.Sprintf(format, args...)))
+	}
+}
+
+// settled reports (for tests with a fake clock) that nothing can happen
+// until the clock moves: the loop is parked with nothing due and every
+// busy goroutine waits out a backoff that ends in the future.
+func (e *Engine) settled() bool {
+	now := e.clk.Now()
+	if !e.parked.Load() || len(e.wake) > 0 || e.loopAt.Load() <= now.UnixNano() {
+		return false
+	}
+	n, allAfter := e.pol.sleepingUntil(now)
+	return allAfter && int64(n) == e.busy.Load()
+}

@@ -1,0 +1,162 @@
+package poller
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// emit publishes ev without ever blocking: when the buffer is full the
+// oldest event is dropped (and counted) to make room.
+func (e *Engine) emit(ev Event) {
+	e.emitMu.Lock()
+	defer e.emitMu.Unlock()
+	for {
+		select {
+		case e.events <- ev:
+			return
+		default:
+		}
+		select {
+		case <-e.events:
+			e.dropped.Add(1)
+		default:
+		}
+	}
+}
+
+// observe turns the policy's reports into events and per-operation counters.
+func (e *Engine) observe(r Report) {
+	info := ErrorInfoOf(r.Err)
+	if r.GaveUp != nil {
+		info = ErrorInfoOf(r.GaveUp)
+	}
+	e.mu.Lock()
+	now := e.clk.Now()
+	en := e.ops[r.Call.OpID]
+	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
+		en.op.Poll.Retries++
+	}
+	e.mu.Unlock()
+	ev := Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
+	if en == nil {
+		ev.StatementID = ""
+		if r.Call.Name == CallProbe {
+			ev.Endpoint = r.Call.OpID
+		}
+	}
+	if r.GaveUp != nil {
+		if r.GaveUp.Kind == model.KindCanceled {
+			return // shutdown or the caller's choice, not news
+		}
+		ev.Kind, ev.Message = EventGiveUp, r.GaveUp.Error()
+		e.logf("%s", ev.Message)
+	} else {
+		ev.Kind = EventRetry
+		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, fmtElapsed(r.Wait), describe(r.Err))
+		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
+	}
+	e.emit(ev)
+}
+
+// Snapshot is a consistent copy of everything observed, with flags
+// evaluated at Clock.Now().
+func (e *Engine) Snapshot() model.Snapshot {
+	e.mu.Lock()
+	now := e.clk.Now()
+	ops := make([]model.Operation, 0, len(e.ops))
+	for _, en := range e.ops {
+		op := en.op
+		if op.Open != nil {
+			v := *op.Open
+			op.Open = &v
+		}
+		ops = append(ops, op)
+	}
+	eps := make([]model.Endpoint, len(e.eps))
+	for i, ep := range e.eps {
+		ep.Indexes = append([]model.Index(nil), ep.Indexes...)
+		ep.Samples = append([]model.Sample(nil), ep.Samples...)
+		eps[i] = ep
+	}
+	errs := make([]model.ErrorInfo, 0, len(e.wsErrs))
+	for _, v := range e.wsErrs {
+		errs = append(errs, v)
+	}
+	e.mu.Unlock()
+	sort.Slice(ops, func(i, j int) bool {
+		if !ops[i].FirstSeenAt.Equal(ops[j].FirstSeenAt) {
+			return ops[i].FirstSeenAt.Before(ops[j].FirstSeenAt)
+		}
+		return ops[i].StatementID < ops[j].StatementID
+	})
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
+	return model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+}
+
+// evalFlags compares flags with the previous evaluation and emits
+// raised/cleared events (a severity change counts as raised).
+func (e *Engine) evalFlags() {
+	s := e.Snapshot()
+	seen := make(map[string]bool, len(s.Operations)+len(s.Endpoints))
+	diff := func(key, opID, endpoint string, flags []model.Flag) {
+		seen[key] = true
+		prev := e.flags[key]
+		cur := make(map[model.FlagKind]model.Severity, len(flags))
+		for _, f := range flags {
+			cur[f.Kind] = f.Severity
+			if prev[f.Kind] != f.Severity {
+				f := f
+				e.emit(Event{At: s.GeneratedAt, Kind: EventFlagRaised, StatementID: opID, Endpoint: endpoint, Flag: &f,
+					Message: fmt.Sprintf("%s %s: %s", f.Kind, f.Severity, f.Detail)})
+			}
+		}
+		for k, sev := range prev {
+			if _, ok := cur[k]; !ok {
+				f := model.Flag{Kind: k, Severity: sev}
+				e.emit(Event{At: s.GeneratedAt, Kind: EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
+					Message: fmt.Sprintf("%s cleared", k)})
+			}
+		}
+		if len(cur) == 0 {
+			delete(e.flags, key)
+		} else {
+			e.flags[key] = cur
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, v := range s.Operations {
+		if len(v.Flags) > 0 || e.flags[v.StatementID] != nil {
+			diff(v.StatementID, v.StatementID, "", v.Flags)
+		}
+	}
+	for _, v := range s.Endpoints {
+		key := "endpoint:" + v.Name
+		if len(v.Flags) > 0 || e.flags[key] != nil {
+			diff(key, "", v.Name, v.Flags)
+		}
+	}
+}
+
+// Health is the poller's own state: what it follows, its budget and its
+// last error.
+func (e *Engine) Health() Health {
+	avail, capa := e.pol.Budget()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
+		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
+		EventsDropped: e.dropped.Load()}
+	for _, en := range e.ops {
+		if !en.retired {
+			h.Followed++
+		}
+	}
+	if e.lastErr != nil {
+		le := *e.lastErr
+		h.LastError = &le
+	}
+	return h
+}

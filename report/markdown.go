@@ -1,0 +1,191 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// MaxEvents bounds the "Recent events" section of the incident report.
+const MaxEvents = 100
+
+// Markdown writes an incident report for a ticket or a postmortem: what was
+// observed, the flagged operations with their details and SQL, every
+// endpoint, the recent engine events and the errors, each with the request
+// id support will ask for. Events are listed oldest first; only the last
+// MaxEvents are kept.
+func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
+	ew := &errWriter{w: w}
+	sum := s.Summary()
+	whs := "all visible"
+	if len(s.Workspace.Warehouses) > 0 {
+		whs = strings.Join(s.Workspace.Warehouses, ", ")
+	}
+	ew.printf("# dbxtop incident report\n\n")
+	ew.printf("- Generated: %s\n", s.GeneratedAt.UTC().Format(time.RFC3339))
+	ew.printf("- Workspace: %s\n", mdInline(s.Workspace.Host))
+	ew.printf("- Warehouses: %s\n", mdInline(whs))
+	ew.printf("- Operations: %d (running %d, flagged %d)\n", sum.Operations, sum.Running, sum.Flagged)
+	ew.printf("- Flags: %d critical, %d warning\n", sum.Critical, sum.Warnings)
+	ew.printf("- Endpoints: %d (exhausted %d)\n", sum.Endpoints, sum.EndpointsExhausted)
+	ew.printf("- Observation errors: %d\n", len(s.Errors))
+
+	ew.printf("\n## Flagged operations\n\n")
+	var flagged []model.OperationView
+	for _, o := range s.Operations {
+		if len(o.Flags) > 0 {
+			flagged = append(flagged, o)
+		}
+	}
+	if len(flagged) == 0 {
+		ew.printf("None.\n")
+	} else {
+		ew.printf("| Severity | Flags | Statement | State | User | Warehouse | Client | Idle | Reaper | Close | Retries |\n")
+		ew.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, o := range flagged {
+			ew.printf("| %s | %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+				o.MaxSeverity(), flagKinds(o.Flags), mdCode(o.StatementID), o.State, mdCell(o.User), mdCell(o.WarehouseID),
+				mdCell(o.ClientApplication), durOr(o.InactiveFor, "?"), durOr(o.ReapedIn, "-"),
+				closeLabel(o.Close), o.Poll.Retries)
+		}
+		for _, o := range flagged {
+			ew.printf("\n### `%s`\n\n", mdCode(o.StatementID))
+			for _, f := range o.Flags {
+				ew.printf("- **%s** (%s): %s\n", f.Kind, f.Severity, mdInline(f.Detail))
+			}
+			if o.ServerError != "" {
+				ew.printf("- Server error: %s\n", mdInline(o.ServerError))
+			}
+			if o.LastError != nil {
+				ew.printf("- Last poll error: %s\n", mdInline(o.LastError.String()))
+			}
+			if o.Close.LastError != nil && !o.HasFlag(model.FlagCloseFailed) {
+				ew.printf("- Last close error: %s (attempts %d)\n", mdInline(o.Close.LastError.String()), o.Close.Attempts)
+			}
+			if o.SQL != "" {
+				ew.printf("\n```sql\n%s\n```\n", strings.ReplaceAll(cleanBlock(o.SQL), "```", "` ` `"))
+			}
+		}
+	}
+
+	ew.printf("\n## Endpoints\n\n")
+	if len(s.Endpoints) == 0 {
+		ew.printf("None.\n")
+	} else {
+		ew.printf("| Severity | Flags | Endpoint | Type | State | Rows | Limit | Usage | Full in |\n")
+		ew.printf("|---|---|---|---|---|---|---|---|---|\n")
+		for _, e := range s.Endpoints {
+			limit, usage := "?", "?"
+			if e.RowLimit > 0 {
+				limit = model.FormatCount(e.RowLimit)
+				usage = fmt.Sprintf("%.1f%%", e.Usage*100)
+			}
+			sev := string(e.MaxSeverity())
+			if sev == "" {
+				sev = "ok"
+			}
+			ew.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sev, flagKinds(e.Flags), mdCell(e.Name),
+				mdCell(e.Type), mdCell(e.State), model.FormatCount(e.Rows), limit, usage, durOr(e.ETAFull, "-"))
+		}
+		for _, e := range s.Endpoints {
+			if len(e.Flags) == 0 && e.LastError == nil {
+				continue
+			}
+			ew.printf("\n### %s\n\n", mdInline(e.Name))
+			for _, f := range e.Flags {
+				ew.printf("- **%s** (%s): %s\n", f.Kind, f.Severity, mdInline(f.Detail))
+			}
+			if e.LastError != nil && !hasExhaustedDetail(e) {
+				ew.printf("- Last error: %s\n", mdInline(e.LastError.String()))
+			}
+		}
+	}
+
+	ew.printf("\n## Recent events\n\n")
+	if len(events) > MaxEvents {
+		events = events[len(events)-MaxEvents:]
+	}
+	if len(events) == 0 {
+		ew.printf("None recorded.\n")
+	} else {
+		ew.printf("| Time | Event | Operation / endpoint | Call | Message | Request id |\n")
+		ew.printf("|---|---|---|---|---|---|\n")
+		for _, ev := range events {
+			subject := ev.StatementID
+			if subject == "" {
+				subject = ev.Endpoint
+			}
+			msg := ev.Message
+			if ev.Flag != nil && msg == "" {
+				msg = fmt.Sprintf("%s %s: %s", ev.Flag.Kind, ev.Flag.Severity, ev.Flag.Detail)
+			}
+			if ev.Err != nil && msg == "" {
+				msg = ev.Err.String()
+			}
+			reqID := ev.RequestID
+			if reqID == "" && ev.Err != nil {
+				reqID = ev.Err.RequestID
+			}
+			ew.printf("| %s | %s | %s | %s | %s | %s |\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, mdCell(subject),
+				mdCell(ev.Call), mdCell(msg), mdCell(reqID))
+		}
+	}
+
+	ew.printf("\n## Errors observing the workspace\n\n")
+	if len(s.Errors) == 0 {
+		ew.printf("None.\n")
+	} else {
+		for _, e := range s.Errors {
+			ew.printf("- %s\n", mdInline(e.String()))
+		}
+	}
+	return ew.err
+}
+
+func closeLabel(c model.CloseInfo) string {
+	if c.State == "" {
+		return string(model.CloseNA)
+	}
+	if c.Attempts > 0 {
+		return fmt.Sprintf("%s (%d)", c.State, c.Attempts)
+	}
+	return string(c.State)
+}
+
+// mdInline makes remote text one safe Markdown line: no newlines or
+// control characters, HTML and link syntax neutralised.
+func mdInline(s string) string {
+	s = clean(s, false)
+	r := strings.NewReplacer("<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`, "*", `\*`, "_", `\_`, "`", "'")
+	return r.Replace(s)
+}
+
+// mdCell is mdInline plus escaped pipes, for table cells; "-" when empty.
+func mdCell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.ReplaceAll(mdInline(s), "|", `\|`)
+}
+
+// cleanBlock keeps line structure (newlines, tabs) but drops every other
+// control character, so SQL in a code block cannot carry escape sequences.
+func cleanBlock(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (!unicode.IsControl(r) && r != utf8.RuneError) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// mdCode is text placed between backticks.
+func mdCode(s string) string {
+	return strings.ReplaceAll(clean(s, false), "`", "'")
+}

@@ -1,0 +1,294 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// TableOptions tune the human table. The zero value is plain text for a
+// pipe or a log: no colour, Unicode allowed, 120 columns, every operation.
+type TableOptions struct {
+	// ASCII restricts output to 7-bit ASCII (--ascii): "..." instead of
+	// "…", non-ASCII text from the server shown as "?".
+	ASCII bool
+	// Color adds ANSI colour to the severity column. The caller sets it
+	// only when stdout is a terminal and neither --no-color nor NO_COLOR
+	// applies; the severity is always spelled out, colour only repeats it.
+	Color bool
+	// Width is the line width the SQL column is fitted to; 0 → 120.
+	Width int
+	// MaxOperations bounds the operation rows (flagged ones come first, so
+	// they are never cut before an unflagged one); 0 → all.
+	MaxOperations int
+}
+
+const (
+	ansiRed    = "\x1b[31;1m"
+	ansiYellow = "\x1b[33m"
+	ansiReset  = "\x1b[0m"
+)
+
+// Table writes the human summary of a snapshot: a header with the
+// workspace and counts, the operations (flagged first, most severe first),
+// the flag details, the endpoints with their capacity, and the errors met
+// while observing, each with its request id.
+func Table(w io.Writer, s model.Snapshot, opt TableOptions) error {
+	if opt.Width <= 0 {
+		opt.Width = 120
+	}
+	tw := &errWriter{w: w}
+	writeHeader(tw, s, opt)
+	writeOperations(tw, s, opt)
+	writeEndpoints(tw, s, opt)
+	writeErrors(tw, s, opt)
+	return tw.err
+}
+
+// errWriter keeps the first write error so the renderers stay linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
+
+func writeHeader(w *errWriter, s model.Snapshot, opt TableOptions) {
+	sum := s.Summary()
+	whs := "all visible"
+	if len(s.Workspace.Warehouses) > 0 {
+		whs = strings.Join(s.Workspace.Warehouses, ", ")
+	}
+	w.printf("dbxtop snapshot  %s  host %s  warehouses %s\n",
+		s.GeneratedAt.UTC().Format(time.RFC3339), clean(s.Workspace.Host, opt.ASCII), clean(whs, opt.ASCII))
+	w.printf("operations %d (running %d, flagged %d)  warnings %d  critical %d  endpoints %d (exhausted %d)  errors %d\n",
+		sum.Operations, sum.Running, sum.Flagged, sum.Warnings, sum.Critical, sum.Endpoints, sum.EndpointsExhausted, len(s.Errors))
+}
+
+// flaggedFirst keeps the snapshot's order within each group.
+func flaggedFirst(ops []model.OperationView) []model.OperationView {
+	out := make([]model.OperationView, 0, len(ops))
+	for _, o := range ops {
+		if len(o.Flags) > 0 {
+			out = append(out, o)
+		}
+	}
+	for _, o := range ops {
+		if len(o.Flags) == 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func sevLabel(s model.Severity) string {
+	switch s {
+	case model.SeverityCritical:
+		return "CRIT"
+	case model.SeverityWarning:
+		return "WARN"
+	}
+	return "ok"
+}
+
+func colourSev(label string, s model.Severity, opt TableOptions) string {
+	if !opt.Color {
+		return label
+	}
+	switch s {
+	case model.SeverityCritical:
+		return ansiRed + label + ansiReset
+	case model.SeverityWarning:
+		return ansiYellow + label + ansiReset
+	}
+	return label
+}
+
+func durOr(d *time.Duration, unknown string) string {
+	if d == nil {
+		return unknown
+	}
+	return model.FormatDuration(*d)
+}
+
+func flagKinds(flags []model.Flag) string {
+	if len(flags) == 0 {
+		return "-"
+	}
+	kinds := make([]string, len(flags))
+	for i, f := range flags {
+		kinds[i] = string(f.Kind)
+	}
+	return strings.Join(kinds, ",")
+}
+
+func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
+	w.printf("\nOPERATIONS\n")
+	ops := flaggedFirst(s.Operations)
+	if len(ops) == 0 {
+		w.printf("  none\n")
+		return
+	}
+	hidden := 0
+	if opt.MaxOperations > 0 && len(ops) > opt.MaxOperations {
+		hidden = len(ops) - opt.MaxOperations
+		ops = ops[:opt.MaxOperations]
+	}
+	head := []string{"SEV", "FLAGS", "STATEMENT", "STATE", "USER", "WAREHOUSE", "AGE", "IDLE", "REAPER", "CLOSE", "RETRIES", "SQL"}
+	rows := make([][]string, 0, len(ops))
+	sevs := make([]model.Severity, 0, len(ops))
+	for _, o := range ops {
+		sev := o.MaxSeverity()
+		sevs = append(sevs, sev)
+		close := string(o.Close.State)
+		if close == "" {
+			close = string(model.CloseNA)
+		}
+		rows = append(rows, []string{
+			sevLabel(sev),
+			flagKinds(o.Flags),
+			clean(o.StatementID, opt.ASCII),
+			string(o.State),
+			clean(orDash(o.User), opt.ASCII),
+			clean(orDash(o.WarehouseID), opt.ASCII),
+			durOr(o.Age(s.GeneratedAt), "?"),
+			durOr(o.InactiveFor, "?"),
+			durOr(o.ReapedIn, "-"),
+			close,
+			fmt.Sprint(o.Poll.Retries),
+			clean(o.SQL, opt.ASCII),
+		})
+	}
+	writeGrid(w, head, rows, opt, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
+	if hidden > 0 {
+		w.printf("  %s %d more operations not shown\n", cut("……", 1, opt.ASCII), hidden)
+	}
+	var details []string
+	for _, o := range ops {
+		for _, f := range o.Flags {
+			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(o.StatementID, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
+		}
+		if o.LastError != nil && len(o.Flags) > 0 {
+			details = append(details, fmt.Sprintf("  %s  last error: %s", clean(o.StatementID, opt.ASCII), clean(o.LastError.String(), opt.ASCII)))
+		}
+	}
+	if len(details) > 0 {
+		w.printf("\nFLAG DETAILS\n%s\n", strings.Join(details, "\n"))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
+	w.printf("\nENDPOINTS\n")
+	if len(s.Endpoints) == 0 {
+		w.printf("  none\n")
+		return
+	}
+	head := []string{"SEV", "FLAGS", "ENDPOINT", "TYPE", "STATE", "ROWS", "LIMIT", "USAGE", "GROWTH/MIN", "FULL IN", "INDEXES"}
+	rows := make([][]string, 0, len(s.Endpoints))
+	sevs := make([]model.Severity, 0, len(s.Endpoints))
+	for _, e := range s.Endpoints {
+		sev := e.MaxSeverity()
+		sevs = append(sevs, sev)
+		limit, usage := "?", "?"
+		if e.RowLimit > 0 {
+			limit = model.FormatCount(e.RowLimit)
+			usage = fmt.Sprintf("%.1f%%", e.Usage*100)
+		}
+		rows = append(rows, []string{
+			sevLabel(sev),
+			flagKinds(e.Flags),
+			clean(e.Name, opt.ASCII),
+			clean(orDash(e.Type), opt.ASCII),
+			clean(orDash(e.State), opt.ASCII),
+			model.FormatCount(e.Rows),
+			limit,
+			usage,
+			fmt.Sprintf("%.0f", e.GrowthPerMin),
+			durOr(e.ETAFull, "-"),
+			fmt.Sprint(len(e.Indexes)),
+		})
+	}
+	writeGrid(w, head, rows, opt, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
+	var details []string
+	for _, e := range s.Endpoints {
+		for _, f := range e.Flags {
+			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(e.Name, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
+		}
+		if e.LastError != nil && !hasExhaustedDetail(e) {
+			details = append(details, fmt.Sprintf("  %s  last error: %s", clean(e.Name, opt.ASCII), clean(e.LastError.String(), opt.ASCII)))
+		}
+	}
+	if len(details) > 0 {
+		w.printf("\nENDPOINT DETAILS\n%s\n", strings.Join(details, "\n"))
+	}
+}
+
+// hasExhaustedDetail: the EXHAUSTED flag detail already quotes LastError.
+func hasExhaustedDetail(e model.EndpointView) bool {
+	return e.Exhausted && e.HasFlag(model.FlagExhausted)
+}
+
+func writeErrors(w *errWriter, s model.Snapshot, opt TableOptions) {
+	if len(s.Errors) == 0 {
+		return
+	}
+	w.printf("\nERRORS (observing the workspace)\n")
+	for _, e := range s.Errors {
+		w.printf("  %s\n", clean(e.String(), opt.ASCII))
+	}
+}
+
+// writeGrid aligns cells into columns; the last column (SQL, or the last
+// figure) takes what remains of opt.Width. colour decorates the first
+// column after padding, so escape codes never disturb alignment.
+func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, colour func(row int, cell string) string) {
+	widths := make([]int, len(head))
+	for i, h := range head {
+		widths[i] = width(h)
+	}
+	for _, r := range rows {
+		for i, c := range r[:len(r)-1] {
+			widths[i] = max(widths[i], width(c))
+		}
+	}
+	used := 0
+	for _, wd := range widths[:len(widths)-1] {
+		used += wd + 2
+	}
+	last := max(opt.Width-used, 20)
+	line := func(cells []string, row int) string {
+		var b strings.Builder
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(cut(c, last, opt.ASCII))
+				break
+			}
+			cell := pad(c, widths[i])
+			if i == 0 && row >= 0 {
+				cell = colour(row, c) + strings.Repeat(" ", widths[i]-width(c))
+			}
+			b.WriteString(cell)
+			b.WriteString("  ")
+		}
+		return strings.TrimRight(b.String(), " ")
+	}
+	w.printf("%s\n", line(head, -1))
+	for i, r := range rows {
+		w.printf("%s\n", line(r, i))
+	}
+}

@@ -1,0 +1,215 @@
+// Package databricks is dbxtop's REST source: query history discovery,
+// statement status and actions through the Statement Execution API, SQL
+// warehouses, and Vector Search capacity. It keeps databricks-sdk-go's
+// unified auth and typed request/response structs but neutralises the SDK's
+// own retry loop, so every method makes exactly ONE HTTP attempt and the
+// poller's policy alone decides about retries (the SDK would retry a 429
+// RESOURCE_EXHAUSTED for five minutes and never read Retry-After).
+package databricks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/databricks/databricks-sdk-go/client"
+	"github.com/databricks/databricks-sdk-go/config"
+	"github.com/databricks/databricks-sdk-go/httpclient"
+	"github.com/databricks/databricks-sdk-go/service/sql"
+	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+)
+
+// Config says which workspace to reach and how. Zero values follow
+// databricks-sdk-go unified auth: explicit fields, then DATABRICKS_* env,
+// then the ~/.databrickscfg profile, then OAuth and cloud credentials.
+type Config struct {
+	Profile, Host, Token string
+	Warehouses           []string // discovery filter; empty → every visible warehouse
+	UserAgent            string   // e.g. "dbxtop/1.2.3"; prefixed to the SDK's own agent
+	ConfigFile           string   // "" → default ~/.databrickscfg
+
+	// DiscoveryWindow is how far back discovery lists finished, failed and
+	// canceled statements (UNCLOSED and REAPED candidates); 0 → 30 min.
+	DiscoveryWindow time.Duration
+	// PageSize is max_results per query-history page (must be < 1000); 0 → 500.
+	PageSize int
+	// MaxPages bounds the pages read per listing so a huge history cannot
+	// stall a refresh; 0 → 10.
+	MaxPages int
+	// Transport carries every request; nil → a clone of http.DefaultTransport.
+	// The client owns it: CloseIdleConnections drops its pooled connections.
+	Transport *http.Transport
+	// HTTPTimeout bounds one request's inactivity; 0 → 30 s.
+	HTTPTimeout time.Duration
+	// Now is the clock for the discovery window and samples; nil → time.Now.
+	Now func() time.Time
+}
+
+const (
+	defaultWindow   = 30 * time.Minute
+	defaultPageSize = 500
+	defaultMaxPages = 10
+)
+
+// Client talks to one workspace. It implements poller.Discoverer,
+// poller.StatusSource, poller.ActionSource, poller.CapacitySource and
+// poller.IdleCloser. Safe for concurrent use.
+type Client struct {
+	conf      Config
+	sdk       *config.Config
+	dc        *client.DatabricksClient
+	transport *http.Transport
+	now       func() time.Time
+
+	history    *sql.QueryHistoryAPI
+	statements *sql.StatementExecutionAPI
+	warehouses *sql.WarehousesAPI
+	endpoints  *vectorsearch.VectorSearchEndpointsAPI
+	indexes    *vectorsearch.VectorSearchIndexesAPI
+
+	mu         sync.Mutex
+	firstIndex map[string]string // endpoint → first index seen, for Probe
+}
+
+// New resolves configuration and credentials and builds the client. It
+// makes no request to the workspace except what the credential provider
+// itself needs (OAuth token exchanges); a wrong token therefore surfaces on
+// the first call as an HTTPError saying the credentials were refused.
+func New(ctx context.Context, c Config) (*Client, error) {
+	if c.PageSize <= 0 || c.PageSize >= 1000 {
+		c.PageSize = defaultPageSize
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = defaultMaxPages
+	}
+	if c.DiscoveryWindow <= 0 {
+		c.DiscoveryWindow = defaultWindow
+	}
+	if c.HTTPTimeout <= 0 {
+		c.HTTPTimeout = 30 * time.Second
+	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := checkProfile(c); err != nil {
+		return nil, err
+	}
+	tr := c.Transport
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	sdk := &config.Config{
+		Profile:    c.Profile,
+		Host:       c.Host,
+		Token:      c.Token,
+		ConfigFile: c.ConfigFile,
+		// A backstop only: with the predicates below nothing is retriable,
+		// so the SDK's loop makes one attempt and returns.
+		RetryTimeoutSeconds: 1,
+		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
+		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent},
+	}
+	// Host metadata (/.well-known/databricks-config) only matters for OAuth
+	// discovery on real https hosts; skip it for plain-http hosts (the
+	// simulator, local proxies) so no unexpected request is made.
+	sdk.HostMetadataResolver = func(ctx context.Context, host string) (*config.HostMetadata, error) {
+		if strings.HasPrefix(host, "http://") {
+			return nil, nil
+		}
+		return sdk.DefaultHostMetadataResolver()(ctx, host)
+	}
+	hc, err := config.HTTPClientConfigFromConfig(sdk)
+	if err != nil {
+		return nil, configError(c, err)
+	}
+	hc.ErrorRetriable = func(context.Context, error) bool { return false }
+	hc.TransientErrors = nil
+	dc, err := client.NewWithClient(sdk, httpclient.NewApiClient(hc))
+	if err != nil {
+		return nil, configError(c, err)
+	}
+	return &Client{
+		conf:       c,
+		sdk:        sdk,
+		dc:         dc,
+		transport:  tr,
+		now:        now,
+		history:    sql.NewQueryHistory(dc),
+		statements: sql.NewStatementExecution(dc),
+		warehouses: sql.NewWarehouses(dc),
+		endpoints:  vectorsearch.NewVectorSearchEndpoints(dc),
+		indexes:    vectorsearch.NewVectorSearchIndexes(dc),
+		firstIndex: map[string]string{},
+	}, nil
+}
+
+// Authenticate adds the workspace credentials to r (for the Thrift client,
+// which shares this client's unified auth).
+func (c *Client) Authenticate(r *http.Request) error { return c.sdk.Authenticate(r) }
+
+// CloseIdleConnections drops idle pooled connections so the next request
+// (a retry after a transport error) dials a fresh one.
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+
+// Host is the resolved workspace URL (scheme and host, no path).
+func (c *Client) Host() string { return strings.TrimRight(c.sdk.CanonicalHostName(), "/") }
+
+// WarehouseFilter is the configured warehouse filter (empty: all visible).
+func (c *Client) WarehouseFilter() []string { return append([]string(nil), c.conf.Warehouses...) }
+
+// checkProfile turns "no such profile" into an error naming the profile and
+// the file before the SDK resolves anything (the SDK silently ignores a
+// missing file and then fails with a generic "cannot configure default
+// credentials").
+func checkProfile(c Config) error {
+	profile := c.Profile
+	if profile == "" {
+		profile = os.Getenv("DATABRICKS_CONFIG_PROFILE")
+	}
+	if profile == "" {
+		return nil
+	}
+	path := c.ConfigFile
+	if path == "" {
+		path = os.Getenv("DATABRICKS_CONFIG_FILE")
+	}
+	f, err := config.LoadFile(path)
+	if err != nil {
+		shown := path
+		if shown == "" {
+			shown = "~/.databrickscfg"
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("databricks profile %q: config file %s does not exist", profile, shown)
+		}
+		return fmt.Errorf("databricks profile %q: cannot read config file %s: %w", profile, shown, err)
+	}
+	if sec, err := f.GetSection(profile); err == nil && len(sec.Keys()) > 0 {
+		return nil
+	}
+	var names []string
+	for _, s := range f.SectionStrings() {
+		if s != "DEFAULT" || len(f.Section(s).Keys()) > 0 {
+			names = append(names, s)
+		}
+	}
+	sort.Strings(names)
+	avail := "none"
+	if len(names) > 0 {
+		avail = strings.Join(names, ", ")
+	}
+	return fmt.Errorf("databricks profile %q not found in config file %s (profiles there: %s)", profile, f.Path(), avail)
+}
+
+// configError says which configuration could not be resolved, without any
+// secret (the SDK's own debug suffix masks tokens; redact is a second guard).
+func configError(c Config, err error) error {
+	return &redactedError{msg: "databricks configuration: " + redact(err.Error(), c.Token), cause: err}
+}

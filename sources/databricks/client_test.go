@@ -1,0 +1,142 @@
+package databricks
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/databricks/databricks-sdk-go/service/sql"
+	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+)
+
+func TestUnknownProfileNamesProfileAndFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "databrickscfg")
+	if err := os.WriteFile(path, []byte("[prod]\nhost = https://example.cloud.databricks.com\ntoken = dapi-file-token\n\n[staging]\nhost = https://s.example.com\ntoken = x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Config{Profile: "nope", ConfigFile: path})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	mustContain(t, err.Error(), `"nope"`, path, "prod, staging")
+	mustNotContain(t, err.Error(), "dapi-file-token")
+
+	_, err = New(context.Background(), Config{Profile: "prod", ConfigFile: filepath.Join(dir, "missing")})
+	if err == nil {
+		t.Fatal("want an error for a missing file")
+	}
+	mustContain(t, err.Error(), `"prod"`, filepath.Join(dir, "missing"), "does not exist")
+}
+
+func TestProfileFromFileReachesTheWorkspace(t *testing.T) {
+	f := newFakeWS(t)
+	f.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"warehouses": []map[string]any{{"id": "wh1"}}})
+	})
+	path := filepath.Join(t.TempDir(), "cfg")
+	cfg := "[sim]\nhost = " + f.srv.URL + "\ntoken = " + testToken + "\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATABRICKS_CONFIG_PROFILE", "sim")
+	c, err := New(context.Background(), Config{ConfigFile: path, UserAgent: "dbxtop/test"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer c.CloseIdleConnections()
+	if c.Host() != f.srv.URL {
+		t.Errorf("Host() = %q, want %q", c.Host(), f.srv.URL)
+	}
+	ws, err := c.Warehouses(context.Background())
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("Warehouses: %v %v", ws, err)
+	}
+	// Only the listing reached the server: no host-metadata discovery on
+	// plain-http hosts.
+	if f.total() != 1 {
+		t.Errorf("%d requests, want 1", f.total())
+	}
+}
+
+func TestAuthenticateAddsBearer(t *testing.T) {
+	f := newFakeWS(t)
+	c := f.client(t)
+	r, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/sql/1.0/warehouses/wh1", nil)
+	if err := c.Authenticate(r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.Get("Authorization") != "Bearer "+testToken {
+		t.Errorf("Authorization = %q", r.Header.Get("Authorization"))
+	}
+	if f.total() != 0 {
+		t.Errorf("Authenticate made %d requests", f.total())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	got := redact(`refused "Authorization: Bearer abc.def" and tok-12345 again tok-12345`, "tok-12345")
+	mustNotContain(t, got, "abc.def", "tok-12345")
+	mustContain(t, got, "<redacted>")
+}
+
+func TestUnmagicBreaksSDKRetryPhrases(t *testing.T) {
+	for _, p := range []string{"connection reset by peer", "TLS handshake timeout", "connection refused", "Unexpected error", "i/o timeout"} {
+		if strings.Contains(unmagic("read tcp: "+p), p) {
+			t.Errorf("%q survives", p)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, s := range []string{"1", "0", "-1", "86401", "99999999999999999999", "Sun, 29 Nov 2026 12:00:05 GMT", "Sunday, 29-Nov-26 12:00:05 GMT", "garbage", " 7 ", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseRetryAfter(s, now)
+		if d < 0 || d > 24*time.Hour {
+			t.Fatalf("%q → %v", s, d)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("%q: not ok but %v", s, d)
+		}
+	})
+}
+
+func FuzzRowLimitTag(f *testing.F) {
+	for _, s := range []string{"1000", "1_000", "320,000,000", "-5", "0", "x", "", "9223372036854775808"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, ok := rowLimitTag([]vectorsearch.CustomTag{{Key: "dbxtop_row_limit", Value: v}})
+		if ok && n <= 0 {
+			t.Fatalf("%q → %d accepted", v, n)
+		}
+	})
+}
+
+// FuzzQueryInfo feeds arbitrary query-history JSON through the SDK's decoder
+// and dbxtop's mapping: no panic, and every mapped row has an id.
+func FuzzQueryInfo(f *testing.F) {
+	f.Add([]byte(`{"res":[{"query_id":"01ef","status":"RUNNING","query_start_time_ms":1700000000000}]}`))
+	f.Add([]byte(`{"res":[{"query_id":"x","status":"weird","query_end_time_ms":-1,"endpoint_id":"wh"}],"has_next_page":true}`))
+	f.Add([]byte(`{"res":[{"status":"FAILED"}]}`))
+	f.Add([]byte(`{"res":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var resp sql.ListQueriesResponse
+		if err := resp.UnmarshalJSON(b); err != nil {
+			return
+		}
+		for _, q := range resp.Res {
+			d, ok := discoveredFrom(q)
+			if ok && (d.Ref.StatementID == "" || d.Op.StatementID != d.Ref.StatementID) {
+				t.Fatalf("bad mapping %+v", d)
+			}
+		}
+	})
+}

@@ -1,0 +1,164 @@
+package databricks
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/databricks/databricks-sdk-go/apierr"
+
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// wrapErr turns what an SDK call returned into what the poller classifies:
+// an *apierr.APIError becomes a *sources.HTTPError (Cause keeps the APIError
+// so errors.Is(err, apierr.ErrResourceExhausted) still holds); anything else
+// (transport, context, auth-provider errors) is wrapped with the call name.
+func (c *Client) wrapErr(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apierr.APIError
+	if errors.As(err, &ae) {
+		return httpErrorFrom(call, ae, c.conf.Token, c.Host(), c.now())
+	}
+	return &redactedError{msg: call + ": " + redact(err.Error(), c.conf.Token), cause: err}
+}
+
+// httpErrorFrom builds the HTTPError for one APIError; now anchors an
+// HTTP-date Retry-After.
+func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now time.Time) *sources.HTTPError {
+	he := &sources.HTTPError{
+		Call:       call,
+		StatusCode: ae.StatusCode,
+		ErrorCode:  ae.ErrorCode,
+		Message:    redact(ae.Message, token),
+		Cause:      ae,
+	}
+	details := ae.ErrorDetails()
+	if details.RequestInfo != nil {
+		he.RequestID = details.RequestInfo.RequestID
+	}
+	if ae.ResponseWrapper != nil && ae.ResponseWrapper.Response != nil {
+		h := ae.ResponseWrapper.Response.Header
+		if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+			he.RetryAfter, he.HasRetryAfter = d, true
+		}
+		if he.RequestID == "" {
+			he.RequestID = firstHeader(h, "X-Request-Id", "X-Databricks-Request-Id")
+		}
+		if b := ae.ResponseWrapper.DebugBytes; len(b) > 0 {
+			he.Body = redact(truncate(string(b), 512), token)
+		}
+	}
+	if !he.HasRetryAfter && details.RetryInfo != nil && details.RetryInfo.RetryDelay > 0 {
+		he.RetryAfter, he.HasRetryAfter = details.RetryInfo.RetryDelay, true
+	}
+	if ae.StatusCode == http.StatusUnauthorized {
+		where := host
+		if where == "" {
+			where = "the workspace"
+		}
+		msg := "credentials were refused by " + where + " (check the token, profile or OAuth login)"
+		if he.Message != "" && he.Message != http.StatusText(http.StatusUnauthorized) {
+			msg += ": " + he.Message
+		}
+		he.Message = msg
+	}
+	return he
+}
+
+// parseRetryAfter reads Retry-After as delay-seconds or an HTTP-date
+// (RFC 9110 §10.2.3). A date in the past means "now" (0, true).
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		// Cap absurd values instead of overflowing: one day is already
+		// far beyond any policy's Retry-After cap.
+		if secs > 86400 {
+			secs = 86400
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	if d > 24*time.Hour {
+		d = 24 * time.Hour
+	}
+	return d, true
+}
+
+func firstHeader(h http.Header, keys ...string) string {
+	for _, k := range keys {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// redact removes the token (and anything shaped like a bearer credential)
+// from text that may reach output, logs or exports.
+func redact(s, token string) string {
+	if token != "" && len(token) >= 4 {
+		s = strings.ReplaceAll(s, token, "<redacted>")
+	}
+	if i := strings.Index(strings.ToLower(s), "bearer "); i >= 0 {
+		end := i + len("bearer ")
+		j := end
+		for j < len(s) && s[j] != ' ' && s[j] != '"' && s[j] != ',' {
+			j++
+		}
+		if j > end {
+			s = s[:end] + "<redacted>" + s[j:]
+		}
+	}
+	return s
+}
+
+// redactedError carries a sanitised message while keeping the cause for
+// errors.Is / errors.As (the cause's own text is never printed by us).
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }
+
+// goneErr marks a 404 RESOURCE_DOES_NOT_EXIST as sources.ErrHandleGone while
+// keeping the HTTPError (request id, message) reachable.
+func goneErr(he *sources.HTTPError) error {
+	return fmt.Errorf("%w: %w", sources.ErrHandleGone, he)
+}
+
+// isGone reports a 404 / RESOURCE_DOES_NOT_EXIST answer about a statement.
+func isGone(err error) (*sources.HTTPError, bool) {
+	var he *sources.HTTPError
+	if !errors.As(err, &he) {
+		return nil, false
+	}
+	return he, he.ErrorCode == "RESOURCE_DOES_NOT_EXIST" || (he.ErrorCode == "" && he.StatusCode == http.StatusNotFound) || he.ErrorCode == "NOT_FOUND"
+}

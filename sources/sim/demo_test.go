@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// TestDemoScenario runs the demo cast 30× faster than real time and checks
+// each simulated client shows up in the ground truth as what it is.
+func TestDemoScenario(t *testing.T) {
+	s := startSim(t, Options{Scenario: ScenarioDemo, Speed: 30, ReapEvery: 50 * time.Millisecond})
+	// Demo timeouts follow the speed: 90 s / 30 and 150 s / 30.
+	if s.o.IdleTimeout != 3*time.Second || s.o.LeakTimeout != 5*time.Second {
+		t.Fatalf("timeouts %v %v", s.o.IdleTimeout, s.o.LeakTimeout)
+	}
+	kinds := func(tr Truth, pred func(TruthOperation) bool) map[string]int {
+		m := map[string]int{}
+		for _, op := range tr.Operations {
+			if pred(op) {
+				m[op.ClientKind]++
+			}
+		}
+		return m
+	}
+	// The observer outage: warehouse 0 answers dbxtop/ calls with 503 from
+	// 40 s to 65 s (1.33 s to 2.17 s here), then serves them again.
+	ctx := context.Background()
+	obs := thriftClient(t, s, "dbxtop/0.1.0")
+	var he *sources.HTTPError
+	saw503, recovered := false, false
+	eventually(t, 6*time.Second, "the observer outage on warehouse 0 to come and go", func() bool {
+		_, err := obs.OpenSession(ctx, s.WarehouseIDs()[0])
+		switch {
+		case errors.As(err, &he) && he.StatusCode == http.StatusServiceUnavailable:
+			saw503 = true
+		case err == nil && saw503:
+			recovered = true
+		case err != nil:
+			t.Fatalf("observer OpenSession: %v", err)
+		}
+		return recovered
+	})
+	if _, err := obs.OpenSession(ctx, s.WarehouseIDs()[1]); err != nil {
+		t.Errorf("the outage is for warehouse 0 only: %v", err)
+	}
+
+	var closeFailsID string
+	eventually(t, 8*time.Second, "healthy, abandoned and leaked operations", func() bool {
+		tr := getTruth(t, s)
+		k := kinds(tr, func(op TruthOperation) bool { return true })
+		leaked := kinds(tr, func(op TruthOperation) bool { return op.State == "FINISHED" && op.Open })
+		live := kinds(tr, func(op TruthOperation) bool { return model.State(op.State).Live() })
+		for _, op := range tr.Operations {
+			if op.ClientKind == KindCloseFails && op.Open && op.State == "FINISHED" {
+				closeFailsID = op.StatementID
+			}
+		}
+		return k[KindHealthy] > 0 && live[KindAbandons] > 0 && leaked[KindCloseFails] > 0
+	})
+	st := s.Stats()
+	if st.Faults["reset"] < 2 {
+		t.Errorf("the abandons poll and the close_fails close should each have met a reset: faults %v", st.Faults)
+	}
+
+	// The observer's first close of a close_fails operation fails with 503,
+	// the second succeeds.
+	var wh string
+	for _, op := range getTruth(t, s).Operations {
+		if op.StatementID == closeFailsID {
+			wh = op.WarehouseID
+		}
+	}
+	ref := sources.Ref{StatementID: closeFailsID, WarehouseID: wh}
+	// (The outage window is over by now.)
+	err := obs.CloseOperation(ctx, ref)
+	if !(errors.As(err, &he) && he.StatusCode == 503) {
+		t.Errorf("first observer close of a close_fails op: %v, want 503", err)
+	}
+	if err := obs.CloseOperation(ctx, ref); err != nil && !errors.Is(err, sources.ErrHandleGone) {
+		t.Errorf("second observer close: %v", err)
+	}
+
+	// The abandoned operation is reaped for inactivity; the ingest client
+	// fills its endpoint; the observer outage on warehouse 0 happens.
+	eventually(t, 10*time.Second, "a reaped orphan and a full endpoint", func() bool {
+		tr := getTruth(t, s)
+		reaped := false
+		for _, op := range tr.Operations {
+			if op.ClientKind == KindAbandons && op.ErrorMessage == InactivityMessage {
+				reaped = true
+			}
+		}
+		full := false
+		for _, e := range tr.Endpoints {
+			if e.Name == IngestEndpoint && e.Exhausted && e.Rows == e.RowLimit {
+				full = true
+			}
+		}
+		return reaped && full
+	})
+}

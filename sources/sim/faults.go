@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault kinds of the --faults grammar (PRODUCT.md §7).
+const (
+	FaultReset        = "reset"
+	FaultStale        = "stale"
+	FaultThrottle     = "throttle"
+	FaultThrottleBare = "throttle-bare"
+	FaultUnavailable  = "unavailable"
+	FaultGateway      = "gateway"
+	FaultExhausted    = "exhausted"
+	FaultQuota        = "quota"
+	FaultLatency      = "latency"
+)
+
+// Fault is one item of a --faults spec: kind=value[@call].
+type Fault struct {
+	Kind     string
+	P        float64       // probability in [0,1] (probabilistic kinds)
+	Latency  time.Duration // latency
+	Endpoint string        // exhausted
+	Call     string        // "" = every call
+}
+
+// Faults is a parsed --faults spec, in the order given.
+type Faults []Fault
+
+func (f Fault) String() string {
+	var v string
+	switch f.Kind {
+	case FaultLatency:
+		v = f.Latency.String()
+	case FaultExhausted:
+		v = f.Endpoint
+	default:
+		v = strconv.FormatFloat(f.P, 'g', -1, 64)
+	}
+	s := f.Kind + "=" + v
+	if f.Call != "" {
+		s += "@" + f.Call
+	}
+	return s
+}
+
+func (fs Faults) String() string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// ThriftCalls are the TCLIService RPC names a fault may be limited to.
+var ThriftCalls = []string{
+	"OpenSession", "CloseSession", "GetInfo", "ExecuteStatement", "GetTypeInfo",
+	"GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes", "GetColumns",
+	"GetFunctions", "GetPrimaryKeys", "GetCrossReference", "GetOperationStatus",
+	"CancelOperation", "CloseOperation", "GetResultSetMetadata", "FetchResults",
+	"GetDelegationToken", "CancelDelegationToken", "RenewDelegationToken",
+}
+
+// RESTCalls are the databricks-sdk-go method names the REST routes answer
+// to, used in @call and in /sim/v1/stats.
+var RESTCalls = []string{
+	"ListQueries", "GetStatement", "CancelExecution", "CloseStatement",
+	"ListWarehouses", "ListEndpoints", "GetEndpoint", "ListIndexes", "GetIndex",
+	"UpsertDataVectorIndex",
+}
+
+var knownCalls = func() map[string]bool {
+	m := map[string]bool{}
+	for _, c := range ThriftCalls {
+		m[c] = true
+	}
+	for _, c := range RESTCalls {
+		m[c] = true
+	}
+	return m
+}()
+
+// ParseFaults parses a comma list of kind=value[@call]. An empty spec is no
+// faults. A malformed item is refused with the item named, e.g.
+// `fault "reset=1.5": probability must be in [0,1]`.
+func ParseFaults(spec string) (Faults, error) {
+	var out Faults
+	if strings.TrimSpace(spec) == "" {
+		return out, nil
+	}
+	for _, raw := range strings.Split(spec, ",") {
+		item := strings.TrimSpace(raw)
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("fault %q: %s", item, fmt.Sprintf(format, a...))
+		}
+		if item == "" {
+			return nil, fmt.Errorf("fault %q: empty item in %q", item, spec)
+		}
+		kind, val, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, bad("want kind=value[@call]")
+		}
+		kind = strings.TrimSpace(kind)
+		val = strings.TrimSpace(val)
+		var call string
+		if v, c, has := strings.Cut(val, "@"); has {
+			val, call = strings.TrimSpace(v), strings.TrimSpace(c)
+			if !knownCalls[call] {
+				return nil, bad("unknown call %q (Thrift RPC names or %s)", call, strings.Join(RESTCalls, ", "))
+			}
+		}
+		f := Fault{Kind: kind, Call: call}
+		switch kind {
+		case FaultReset, FaultStale, FaultThrottle, FaultThrottleBare,
+			FaultUnavailable, FaultGateway, FaultQuota:
+			p, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return nil, bad("probability %q is not a number", val)
+			}
+			if p != p || p < 0 || p > 1 { // p != p: NaN
+				return nil, bad("probability must be in [0,1]")
+			}
+			f.P = p
+		case FaultLatency:
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return nil, bad("latency %q is not a duration (e.g. 250ms)", val)
+			}
+			if d < 0 {
+				return nil, bad("latency must not be negative")
+			}
+			f.Latency = d
+		case FaultExhausted:
+			if val == "" {
+				return nil, bad("exhausted needs an endpoint name")
+			}
+			f.Endpoint = val
+		default:
+			return nil, bad("unknown kind %q (reset, stale, throttle, throttle-bare, unavailable, gateway, exhausted, quota, latency)", kind)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// decision is what the injector chose for one request.
+type decision struct {
+	latency time.Duration
+	answer  string // "" = answer normally; else a kind that replaces the answer
+	gateway int    // 502 or 504 when answer == gateway
+	stale   bool   // answer, then poison the connection for its next reuse
+}
+
+// injector draws fault decisions. Each call name has its own RNG seeded
+// from (Seed, call), so the faults one call sees do not depend on how many
+// requests other calls made: a run is reproducible per call.
+type injector struct {
+	mu       sync.Mutex
+	seed     int64
+	faults   Faults
+	rngs     map[string]*rand.Rand
+	gwToggle bool
+}
+
+func newInjector(seed int64, f Faults) *injector {
+	return &injector{seed: seed, faults: f, rngs: map[string]*rand.Rand{}}
+}
+
+func (in *injector) set(f Faults) {
+	in.mu.Lock()
+	in.faults = f
+	in.rngs = map[string]*rand.Rand{}
+	in.mu.Unlock()
+}
+
+func (in *injector) get() Faults {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.faults
+}
+
+func (in *injector) rng(call string) *rand.Rand {
+	r := in.rngs[call]
+	if r == nil {
+		h := fnv.New64a()
+		h.Write([]byte(call))
+		r = rand.New(rand.NewPCG(uint64(in.seed), h.Sum64()))
+		in.rngs[call] = r
+	}
+	return r
+}
+
+// decide evaluates the spec for one request. Items are evaluated in order;
+// latencies add up; the first answer-replacing fault that fires wins.
+func (in *injector) decide(call string) decision {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var d decision
+	for _, f := range in.faults {
+		if f.Call != "" && f.Call != call {
+			continue
+		}
+		switch f.Kind {
+		case FaultLatency:
+			d.latency += f.Latency
+			continue
+		case FaultExhausted:
+			continue // state, not a per-request draw
+		}
+		// Draw for every applicable item so the sequence a call sees does
+		// not depend on which earlier item fired.
+		fire := f.P >= 1 || (f.P > 0 && in.rng(call).Float64() < f.P)
+		if !fire {
+			continue
+		}
+		if f.Kind == FaultStale {
+			d.stale = true
+			continue
+		}
+		if d.answer == "" {
+			d.answer = f.Kind
+			if f.Kind == FaultGateway {
+				in.gwToggle = !in.gwToggle
+				d.gateway = 502
+				if !in.gwToggle {
+					d.gateway = 504
+				}
+			}
+		}
+	}
+	return d
+}
+
+// exhausted reports whether the spec declares the endpoint full.
+func (in *injector) exhausted(endpoint string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, f := range in.faults {
+		if f.Kind == FaultExhausted && f.Endpoint == endpoint {
+			return true
+		}
+	}
+	return false
+}

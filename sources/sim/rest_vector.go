@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// JSON shapes use the databricks-sdk-go service/vectorsearch field names.
+
+type customTag struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+}
+
+type endpointStatus struct {
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
+}
+
+type endpointInfo struct {
+	Name                 string         `json:"name"`
+	ID                   string         `json:"id"`
+	EndpointType         string         `json:"endpoint_type"`
+	EndpointStatus       endpointStatus `json:"endpoint_status"`
+	NumIndexes           int            `json:"num_indexes"`
+	Creator              string         `json:"creator"`
+	CreationTimestamp    int64          `json:"creation_timestamp"`
+	LastUpdatedTimestamp int64          `json:"last_updated_timestamp"`
+	LastUpdatedUser      string         `json:"last_updated_user"`
+	CustomTags           []customTag    `json:"custom_tags"`
+}
+
+func endpointJSON(e endpointView) endpointInfo {
+	return endpointInfo{
+		Name: e.Name, ID: e.ID, EndpointType: "STANDARD",
+		EndpointStatus: endpointStatus{State: "ONLINE", Message: "Endpoint is online."},
+		NumIndexes:     len(e.Indexes), Creator: "admin@example.com",
+		CreationTimestamp: e.Created.UnixMilli(), LastUpdatedTimestamp: e.Created.UnixMilli(),
+		LastUpdatedUser: "admin@example.com",
+		CustomTags: []customTag{
+			{Key: RowLimitTag, Value: strconv.FormatInt(e.Limit, 10)},
+			{Key: "team", Value: "search-platform"},
+		},
+	}
+}
+
+func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	out := struct {
+		Endpoints []endpointInfo `json:"endpoints"`
+	}{Endpoints: []endpointInfo{}}
+	for _, e := range s.vec.list() {
+		out.Endpoints = append(out.Endpoints, endpointJSON(e))
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.vec.endpoint(r.PathValue("name"))
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST",
+			"Vector search endpoint "+r.PathValue("name")+" does not exist.")
+		return
+	}
+	writeJSON(w, endpointJSON(e))
+}
+
+type miniIndex struct {
+	Name         string `json:"name"`
+	EndpointName string `json:"endpoint_name"`
+	IndexType    string `json:"index_type"`
+	PrimaryKey   string `json:"primary_key"`
+	Creator      string `json:"creator"`
+}
+
+type indexStatus struct {
+	IndexedRowCount int64  `json:"indexed_row_count"`
+	Ready           bool   `json:"ready"`
+	Message         string `json:"message"`
+	IndexURL        string `json:"index_url,omitempty"`
+}
+
+type vectorIndex struct {
+	miniIndex
+	Status indexStatus `json:"status"`
+}
+
+func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("endpoint_name")
+	if name == "" {
+		badParam(w, "endpoint_name is required")
+		return
+	}
+	e, ok := s.vec.endpoint(name)
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search endpoint "+name+" does not exist.")
+		return
+	}
+	out := struct {
+		VectorIndexes []miniIndex `json:"vector_indexes"`
+	}{VectorIndexes: []miniIndex{}}
+	for _, ix := range e.Indexes {
+		out.VectorIndexes = append(out.VectorIndexes, miniOf(ix))
+	}
+	writeJSON(w, out)
+}
+
+func miniOf(ix indexView) miniIndex {
+	return miniIndex{Name: ix.Name, EndpointName: ix.Endpoint, IndexType: "DIRECT_ACCESS",
+		PrimaryKey: "id", Creator: "etl-svc@example.com"}
+}
+
+func (s *Server) getIndex(w http.ResponseWriter, r *http.Request) {
+	ix, ok := s.vec.index(r.PathValue("name"))
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
+		return
+	}
+	msg := "Index is ready and serving."
+	if e, ok := s.vec.endpoint(ix.Endpoint); ok && (e.Rows >= e.Limit || s.inj.exhausted(e.Name)) {
+		msg = "Index is ready. Endpoint " + e.Name + " is at capacity: new upserts are rejected."
+	}
+	writeJSON(w, vectorIndex{miniIndex: miniOf(ix), Status: indexStatus{
+		IndexedRowCount: ix.Rows, Ready: true, Message: msg,
+		IndexURL: s.url + "/api/2.0/vector-search/indexes/" + ix.Name,
+	}})
+}
+
+// maxUpsertBody bounds one upsert request.
+const maxUpsertBody = 32 << 20
+
+func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		InputsJSON string `json:"inputs_json"`
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpsertBody))
+	if err != nil {
+		badParam(w, "reading the request body: "+err.Error())
+		return
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			badParam(w, "request body is not JSON: "+err.Error())
+			return
+		}
+	}
+	var rows []json.RawMessage
+	if req.InputsJSON != "" {
+		if err := json.Unmarshal([]byte(req.InputsJSON), &rows); err != nil {
+			badParam(w, "inputs_json must be a JSON array of rows: "+err.Error())
+			return
+		}
+	}
+	forced := false
+	res := s.vec.upsert(r.PathValue("name"), int64(len(rows)), func(ep string) bool {
+		forced = s.inj.exhausted(ep)
+		return forced
+	})
+	switch {
+	case !res.found:
+		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
+	case res.full:
+		if forced {
+			s.count(s.faults, FaultExhausted)
+		}
+		writeAPIError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", fmt.Sprintf(
+			"Endpoint %s has reached its capacity of %d rows; upserts are rejected until rows are deleted or the endpoint is resized.",
+			res.endpoint, res.limit))
+	default:
+		status := "SUCCESS"
+		if res.accepted < int64(len(rows)) {
+			status = "PARTIAL_SUCCESS"
+		}
+		writeJSON(w, map[string]any{"status": status, "result": map[string]any{"success_row_count": res.accepted}})
+	}
+}

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"io"
+	"net/http"
+)
+
+// routes is the one mux: Thrift, REST and introspection on the same port,
+// all behind the bearer token.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	rest := func(pattern, call string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			s.serve(w, r, s.newCall(r, call), nil, true, h)
+		})
+	}
+	rest("GET /api/2.0/sql/history/queries", "ListQueries", s.listQueries)
+	rest("GET /api/2.0/sql/statements/{stmt}", "GetStatement", s.getStatement)
+	rest("POST /api/2.0/sql/statements/{stmt}/cancel", "CancelExecution", s.cancelStatement)
+	rest("DELETE /api/2.0/sql/statements/{stmt}", "CloseStatement", s.closeStatement)
+	rest("GET /api/2.0/sql/warehouses", "ListWarehouses", s.listWarehouses)
+	rest("GET /api/2.0/vector-search/endpoints", "ListEndpoints", s.listEndpoints)
+	rest("GET /api/2.0/vector-search/endpoints/{name}", "GetEndpoint", s.getEndpoint)
+	rest("GET /api/2.0/vector-search/indexes", "ListIndexes", s.listIndexes)
+	rest("GET /api/2.0/vector-search/indexes/{name}", "GetIndex", s.getIndex)
+	rest("POST /api/2.0/vector-search/indexes/{name}/upsert-data", "UpsertDataVectorIndex", s.upsert)
+
+	intro := func(pattern, call string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			s.serve(w, r, s.newCall(r, call), nil, false, h)
+		})
+	}
+	intro("GET /sim/v1/stats", "SimStats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Stats()) })
+	intro("GET /sim/v1/truth", "SimTruth", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Truth()) })
+
+	mux.HandleFunc("POST /sql/1.0/warehouses/{id}", s.handleThrift)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, s.newCall(r, "NotFound"), nil, false, func(w http.ResponseWriter, r *http.Request) {
+			writeAPIError(w, http.StatusNotFound, "ENDPOINT_NOT_FOUND", "No API found for '"+r.Method+" "+r.URL.Path+"'")
+		})
+	})
+	return mux
+}
+
+// maxThriftBody bounds one RPC's request body.
+const maxThriftBody = 16 << 20
+
+func (s *Server) handleThrift(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxThriftBody))
+	if err != nil {
+		ci := s.newCall(r, "unknown")
+		s.serve(w, r, ci, nil, false, func(w http.ResponseWriter, r *http.Request) {
+			writeAPIError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "reading the Thrift request: "+err.Error())
+		})
+		return
+	}
+	call, perr := peekCallName(body)
+	if perr != nil {
+		call = "unknown"
+	}
+	ci := s.newCall(r, call)
+	s.serve(w, r, ci, body, true, func(w http.ResponseWriter, r *http.Request) {
+		if !s.hasWarehouse(ci.warehouse) {
+			writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST",
+				"SQL warehouse "+ci.warehouse+" does not exist.")
+			return
+		}
+		if perr != nil {
+			writeAPIError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "not a TBinaryProtocol message: "+perr.Error())
+			return
+		}
+		s.processThrift(w, r, body)
+	})
+}

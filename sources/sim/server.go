@@ -1,0 +1,418 @@
+package sim
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+)
+
+// Server is a running simulated workspace.
+type Server struct {
+	o          Options
+	token      string
+	url        string
+	ln         net.Listener
+	srv        *http.Server
+	store      *store
+	vec        *vectors
+	inj        *injector
+	warehouses []warehouse
+	started    time.Time // wall time, for the demo's scripted timeline
+
+	statsMu  sync.Mutex
+	requests map[string]int64
+	faults   map[string]int64
+
+	rules []rule // scenario-scripted faults (demo)
+	hints hints
+	proc  *tcliservice.TCLIServiceProcessor
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+type warehouse struct {
+	id, name, size string
+}
+
+// Start listens, starts the reaper and the scenario's workload.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	o = o.withDefaults()
+	switch o.Scenario {
+	case ScenarioDemo, ScenarioQuiet, ScenarioLoad:
+	default:
+		return nil, fmt.Errorf("sim: unknown scenario %q (demo, quiet, load)", o.Scenario)
+	}
+	faults, err := ParseFaults(o.Faults)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --faults: %w", err)
+	}
+	token := o.Token
+	if token == "" {
+		var b [16]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("sim: generating a token: %w", err)
+		}
+		token = hex.EncodeToString(b[:])
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("sim: listening on %s: %w (is the port in use? try --listen 127.0.0.1:0)", o.Listen, err)
+	}
+	s := &Server{
+		o: o, token: token, ln: ln,
+		url:      "http://" + ln.Addr().String(),
+		store:    newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
+		vec:      newVectors(o.Clock.Now()),
+		inj:      newInjector(o.Seed, faults),
+		requests: map[string]int64{},
+		faults:   map[string]int64{},
+		started:  time.Now(),
+	}
+	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
+	s.proc = tcliservice.NewTCLIServiceProcessor(&thriftService{s: s})
+	s.srv = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, &connInfo{})
+		},
+		ErrorLog: nil,
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			o.Logf("sim: serve: %v", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.reaper(wctx)
+	}()
+	if err := s.startScenario(wctx); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
+	return s, nil
+}
+
+func makeWarehouses(seed int64, n int) []warehouse {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5157))
+	names := []string{"Shared Analytics", "ETL Pipelines", "BI Serverless", "Data Science", "Finance Reporting"}
+	sizes := []string{"Small", "Large", "Medium", "X-Small", "2X-Large"}
+	out := make([]warehouse, n)
+	for i := range out {
+		out[i] = warehouse{id: fmt.Sprintf("%016x", r.Uint64()), name: names[i%len(names)], size: sizes[i%len(sizes)]}
+		if i >= len(names) {
+			out[i].name = fmt.Sprintf("%s %d", names[i%len(names)], i/len(names)+1)
+		}
+	}
+	return out
+}
+
+// URL is the base URL, "http://127.0.0.1:PORT".
+func (s *Server) URL() string { return s.url }
+
+// Token is the bearer token every request must carry.
+func (s *Server) Token() string { return s.token }
+
+// WarehouseIDs lists the simulated warehouses in a stable order.
+func (s *Server) WarehouseIDs() []string {
+	ids := make([]string, len(s.warehouses))
+	for i, w := range s.warehouses {
+		ids[i] = w.id
+	}
+	return ids
+}
+
+// EndpointRowLimits is each vector search endpoint's row limit.
+func (s *Server) EndpointRowLimits() map[string]int64 { return s.vec.limits() }
+
+// SetFaults replaces the fault spec at run time (and restarts its RNGs).
+func (s *Server) SetFaults(f Faults) { s.inj.set(f) }
+
+// Close stops the workload, the reaper and the server. It waits for every
+// goroutine the server started; ctx bounds the graceful part.
+func (s *Server) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		// Grace ran out: cut remaining connections.
+		_ = s.srv.Close()
+	}
+	s.wg.Wait()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("sim: shutdown cut connections that were still busy: %w", err)
+	}
+	return err
+}
+
+func (s *Server) reaper(ctx context.Context) {
+	t := time.NewTicker(s.o.ReapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.store.reap()
+		}
+	}
+}
+
+func (s *Server) hasWarehouse(id string) bool {
+	for _, w := range s.warehouses {
+		if w.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- per-request plumbing ------------------------------------------------
+
+type connKey struct{}
+type callKey struct{}
+
+// connInfo is per TCP connection: the stale fault poisons it so that its
+// next request is answered with a reset.
+type connInfo struct{ stale atomic.Bool }
+
+// callInfo is what the handlers learn about the request they serve.
+type callInfo struct {
+	call      string
+	ua        string
+	warehouse string
+	observer  bool
+	conn      *connInfo
+}
+
+func callFrom(ctx context.Context) *callInfo {
+	if ci, ok := ctx.Value(callKey{}).(*callInfo); ok {
+		return ci
+	}
+	return &callInfo{}
+}
+
+// isObserver says whether a User-Agent belongs to dbxtop: its calls never
+// count as the owning client's activity (dbxtop watches, it does not own).
+func isObserver(ua string) bool {
+	for _, tok := range strings.Fields(ua) {
+		if strings.HasPrefix(tok, "dbxtop/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) newCall(r *http.Request, call string) *callInfo {
+	ci := &callInfo{call: call, ua: r.UserAgent(), warehouse: r.PathValue("id")}
+	ci.observer = isObserver(ci.ua)
+	ci.conn, _ = r.Context().Value(connKey{}).(*connInfo)
+	if ci.conn == nil {
+		ci.conn = &connInfo{}
+	}
+	return ci
+}
+
+func (s *Server) count(m map[string]int64, k string) {
+	s.statsMu.Lock()
+	m[k]++
+	s.statsMu.Unlock()
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	want := "Bearer " + s.token
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// rule is a scenario-scripted fault: it returns a fault kind to apply to
+// this request, or "".
+type rule func(ci *callInfo, r *http.Request, body []byte) string
+
+// serve runs the common pipeline (count, poisoned connection, auth, faults,
+// scripted faults) and then handle. faults=false exempts the introspection
+// endpoints.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, body []byte, faults bool, handle func(http.ResponseWriter, *http.Request)) {
+	s.count(s.requests, ci.call)
+	if ci.conn.stale.Load() {
+		// The stale fault's second half: this connection's reuse fails.
+		resetConn(w)
+		return
+	}
+	if !s.authorized(r) {
+		writeAPIError(w, http.StatusUnauthorized, "UNAUTHENTICATED",
+			"Credential was not sent or was of an unsupported type for this API.")
+		return
+	}
+	var d decision
+	if faults {
+		d = s.inj.decide(ci.call)
+		if d.latency > 0 {
+			s.count(s.faults, FaultLatency)
+			t := time.NewTimer(d.latency)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		kind := d.answer
+		if kind == "" {
+			for _, rl := range s.rules {
+				if kind = rl(ci, r, body); kind != "" {
+					break
+				}
+			}
+		}
+		if kind != "" {
+			s.count(s.faults, kind)
+			s.inject(w, kind, d.gateway)
+			return
+		}
+	}
+	ctx := context.WithValue(r.Context(), callKey{}, ci)
+	handle(w, r.WithContext(ctx))
+	if d.stale {
+		s.count(s.faults, FaultStale)
+		ci.conn.stale.Store(true)
+	}
+}
+
+// inject answers a request with a fault instead of its real answer.
+func (s *Server) inject(w http.ResponseWriter, kind string, gateway int) {
+	switch kind {
+	case FaultReset:
+		resetConn(w)
+	case FaultThrottle:
+		w.Header().Set("Retry-After", "1")
+		writeAPIError(w, http.StatusTooManyRequests, "REQUEST_LIMIT_EXCEEDED",
+			"Too many requests. Please wait a moment and try again.")
+	case FaultThrottleBare:
+		writeAPIError(w, http.StatusTooManyRequests, "REQUEST_LIMIT_EXCEEDED",
+			"Too many requests. Please wait a moment and try again.")
+	case FaultUnavailable:
+		writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE",
+			"The service is temporarily unavailable. Please try again later.")
+	case FaultGateway:
+		if gateway == 0 {
+			gateway = http.StatusBadGateway
+		}
+		writeGateway(w, gateway)
+	case FaultQuota:
+		writeAPIError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED",
+			"Workspace quota exceeded for this API; the request will not succeed until usage drops.")
+	default:
+		writeAPIError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "sim: unknown fault "+kind)
+	}
+}
+
+// resetConn closes the request's TCP connection with a reset (SO_LINGER 0)
+// instead of answering: what a client sees when a load balancer drops it.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Not hijackable (HTTP/2): the nearest thing is to abort.
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// ---- introspection -------------------------------------------------------
+
+// Stats is the /sim/v1/stats document.
+type Stats struct {
+	Operations opStats          `json:"operations"`
+	Requests   map[string]int64 `json:"requests"`
+	Faults     map[string]int64 `json:"faults"`
+}
+
+// Truth is the /sim/v1/truth document.
+type Truth struct {
+	Operations []TruthOperation `json:"operations"`
+	Endpoints  []TruthEndpoint  `json:"endpoints"`
+}
+
+// TruthOperation is one operation as the server knows it.
+type TruthOperation struct {
+	StatementID       string    `json:"statement_id"`
+	WarehouseID       string    `json:"warehouse_id"`
+	ClientKind        string    `json:"client_kind"`
+	State             string    `json:"state"`
+	Open              bool      `json:"open"`
+	OwnerLastActivity time.Time `json:"owner_last_activity"`
+	// Additions beyond PRODUCT.md §7, for humans reading the document.
+	User         string `json:"user,omitempty"`
+	SQL          string `json:"sql,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// TruthEndpoint is one vector search endpoint's usage.
+type TruthEndpoint struct {
+	Name      string `json:"name"`
+	Rows      int64  `json:"rows"`
+	RowLimit  int64  `json:"row_limit"`
+	Exhausted bool   `json:"exhausted"`
+}
+
+// Stats returns the /sim/v1/stats document.
+func (s *Server) Stats() Stats {
+	st := Stats{Operations: s.store.stats(), Requests: map[string]int64{}, Faults: map[string]int64{}}
+	s.statsMu.Lock()
+	for k, v := range s.requests {
+		st.Requests[k] = v
+	}
+	for k, v := range s.faults {
+		st.Faults[k] = v
+	}
+	s.statsMu.Unlock()
+	return st
+}
+
+// Truth returns the /sim/v1/truth document, newest operation first.
+func (s *Server) Truth() Truth {
+	t := Truth{Operations: []TruthOperation{}, Endpoints: []TruthEndpoint{}}
+	for _, v := range s.store.views() {
+		st := v.State
+		if !v.Open {
+			st = "CLOSED"
+		}
+		t.Operations = append(t.Operations, TruthOperation{
+			StatementID: v.ID, WarehouseID: v.Warehouse, ClientKind: v.Kind, State: string(st),
+			Open: v.Open, OwnerLastActivity: v.OwnerLast.UTC(), User: v.User, SQL: v.SQL, ErrorMessage: v.ErrMsg,
+		})
+	}
+	for _, e := range s.vec.list() {
+		t.Endpoints = append(t.Endpoints, TruthEndpoint{Name: e.Name, Rows: e.Rows, RowLimit: e.Limit,
+			Exhausted: e.Exhausted || e.Rows >= e.Limit || s.inj.exhausted(e.Name)})
+	}
+	sort.Slice(t.Endpoints, func(i, j int) bool { return t.Endpoints[i].Name < t.Endpoints[j].Name })
+	return t
+}

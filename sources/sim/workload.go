@@ -1,0 +1,469 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	athrift "github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/thrift"
+	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+)
+
+// SimClientUA is the User-Agent of a simulated client of the given kind.
+func SimClientUA(kind string) string { return "simclient/1.0 (" + kind + ")" }
+
+// workload runs the scenario's simulated clients. They use the project's
+// own Thrift client over loopback, exactly as an outside client would.
+type workload struct {
+	s       *Server
+	speed   float64
+	rng     *rand.Rand
+	rngMu   sync.Mutex
+	clients map[string]*thrift.Client
+	tr      *http.Transport
+	wg      sync.WaitGroup
+	sem     chan struct{} // bounds concurrent simulated statements
+}
+
+// d compresses a timeline duration by the scenario speed.
+func (w *workload) d(x time.Duration) time.Duration { return time.Duration(float64(x) / w.speed) }
+
+func (w *workload) intn(n int) int {
+	w.rngMu.Lock()
+	defer w.rngMu.Unlock()
+	return w.rng.IntN(n)
+}
+
+func (w *workload) pick(xs []string) string { return xs[w.intn(len(xs))] }
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) startScenario(ctx context.Context) error {
+	if s.o.Scenario == ScenarioQuiet {
+		return nil
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	w := &workload{s: s, speed: s.o.Speed, tr: tr,
+		rng:     rand.New(rand.NewPCG(uint64(s.o.Seed), 0xd3b0)),
+		clients: map[string]*thrift.Client{}, sem: make(chan struct{}, 256)}
+	for _, k := range []string{KindHealthy, KindAbandons, KindCloseFails} {
+		c, err := thrift.NewClient(thrift.Options{Host: s.url, Token: s.token, UserAgent: SimClientUA(k),
+			Transport: tr, Timeout: 30 * time.Second})
+		if err != nil {
+			return fmt.Errorf("sim: workload client: %w", err)
+		}
+		w.clients[k] = c
+	}
+	switch s.o.Scenario {
+	case ScenarioDemo:
+		s.rules = w.demoRules()
+		w.goDo(ctx, w.demo)
+	case ScenarioLoad:
+		w.goDo(ctx, w.load)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-ctx.Done()
+		w.wg.Wait()
+		tr.CloseIdleConnections()
+	}()
+	return nil
+}
+
+func (w *workload) goDo(ctx context.Context, f func(context.Context)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		f(ctx)
+	}()
+}
+
+// ---- the demo cast ----------------------------------------------------------
+
+var (
+	demoUsers = []string{"alice@example.com", "bob@example.com", "etl-svc@example.com", "carol@example.com"}
+	demoApps  = []string{"Tableau", "dbt", "PowerBI", "databricks-sql-go", "Databricks JDBC"}
+	demoSQL   = []string{
+		"SELECT region, sum(amount) AS revenue FROM sales.orders WHERE order_date >= '2026-%02d-01' GROUP BY region ORDER BY revenue DESC",
+		"SELECT customer_id, count(*) AS orders FROM sales.orders WHERE status = 'SHIPPED' AND order_date > current_date() - INTERVAL %d DAYS GROUP BY customer_id",
+		"MERGE INTO analytics.daily_kpis t USING staging.kpis_%02d s ON t.day = s.day WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+		"SELECT p.category, avg(r.rating) FROM catalog.products p JOIN catalog.reviews r ON p.id = r.product_id WHERE r.created_at > '2026-%02d-15' GROUP BY p.category",
+		"INSERT INTO finance.ledger_snapshots SELECT * FROM finance.ledger WHERE posted_date = date_sub(current_date(), %d)",
+		"SELECT date_trunc('hour', event_time) AS h, count(DISTINCT user_id) FROM web.events WHERE event_date = current_date() - %d GROUP BY 1 ORDER BY 1",
+		"OPTIMIZE sales.orders WHERE order_date >= '2026-%02d-01' ZORDER BY (customer_id)",
+		"SELECT * FROM support.tickets WHERE priority = 'P1' AND updated_at > now() - INTERVAL %d HOURS ORDER BY updated_at DESC LIMIT 500",
+	}
+	demoErrors = []string{
+		"[TABLE_OR_VIEW_NOT_FOUND] The table or view `staging`.`kpis_archive` cannot be found.",
+		"[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0.",
+	}
+)
+
+func (w *workload) sqlText() string {
+	t := w.pick(demoSQL)
+	return fmt.Sprintf(t, 1+w.intn(12))
+}
+
+// demo runs the cast of PRODUCT.md §7 on a compressed timeline (see
+// docs/simulator.md for the minute-by-minute plan).
+func (w *workload) demo(ctx context.Context) {
+	whs := w.s.WarehouseIDs()
+	wh := func(i int) string { return whs[i%len(whs)] }
+	// Two long healthy statements, one on the outage warehouse, so that
+	// dbxtop follows something there when the observer outage starts.
+	w.spawn(ctx, func() {
+		w.healthy(ctx, wh(0), "etl-svc@example.com", "dbt", w.sqlText(), 5*time.Minute, "")
+	})
+	w.spawn(ctx, func() {
+		w.healthy(ctx, wh(1), "alice@example.com", "Tableau", w.sqlText(), 4*time.Minute, "")
+	})
+	w.goDo(ctx, func(ctx context.Context) { w.ingest(ctx) })
+	w.goDo(ctx, func(ctx context.Context) {
+		// abandons: at 3 s, then every 75 s.
+		if !sleep(ctx, w.d(3*time.Second)) {
+			return
+		}
+		for i := 0; ; i++ {
+			w.spawn(ctx, func() { w.abandons(ctx, wh(i+2)) })
+			if !sleep(ctx, w.d(75*time.Second)) {
+				return
+			}
+		}
+	})
+	w.goDo(ctx, func(ctx context.Context) {
+		// close_fails: at 5 s, then every 60 s.
+		if !sleep(ctx, w.d(5*time.Second)) {
+			return
+		}
+		for i := 0; ; i++ {
+			w.spawn(ctx, func() { w.closeFails(ctx, wh(i+1)) })
+			if !sleep(ctx, w.d(60*time.Second)) {
+				return
+			}
+		}
+	})
+	// Steady healthy traffic: a statement every 2-4 s, 2-40 s long.
+	for i := 0; ; i++ {
+		if !sleep(ctx, w.d(time.Duration(2000+w.intn(2000))*time.Millisecond)) {
+			return
+		}
+		run := time.Duration(2+w.intn(38)) * time.Second
+		fail := ""
+		if w.intn(10) == 0 {
+			fail = w.pick(demoErrors)
+		}
+		user, app, sql, whID := w.pick(demoUsers), w.pick(demoApps), w.sqlText(), wh(w.intn(len(whs)))
+		w.spawn(ctx, func() { w.healthy(ctx, whID, user, app, sql, run, fail) })
+	}
+}
+
+// spawn runs one simulated statement, bounded by the semaphore.
+func (w *workload) spawn(ctx context.Context, f func()) {
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.sem }()
+		f()
+	}()
+}
+
+// start opens a session and executes sql with the given plan.
+func (w *workload) start(ctx context.Context, kind, wh, user, app, sql string, run time.Duration, fail string) (*thrift.Client, thrift.Session, *thrift.Operation, error) {
+	c := w.clients[kind]
+	sess, err := c.OpenSession(ctx, wh)
+	if err != nil {
+		return c, sess, nil, err
+	}
+	w.s.hints.push(kind, sql, hint{user: user, app: app, run: w.d(run), fail: fail})
+	op, err := c.Execute(ctx, sess, sql, false)
+	if err != nil {
+		w.s.hints.drop(kind, sql)
+		return c, sess, nil, err
+	}
+	return c, sess, op, nil
+}
+
+// pollUntilDone polls every interval until the operation is terminal.
+func (w *workload) pollUntilDone(ctx context.Context, c *thrift.Client, ref sources.Ref, every time.Duration) (sources.Status, error) {
+	for {
+		if !sleep(ctx, every) {
+			return sources.Status{}, ctx.Err()
+		}
+		st, err := c.GetOperationStatus(ctx, ref)
+		if err != nil {
+			return st, err
+		}
+		if st.State.Terminal() {
+			return st, nil
+		}
+	}
+}
+
+// healthy: execute, poll every second, fetch, close the operation and the
+// session. Transport errors are retried a few times, as a careful client.
+func (w *workload) healthy(ctx context.Context, wh, user, app, sql string, run time.Duration, fail string) {
+	c, sess, op, err := w.start(ctx, KindHealthy, wh, user, app, sql, run, fail)
+	if err != nil {
+		w.logf("healthy client on %s: %v", wh, err)
+		return
+	}
+	defer w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseSession(ctx, sess) })
+	var st sources.Status
+	for tries := 0; ; {
+		st, err = w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second))
+		if err == nil || ctx.Err() != nil || errors.Is(err, sources.ErrHandleGone) {
+			break
+		}
+		if tries++; tries > 5 {
+			w.logf("healthy client gave up polling %s: %v", op.Ref.StatementID, err)
+			return
+		}
+	}
+	if err != nil {
+		return
+	}
+	if st.State == "FINISHED" {
+		for {
+			p, err := c.FetchResults(ctx, op.Ref, 10000)
+			if err != nil || !p.HasMoreRows {
+				break
+			}
+		}
+	}
+	w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseOperation(ctx, op.Ref) })
+}
+
+// abandons: its first poll meets a connection reset (injected by the
+// scripted rule for this client) and, like the JDBC Thrift path before
+// the fix, it gives up: no cancel, no close. The statement runs 10 min.
+func (w *workload) abandons(ctx context.Context, wh string) {
+	c, _, op, err := w.start(ctx, KindAbandons, wh, "bob@example.com", "Databricks JDBC",
+		fmt.Sprintf("SELECT o.*, c.segment FROM sales.orders o JOIN crm.customers c ON o.customer_id = c.id WHERE o.order_date BETWEEN '2025-01-01' AND '2026-%02d-30'", 1+w.intn(12)),
+		10*time.Minute, "")
+	if err != nil {
+		w.logf("abandons client on %s: %v", wh, err)
+		return
+	}
+	if _, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err != nil {
+		w.logf("abandons client: poll of %s failed (%v); giving up without cancel or close", op.Ref.StatementID, err)
+	}
+}
+
+// closeFails: the statement finishes, the client fetches, and its
+// CloseOperation is lost to a connection reset; the failure is swallowed
+// and the session stays pooled, so the finished operation stays open.
+func (w *workload) closeFails(ctx context.Context, wh string) {
+	c, _, op, err := w.start(ctx, KindCloseFails, wh, "carol@example.com", "databricks-sql-go",
+		fmt.Sprintf("SELECT count(*) FROM web.sessions WHERE session_date = current_date() - %d", 1+w.intn(30)),
+		4*time.Second, "")
+	if err != nil {
+		w.logf("close_fails client on %s: %v", wh, err)
+		return
+	}
+	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
+		_, _ = c.FetchResults(ctx, op.Ref, 10000)
+	}
+	if err := c.CloseOperation(ctx, op.Ref); err != nil {
+		w.logf("close_fails client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
+	}
+}
+
+func (w *workload) bestEffort(ctx context.Context, f func(context.Context) error) {
+	if ctx.Err() != nil {
+		// Shutting down: the server is going away with everything in it.
+		return
+	}
+	_ = f(ctx)
+}
+
+func (w *workload) logf(format string, a ...any) { w.s.o.Logf("sim workload: "+format, a...) }
+
+// ingest upserts batches into one index of IngestEndpoint every second
+// until the endpoint answers RESOURCE_EXHAUSTED (full in about a minute).
+func (w *workload) ingest(ctx context.Context) {
+	const index = "main.support.tickets_idx"
+	ep, _ := w.s.vec.endpoint(IngestEndpoint)
+	// Fill what is left in ~58 s: one batch a second.
+	batch := int((ep.Limit - ep.Rows) / 58)
+	if batch < 1 {
+		batch = 1
+	}
+	hc := &http.Client{Transport: w.tr, Timeout: 30 * time.Second}
+	next := int64(1_000_000)
+	if !sleep(ctx, w.d(2*time.Second)) {
+		return
+	}
+	for {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := 0; i < batch; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"id":`)
+			b.WriteString(strconv.FormatInt(next, 10))
+			b.WriteString(`,"text":"ticket"}`)
+			next++
+		}
+		b.WriteByte(']')
+		body, _ := json.Marshal(map[string]string{"inputs_json": b.String()})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost,
+			w.s.url+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+w.s.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", SimClientUA(KindIngest))
+		resp, err := hc.Do(req)
+		if err == nil {
+			rb, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests && bytes.Contains(rb, []byte("RESOURCE_EXHAUSTED")) {
+				w.logf("ingest client: %s is full (%s); stopping", IngestEndpoint, strings.TrimSpace(string(rb)))
+				return
+			}
+		}
+		if !sleep(ctx, w.d(time.Second)) {
+			return
+		}
+	}
+}
+
+// demoRules are the demo's scripted faults.
+func (w *workload) demoRules() []rule {
+	whs := w.s.WarehouseIDs()
+	outageWH := whs[0]
+	from, to := w.d(40*time.Second), w.d(65*time.Second)
+	return []rule{
+		func(ci *callInfo, r *http.Request, body []byte) string {
+			switch kindFromUA(ci.ua) {
+			case KindAbandons:
+				if ci.call == "GetOperationStatus" {
+					return FaultReset
+				}
+			case KindCloseFails:
+				if ci.call == "CloseOperation" {
+					return FaultReset
+				}
+			}
+			return ""
+		},
+		func(ci *callInfo, r *http.Request, body []byte) string {
+			if !ci.observer || ci.warehouse != outageWH {
+				return ""
+			}
+			if t := time.Since(w.s.started); t >= from && t < to {
+				return FaultUnavailable
+			}
+			return ""
+		},
+		func(ci *callInfo, r *http.Request, body []byte) string {
+			if !ci.observer || ci.call != "CloseOperation" {
+				return ""
+			}
+			if g, ok := closeTarget(r.Context(), body); ok && w.s.scriptedObserverCloseFails(g) {
+				return FaultUnavailable
+			}
+			return ""
+		},
+	}
+}
+
+// closeTarget decodes the operation GUID of a CloseOperation request.
+func closeTarget(ctx context.Context, body []byte) (guid, bool) {
+	in := athrift.NewTMemoryBufferLen(len(body))
+	_, _ = in.Write(body)
+	p := athrift.NewTBinaryProtocolConf(in, thriftConf)
+	if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+		return guid{}, false
+	}
+	args := tc.NewTCLIServiceCloseOperationArgs()
+	if err := args.Read(ctx, p); err != nil {
+		return guid{}, false
+	}
+	return opGUID(args.GetReq().GetOperationHandle())
+}
+
+// scriptedObserverCloseFails is true for the first observer close of each
+// close_fails operation in the demo, so CLOSE_FAILED shows when an
+// operator re-closes one.
+func (s *Server) scriptedObserverCloseFails(g guid) bool {
+	if s.o.Scenario != ScenarioDemo {
+		return false
+	}
+	fail := false
+	s.store.withOp(g, false, func(op *operation, _ time.Time) {
+		if op.kind == KindCloseFails && op.open && !op.observerCloseFailed {
+			op.observerCloseFailed = true
+			fail = true
+		}
+	})
+	return fail
+}
+
+// ---- load -------------------------------------------------------------------
+
+// load keeps Ops long-running healthy operations, each polled every 20 s
+// (enough to stay active, cheap on CPU), restarted when one ends.
+func (w *workload) load(ctx context.Context) {
+	n := w.s.o.Ops
+	whs := w.s.WarehouseIDs()
+	for i := 0; i < n; i++ {
+		delay := w.d(time.Duration(i) * 20 * time.Second / time.Duration(max(n, 1)))
+		wh := whs[i%len(whs)]
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			if !sleep(ctx, delay) {
+				return
+			}
+			for ctx.Err() == nil {
+				w.longRunning(ctx, wh, i)
+			}
+		}()
+	}
+}
+
+func (w *workload) longRunning(ctx context.Context, wh string, i int) {
+	sql := fmt.Sprintf("SELECT * FROM streaming.events_%d WHERE ingest_time > now() - INTERVAL 1 DAY", i)
+	c, sess, op, err := w.start(ctx, KindHealthy, wh, demoUsers[i%len(demoUsers)], demoApps[i%len(demoApps)], sql, 24*time.Hour, "")
+	if err != nil {
+		sleep(ctx, w.d(5*time.Second)) // the server may be faulted: come back later
+		return
+	}
+	defer w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseSession(ctx, sess) })
+	for {
+		_, err := w.pollUntilDone(ctx, c, op.Ref, w.d(20*time.Second))
+		if err == nil || ctx.Err() != nil || errors.Is(err, sources.ErrHandleGone) {
+			break
+		}
+	}
+	w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseOperation(ctx, op.Ref) })
+}

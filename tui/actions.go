@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// actionKind is a mutating row action. Each one is confirmed first and
+// runs as a command that reports an actionDoneMsg.
+type actionKind int
+
+const (
+	actAdopt actionKind = iota
+	actClose
+	actCancel
+)
+
+// actionText is what an action says: the confirmation verb, what will
+// happen, the progress word, and the result.
+var actionText = [...]struct{ verb, effect, progress, done, short string }{
+	actAdopt:  {"Adopt", "dbxtop will close it on the server as soon as it finishes.", "adopting", "adopted: dbxtop closes it when it finishes", "adopt"},
+	actClose:  {"Re-close", "dbxtop sends CloseOperation now; if that fails it retries with backoff.", "closing", "closed", "close"},
+	actCancel: {"Cancel", "The statement will stop on the server.", "canceling", "cancel sent", "cancel"},
+}
+
+// pendingAction is an action waiting for its confirmation. It names its
+// target by id, so a refresh that reorders rows cannot change what is
+// acted on.
+type pendingAction struct {
+	kind   actionKind
+	id     string
+	prompt string
+}
+
+// actionResult is the last outcome of an action on a row; the row shows
+// it for resultTTL, then dbxtop's own close bookkeeping again.
+type actionResult struct {
+	text string
+	at   time.Time
+}
+
+const resultTTL = time.Minute
+
+// actionDoneMsg reports an action's outcome.
+type actionDoneMsg struct {
+	kind    actionKind
+	id      string
+	err     error
+	elapsed time.Duration
+}
+
+// askConfirm opens the confirmation for the selected operation.
+func (m *Model) askConfirm(k actionKind) {
+	op := m.selected()
+	if op == nil {
+		m.setStatus("no operation selected", false)
+		return
+	}
+	if _, busy := m.busy[op.StatementID]; busy {
+		m.setStatus(fmt.Sprintf("%s: an action is already running", shortID(op.StatementID, m.ctx.glyphs.Ellipsis)), false)
+		return
+	}
+	t := actionText[k]
+	m.confirm = &pendingAction{
+		kind: k,
+		id:   op.StatementID,
+		prompt: fmt.Sprintf("%s %s on %s (%s, %s)? %s [y/N]", t.verb,
+			shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.WarehouseID, op.User, op.State, t.effect),
+	}
+}
+
+// answerConfirm: only the Confirm key (y) runs the action; every other key,
+// enter included, answers No.
+func (m *Model) answerConfirm(msg tea.KeyMsg) tea.Cmd {
+	p := m.confirm
+	m.confirm = nil
+	if msg.Type == tea.KeyCtrlC {
+		return tea.Quit
+	}
+	t := actionText[p.kind]
+	if !key.Matches(msg, m.ctx.keys.Confirm) {
+		m.setStatus(fmt.Sprintf("%s %s: not done (answered No)", t.verb, shortID(p.id, m.ctx.glyphs.Ellipsis)), false)
+		return nil
+	}
+	return m.runAction(p.kind, p.id)
+}
+
+// runAction marks the row busy, logs the start, and calls the engine in a
+// command bounded by ActionTimeout.
+func (m *Model) runAction(k actionKind, id string) tea.Cmd {
+	t := actionText[k]
+	progress := t.progress + m.ctx.glyphs.Progress
+	m.busy[id] = progress
+	delete(m.results, id)
+	m.setStatus(fmt.Sprintf("%s %s", progress, shortID(id, m.ctx.glyphs.Ellipsis)), false)
+	m.logAction(id, fmt.Sprintf("%s requested by the operator", t.verb))
+	e, timeout := m.eng, m.ctx.opts.ActionTimeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		var err error
+		switch k {
+		case actAdopt:
+			err = e.Adopt(ctx, id)
+		case actClose:
+			err = e.Close(ctx, id)
+		case actCancel:
+			err = e.Cancel(ctx, id)
+		}
+		return actionDoneMsg{kind: k, id: id, err: err, elapsed: time.Since(start)}
+	}
+}
+
+// actionDone shows the outcome in the row, the status line and Events.
+// A refusal (read-only engine, unknown operation) is shown like any other
+// error: the engine's message says why.
+func (m *Model) actionDone(msg actionDoneMsg) {
+	delete(m.busy, msg.id)
+	t := actionText[msg.kind]
+	sid := shortID(msg.id, m.ctx.glyphs.Ellipsis)
+	if msg.err != nil {
+		m.results[msg.id] = actionResult{t.short + " failed", m.ctx.opts.Now()}
+		m.setStatus(fmt.Sprintf("%s %s failed after %s: %v", t.verb, sid, msg.elapsed.Round(time.Millisecond), msg.err), true)
+		m.logAction(msg.id, fmt.Sprintf("%s failed: %v", t.verb, msg.err))
+		return
+	}
+	m.results[msg.id] = actionResult{t.short + " ok", m.ctx.opts.Now()}
+	m.setStatus(fmt.Sprintf("%s %s: %s", t.verb, sid, t.done), false)
+	m.logAction(msg.id, fmt.Sprintf("%s: %s", t.verb, t.done))
+}
+
+// logAction records an operator action in the Events view; the engine
+// logs its own side.
+func (m *Model) logAction(id, text string) {
+	m.ring.push(poller.Event{At: m.ctx.opts.Now(), Kind: poller.EventAction, StatementID: id, Message: text})
+}

@@ -1,0 +1,59 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// snapMsg carries one snapshot and the poller's health, taken off the
+// Update goroutine.
+type snapMsg struct {
+	snap   model.Snapshot
+	health poller.Health
+}
+
+// tickMsg asks for the next snapshot.
+type tickMsg time.Time
+
+// eventMsg is one engine event; ok is false once the channel is closed.
+type eventMsg struct {
+	ev poller.Event
+	ok bool
+}
+
+// fetch takes a snapshot in a command: the engine copies its state there,
+// not in Update.
+func (m *Model) fetch() tea.Cmd {
+	e := m.eng
+	return func() tea.Msg {
+		return snapMsg{snap: e.Snapshot(), health: e.Health()}
+	}
+}
+
+// tick schedules the next fetch. Only one fetch is ever outstanding: the
+// next tick is armed when a snapshot arrives.
+func (m *Model) tick() tea.Cmd {
+	return tea.Tick(m.ctx.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// waitEvent reads one engine event; Update re-arms it after each one, so
+// the engine's channel feeds the program one message at a time.
+// done (closed by Run when the program ends) releases the reader so no
+// goroutine outlives the program.
+func waitEvent(ch <-chan poller.Event, done <-chan struct{}) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case ev, ok := <-ch:
+			return eventMsg{ev: ev, ok: ok}
+		case <-done:
+			return eventMsg{}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// detailHistory is how many of the operation's own events the detail
+// lists as its poll and close history.
+const detailHistory = 50
+
+// detailView shows one operation whole: identity, flags with details, the
+// full SQL wrapped, the error chain with request ids, and its poll and
+// close history. It scrolls with j/k.
+func (m *Model) detailView() []string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	op := m.selected()
+	if op == nil {
+		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.cursorID, g.Ellipsis)))}
+	}
+	w := m.ctx.width - 4
+	now := m.snap.GeneratedAt
+	var l []string
+	add := func(s ...string) { l = append(l, s...) }
+	field := func(k, v string) { add("  " + st.Dim.Render(fit(k, 18, "")) + v) }
+	section := func(t string) { add("", st.Bold.Render("  "+t)) }
+
+	add(st.Title.Render("  Operation "+op.StatementID) + st.Dim.Render("   (esc back, j/k scroll)"))
+	field("warehouse", op.WarehouseID)
+	field("user", orDash(op.User))
+	field("client", orDash(op.ClientApplication))
+	state := string(op.State)
+	if op.Gone {
+		state += " (gone from the server)"
+	}
+	field("state", state)
+	field("started", timeAgo(op.StartedAt, now))
+	field("completed", timeAgo(op.CompletedAt, now))
+	field("client idle", m.idleCell(op))
+	open := "unknown"
+	if op.Open != nil {
+		open = fmt.Sprint(*op.Open)
+	}
+	field("open on server", open)
+	adopted := "no"
+	if op.Adopted {
+		adopted = "yes: dbxtop closes it when it finishes"
+	}
+	field("adopted", adopted)
+
+	section("Flags")
+	if len(op.Flags) == 0 {
+		add("  none")
+	}
+	for _, f := range op.Flags {
+		style := st.Warn
+		if f.Severity == model.SeverityCritical {
+			style = st.Crit
+		}
+		add(wrapIndent(style.Render(flagLabel(f, g))+": "+f.Detail, w, "    ")...)
+	}
+
+	section("SQL")
+	for _, ln := range strings.Split(ansi.Wrap(op.SQL, w, " ,"), "\n") {
+		add("  " + ln)
+	}
+
+	section("Errors")
+	errs := 0
+	if op.ServerError != "" {
+		add(wrapIndent("server: "+op.ServerError, w, "    ")...)
+		errs++
+	}
+	if op.LastError != nil {
+		add(wrapIndent("last poll error: "+errorLine(op.LastError), w, "    ")...)
+		errs++
+	}
+	if op.Close.LastError != nil {
+		add(wrapIndent("last close error: "+errorLine(op.Close.LastError), w, "    ")...)
+		errs++
+	}
+	if errs == 0 {
+		add("  none")
+	}
+
+	section("Polls and closes")
+	last := "never"
+	if !op.LastPollOKAt.IsZero() {
+		last = timeAgo(op.LastPollOKAt, now)
+	}
+	field("polls", fmt.Sprintf("%d ok, %d failed, %d retries; last ok %s", op.Poll.OK, op.Poll.Failed, op.Poll.Retries, last))
+	cl := fmt.Sprintf("%s, %d attempts", orDash(string(op.Close.State)), op.Close.Attempts)
+	if !op.Close.NextTry.IsZero() {
+		cl += "; next try in " + fmtDur(op.Close.NextTry.Sub(now))
+	}
+	if b, ok := m.busy[op.StatementID]; ok {
+		cl += "; " + b
+	}
+	field("close", cl)
+	hist := m.ring.newest(detailHistory, op.StatementID)
+	if len(hist) > 0 {
+		section("History (newest first)")
+	}
+	for _, e := range hist {
+		line := fmt.Sprintf("%s  %-12s %s", e.At.UTC().Format("15:04:05"), e.Kind, eventText(e))
+		if id := eventRequestID(e); id != "" {
+			line += "  request_id " + id
+		}
+		add(wrapIndent(line, w, "    ")...)
+	}
+
+	m.detailScroll = min(m.detailScroll, max(0, len(l)-m.bodyHeight()))
+	return l[m.detailScroll:]
+}
+
+// wrapIndent wraps s to w cells: first line indented by two spaces, the
+// rest by indent.
+func wrapIndent(s string, w int, indent string) []string {
+	lines := strings.Split(ansi.Wrap(s, w-len(indent)+2, " "), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = "  " + lines[i]
+		} else {
+			lines[i] = indent + lines[i]
+		}
+	}
+	return lines
+}
+
+// timeAgo is "2026-11-29 20:41:07Z (5m12s ago)", or "-" when unknown.
+func timeAgo(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + fmtDur(now.Sub(t)) + " ago)"
+}

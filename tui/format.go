@@ -1,0 +1,149 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// shortID is the first 8 characters of a statement id and an ellipsis:
+// enough to tell operations apart on screen; the detail shows it whole.
+func shortID(id string, ell string) string {
+	if len(id) <= 8 {
+		return id
+	}
+	return id[:8] + ell
+}
+
+// fmtDur renders a duration the way operators read it: 5s, 1m12s, 2h03m,
+// 3d04h. Negative durations render as 0s.
+func fmtDur(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// fmtCount renders row counts compactly: 950, 12.3k, 1.9M, 2.0B.
+func fmtCount(n int64) string {
+	f := float64(n)
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", f/1e3)
+	case n < 1_000_000_000:
+		return fmt.Sprintf("%.1fM", f/1e6)
+	}
+	return fmt.Sprintf("%.1fB", f/1e9)
+}
+
+// fit truncates s to w cells (with tail) and pads it with spaces to
+// exactly w cells, so columns line up whatever the content.
+func fit(s string, w int, tail string) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		s = ansi.Truncate(s, w, tail)
+		sw = ansi.StringWidth(s)
+	}
+	if sw < w {
+		s += strings.Repeat(" ", w-sw)
+	}
+	return s
+}
+
+// oneLine flattens SQL text to one line for the table.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\n\r\t") && !strings.Contains(s, "  ") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// sevRank orders severities: critical > warning > none.
+func sevRank(s model.Severity) int {
+	switch s {
+	case model.SeverityCritical:
+		return 2
+	case model.SeverityWarning:
+		return 1
+	}
+	return 0
+}
+
+// worstFlag is the flag the table shows for a row, and how many more
+// there are. Private until model's severity helpers land.
+func worstFlag(fs []model.Flag) (model.Flag, int) {
+	var w model.Flag
+	for _, f := range fs {
+		if sevRank(f.Severity) > sevRank(w.Severity) || w.Kind == "" {
+			w = f
+		}
+	}
+	if len(fs) == 0 {
+		return w, 0
+	}
+	return w, len(fs) - 1
+}
+
+// flagLabel is "● CRIT INACTIVE" (or "!! CRIT INACTIVE" in ASCII): symbol
+// and word, so severity reads without colour.
+func flagLabel(f model.Flag, g Glyphs) string {
+	switch f.Severity {
+	case model.SeverityCritical:
+		return g.Crit + " CRIT " + string(f.Kind)
+	case model.SeverityWarning:
+		return g.Warn + " WARN " + string(f.Kind)
+	}
+	return ""
+}
+
+// errorLine renders an ErrorInfo with everything an operator needs to
+// report it: call, kind, code, status, message, attempts, elapsed and the
+// request id.
+func errorLine(e *model.ErrorInfo) string {
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	if e.Call != "" {
+		b.WriteString(e.Call)
+		b.WriteString(": ")
+	}
+	b.WriteString(string(e.Kind))
+	if e.HTTPStatus != 0 {
+		fmt.Fprintf(&b, " HTTP %d", e.HTTPStatus)
+	}
+	if e.ErrorCode != "" {
+		b.WriteString(" " + e.ErrorCode)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Attempts > 0 {
+		fmt.Fprintf(&b, " (%d attempts", e.Attempts)
+		if e.Elapsed > 0 {
+			fmt.Fprintf(&b, " in %s", e.Elapsed.Round(10*time.Millisecond))
+		}
+		b.WriteString(")")
+	}
+	if e.RequestID != "" {
+		b.WriteString(" request_id " + e.RequestID)
+	}
+	return b.String()
+}

@@ -1,0 +1,117 @@
+package tui
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+)
+
+// goldenViews are the screens under golden test: keys to reach each one
+// from the start, and text that shows it has settled (all fixture events
+// consumed where the view shows them).
+var goldenViews = []struct {
+	name string
+	keys []string
+	wait []string
+}{
+	{"operations", nil, []string{"STATEMENT", "PENDING"}},
+	{"detail", []string{"enter"}, []string{"Polls and closes", "close attempt 3 failed"}},
+	{"endpoints", []string{"tab"}, []string{"TIME TO FULL", "vs-archive"}},
+	{"endpoints-expanded", []string{"tab", "enter"}, []string{"main.docs.titles_idx"}},
+	{"events", []string{"tab", "tab"}, []string{"MESSAGE", "11:59:50"}},
+	{"help", []string{"?"}, []string{"EXHAUSTED", "Flags"}},
+	{"confirm", []string{"j", "x"}, []string{"[y/N]"}},
+	{"filtered", []string{"/", "w", "h", "-", "2", "enter"}, []string{`filter "wh-2"`}},
+}
+
+var goldenVariants = []struct {
+	name string
+	set  func(*Options)
+}{
+	{"color", func(o *Options) {}},
+	{"nocolor", func(o *Options) { o.NoColor = true }},
+	{"ascii", func(o *Options) { o.ASCII = true; o.Renderer = testRenderer(termenv.Ascii) }},
+	{"readonly", func(o *Options) { o.ReadOnly = true; o.Renderer = testRenderer(termenv.Ascii) }},
+}
+
+// TestGolden runs the real program (teatest) for every view at 80×24 and
+// 120×40 in colour, --no-color, --ascii and --read-only, and compares the
+// final screen with testdata/TestGolden/... (refresh with -update).
+func TestGolden(t *testing.T) {
+	for _, v := range goldenViews {
+		for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+			for _, vr := range goldenVariants {
+				if vr.name == "readonly" && v.name != "operations" && v.name != "help" && v.name != "confirm" {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%dx%d/%s", v.name, sz[0], sz[1], vr.name), func(t *testing.T) {
+					o := testOptions()
+					o.Refresh = 200 * time.Millisecond // short, so no timer outlives the test
+					vr.set(&o)
+					screen := runGolden(t, o, sz[0], sz[1], v.keys, v.wait)
+					if vr.name == "ascii" || vr.name == "readonly" {
+						for i, r := range screen {
+							if r > 127 {
+								t.Fatalf("non-ASCII %q at byte %d in --ascii screen", r, i)
+							}
+						}
+					}
+					if vr.name == "nocolor" || vr.name == "ascii" || vr.name == "readonly" {
+						if bytes.Contains([]byte(screen), []byte("\x1b[")) {
+							t.Fatal("escape sequence in a monochrome screen")
+						}
+					}
+					golden.RequireEqual(t, []byte(screen))
+				})
+			}
+		}
+	}
+}
+
+func TestGoldenTooSmall(t *testing.T) {
+	o := testOptions()
+	o.Refresh = 200 * time.Millisecond
+	golden.RequireEqual(t, []byte(runGolden(t, o, 70, 20, nil, []string{"terminal too small"})))
+}
+
+// runGolden drives the program through teatest and returns the final
+// model's screen.
+func runGolden(t *testing.T, o Options, w, h int, keys, wait []string) string {
+	t.Helper()
+	e := newFakeEngine(fixtureSnapshot())
+	for _, ev := range fixtureEvents() {
+		e.events <- ev
+	}
+	t.Cleanup(e.closeEvents)
+	tm := teatest.NewTestModel(t, New(e, o), teatest.WithInitialTermSize(w, h))
+	waitText(t, tm, "ago") // first snapshot applied (reaper countdowns render)
+	if w >= minWidth {
+		waitText(t, tm, "IDLE/REAPER")
+	}
+	for _, k := range keys {
+		tm.Send(keyOf(k))
+	}
+	for _, s := range wait {
+		waitText(t, tm, s)
+	}
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	m := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+	return m.View()
+}
+
+// waitText waits (bounded) until the program has printed s.
+func waitText(t *testing.T, tm *teatest.TestModel, s string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}
+
+var _ tea.Model = (*Model)(nil)

@@ -1,0 +1,36 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// Run runs the TUI on e in the alternate screen until the operator quits
+// (q) or ctx is done. NO_COLOR in the environment has the effect of
+// --no-color.
+func Run(ctx context.Context, e Engine, o Options, in io.Reader, out io.Writer) error {
+	if os.Getenv("NO_COLOR") != "" {
+		o.NoColor = true
+	}
+	if o.Renderer == nil {
+		o.Renderer = lipgloss.NewRenderer(out)
+	}
+	if o.Clipboard == nil {
+		o.Clipboard = out
+	}
+	m := newModel(e, o)
+	done := make(chan struct{})
+	m.done = done
+	defer close(done)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // ctx done is a normal way to stop
+	}
+	return err
+}
