@@ -139,6 +139,7 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"demo", "-p", "prod"}, 2, "invalid --profile \"prod\": demo runs its own simulated workspace; use `dbxtop --profile` for a real one"},
 		{[]string{"demo", "--scenario", "x"}, 2, `invalid --scenario "x": must be one of demo, quiet, load`},
 		{[]string{"demo", "--refresh", "1"}, 2, `invalid --refresh "1": missing unit: write e.g. 30s, 5m or 1h30m`},
+		{[]string{"completion", "tcsh"}, 2, `unknown shell "tcsh" for "dbxtop completion": bash, zsh, fish or powershell`},
 		{[]string{"version", "now"}, 2, `unknown command or argument "now" for "dbxtop version" (see dbxtop version --help)`},
 	}
 	for _, c := range cases {
@@ -201,6 +202,15 @@ func TestCompletion(t *testing.T) {
 		r := runCLI(t, nil, "completion", shell)
 		if r.code != 0 || !strings.Contains(r.stdout, "dbxtop") {
 			t.Errorf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+}
+
+func TestCompletesScenarios(t *testing.T) {
+	r := runCLI(t, nil, "__complete", "sim", "--scenario", "")
+	for _, want := range []string{"demo\n", "quiet\n", "load\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("completion of --scenario lacks %q: %q", want, r.stdout)
 		}
 	}
 }

@@ -54,6 +54,7 @@ the first two minutes. Add --faults to watch dbxtop's retries at work.`,
 	fs := c.Flags()
 	addWorkspaceFlags(fs, &ws, false)
 	addSimFlags(fs, &sim)
+	completeSimFlags(c)
 	for _, name := range []string{"host", "profile", "http-path"} {
 		_ = fs.MarkHidden(name) // refused in demo; kept so the refusal can explain
 	}

@@ -56,7 +56,7 @@ func flagError(c *cobra.Command, err error) error {
 	return &usageError{msg: msg}
 }
 
-// exactArgs refuses positional arguments with one line (cobra's own
+// noArgs refuses positional arguments with one line (cobra's own
 // message adds suggestions on several lines).
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {

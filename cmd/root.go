@@ -98,6 +98,18 @@ Try it without an account:  dbxtop demo`,
 	root.CompletionOptions.HiddenDefaultCmd = false
 	addWorkspaceFlags(root.Flags(), &cfg, true)
 	root.AddCommand(a.newDemoCmd(), a.newSimCmd(), a.newSnapshotCmd(), a.newVersionCmd())
+	// cobra's completion command prints its help and exits 0 for an
+	// unknown shell; make that a one-line usage error like every other.
+	root.InitDefaultCompletionCmd()
+	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
+		comp.Args = cobra.ArbitraryArgs
+		comp.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown shell %q for %q: bash, zsh, fish or powershell", args[0], c.CommandPath())
+			}
+			return c.Help()
+		}
+	}
 	return root
 }
 

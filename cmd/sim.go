@@ -35,5 +35,6 @@ Introspection (same token): GET /sim/v1/stats and GET /sim/v1/truth.`,
 		},
 	}
 	addSimFlags(c.Flags(), &cfg)
+	completeSimFlags(c)
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -62,4 +63,9 @@ func finishSim(fs *pflag.FlagSet, cfg *SimConfig) error {
 		return invalidFlag("ops", fmt.Sprint(cfg.Ops), "only valid with --scenario load")
 	}
 	return nil
+}
+
+// completeSimFlags offers the scenario names to shell completion.
+func completeSimFlags(c *cobra.Command) {
+	_ = c.RegisterFlagCompletionFunc("scenario", cobra.FixedCompletions(scenarios, cobra.ShellCompDirectiveNoFileComp))
 }

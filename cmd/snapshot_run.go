@@ -2,13 +2,337 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/report"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // runSnapshot observes the workspace and prints; it returns the Nagios
-// exit code. (Stub until the REST source lands; owned by the REST/snapshot work.)
+// exit code (PRODUCT.md §3): 0 nothing flagged, 1 warnings, 2 critical,
+// 3 could not observe (one line on stderr with the call, cause, error_code
+// and request_id). --timeout bounds the whole command, or each observation
+// with --watch (a watch runs until --count or an interrupt).
 func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "dbxtop snapshot: not built yet")
-	return 3
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	runCtx := ctx
+	if !cfg.Watch {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	logf, closeLog, err := openLog(cfg.LogFile, cfg.Token)
+	if err != nil {
+		fmt.Fprintln(stderr, "dbxtop snapshot: "+redactToken(err.Error(), cfg.Token))
+		return report.ExitUnknown
+	}
+	defer closeLog()
+
+	obs, err := newObserver(runCtx, cfg, logf)
+	if err != nil {
+		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+redactToken(err.Error(), cfg.Token))
+		return report.ExitUnknown
+	}
+	defer obs.close()
+
+	if !cfg.Watch {
+		s, oerr := obs.observe(runCtx, cfg.Timeout)
+		code := exitCodeFor(s, oerr)
+		if oerr != nil || len(s.Errors) > 0 {
+			fmt.Fprintln(stderr, failureLine(s, oerr, cfg))
+		}
+		if werr := obs.print(stdout, s, cfg); werr != nil {
+			fmt.Fprintln(stderr, "dbxtop snapshot: writing output: "+werr.Error())
+			return report.ExitUnknown
+		}
+		return code
+	}
+
+	code := report.ExitUnknown
+	for i := 0; cfg.Count == 0 || i < cfg.Count; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return code
+			case <-time.After(cfg.Interval):
+			}
+		}
+		roundCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		s, oerr := obs.observe(roundCtx, cfg.Timeout)
+		cancel()
+		if ctx.Err() != nil {
+			// Interrupted mid-round: the half-taken snapshot is not printed.
+			return code
+		}
+		code = exitCodeFor(s, oerr)
+		if oerr != nil || len(s.Errors) > 0 {
+			fmt.Fprintln(stderr, failureLine(s, oerr, cfg))
+		}
+		if werr := report.JSONLine(stdout, s); werr != nil {
+			fmt.Fprintln(stderr, "dbxtop snapshot: writing output: "+werr.Error())
+			return report.ExitUnknown
+		}
+	}
+	return code
+}
+
+// exitCodeFor: discovery failed → 3 (nothing is known); a critical flag
+// wins over a partial failure (what is known is already critical);
+// otherwise any observation error → 3, then warnings → 1, else 0.
+func exitCodeFor(s model.Snapshot, observeErr error) int {
+	if observeErr != nil {
+		return report.ExitUnknown
+	}
+	code := report.ExitCode(s)
+	if code == report.ExitCritical {
+		return code
+	}
+	if len(s.Errors) > 0 {
+		return report.ExitUnknown
+	}
+	return code
+}
+
+// observer is one workspace connection and engine, reused across --watch
+// rounds so capacity samples accumulate (growth rate, time to full).
+type observer struct {
+	rest     *databricks.Client
+	thrift   *thrift.Client
+	engine   *poller.Engine
+	logf     func(string, ...any)
+	wsFilter []string
+
+	mu         sync.Mutex
+	warehouses []string // resolved once for the header
+}
+
+func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...any)) (*observer, error) {
+	ua := "dbxtop/" + Version
+	rest, err := databricks.New(ctx, databricks.Config{
+		Profile:    cfg.Profile,
+		Host:       cfg.Host,
+		Token:      cfg.Token,
+		Warehouses: cfg.Warehouses,
+		UserAgent:  ua,
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := &observer{rest: rest, logf: logf, wsFilter: cfg.Warehouses}
+	var status poller.StatusSource = rest
+	idle := []poller.IdleCloser{rest}
+	// Thrift reports the owning client's last activity (INACTIVE needs it);
+	// the Statement Execution API answers when Thrift cannot.
+	tc, terr := thrift.NewClient(thrift.Options{
+		Host:         rest.Host(),
+		HTTPPath:     httpPathFunc(cfg.HTTPPath),
+		Authenticate: rest.Authenticate,
+		UserAgent:    ua,
+	})
+	if terr != nil {
+		logf("status through the Statement Execution API only: thrift client: %v", terr)
+	} else {
+		o.thrift = tc
+		status = databricks.StatusWithFallback(tc, rest)
+		idle = append(idle, tc)
+	}
+	o.engine = poller.NewEngine(poller.Options{
+		Discoverer: rest,
+		Status:     status,
+		Capacity:   rest,
+		Probe:      cfg.CapacityProbe,
+		Thresholds: cfg.Thresholds,
+		Refresh:    cfg.Refresh,
+		// A snapshot only observes: no close, no cancel, whatever happens.
+		ReadOnly:  true,
+		Workspace: model.Workspace{Host: rest.Host(), Warehouses: cfg.Warehouses},
+		Idle:      idle,
+		Logf:      logf,
+	})
+	return o, nil
+}
+
+func httpPathFunc(path string) func(string) string {
+	if path == "" {
+		return nil
+	}
+	return func(string) string { return path }
+}
+
+func (o *observer) close() {
+	o.rest.CloseIdleConnections()
+	if o.thrift != nil {
+		o.thrift.CloseIdleConnections()
+	}
+}
+
+// observe runs one engine round and returns its snapshot; err is the
+// discovery failure (nothing observed), with the --timeout named when it
+// was the deadline that stopped it.
+func (o *observer) observe(ctx context.Context, timeout time.Duration) (model.Snapshot, error) {
+	err := o.engine.RunOnce(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("the --timeout of %s expired: %w", timeout, err)
+	}
+	s := o.engine.Snapshot()
+	if err == nil {
+		s.Workspace.Warehouses = o.headerWarehouses(ctx, s)
+	}
+	return s, err
+}
+
+// headerWarehouses names the observed warehouses: the --warehouse filter,
+// else the workspace's list (fetched once, through the retry policy), else
+// the warehouses of the operations seen. A failed listing only costs the
+// header its completeness, so it is logged, not reported as an error.
+func (o *observer) headerWarehouses(ctx context.Context, s model.Snapshot) []string {
+	if len(o.wsFilter) > 0 {
+		return o.wsFilter
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.warehouses == nil {
+		ws, err := poller.Do(ctx, o.engine.Policy(), poller.Call{Name: databricks.CallListWarehouses, Safe: true}, o.rest.Warehouses)
+		if err != nil {
+			o.logf("warehouses list unavailable, header shows the warehouses of observed operations: %v", err)
+		} else {
+			o.warehouses = []string{}
+			for _, w := range ws {
+				o.warehouses = append(o.warehouses, w.ID)
+			}
+		}
+	}
+	if o.warehouses != nil {
+		return o.warehouses
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, op := range s.Operations {
+		if op.WarehouseID != "" && !seen[op.WarehouseID] {
+			seen[op.WarehouseID] = true
+			ids = append(ids, op.WarehouseID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (o *observer) print(w io.Writer, s model.Snapshot, cfg SnapshotConfig) error {
+	if cfg.JSON {
+		return report.JSON(w, s)
+	}
+	return report.Table(w, s, tableOptions(w, cfg))
+}
+
+// tableOptions: colour only on a terminal without --no-color / NO_COLOR;
+// the terminal's width when there is one.
+func tableOptions(w io.Writer, cfg SnapshotConfig) report.TableOptions {
+	opt := report.TableOptions{ASCII: cfg.ASCII}
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return opt
+	}
+	_, noColorEnv := os.LookupEnv("NO_COLOR")
+	opt.Color = !cfg.NoColor && !noColorEnv
+	if width, _, err := term.GetSize(f.Fd()); err == nil && width > 0 {
+		opt.Width = width
+	}
+	return opt
+}
+
+// failureLine is the one stderr line of a failed observation: the call
+// that failed (the SDK/RPC name, not only the engine's step), the cause
+// as the retry policy saw it, then error_code and request_id spelled out
+// for grep and alert templates, "none" when the server gave none.
+func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string {
+	var (
+		call, cause, code, reqID string
+	)
+	if observeErr != nil {
+		info := poller.ErrorInfoOf(observeErr)
+		call, code, reqID = info.Call, info.ErrorCode, info.RequestID
+		var he *sources.HTTPError
+		if errors.As(observeErr, &he) && he.Call != "" {
+			call = he.Call
+		}
+		cause = causeText(observeErr)
+	} else {
+		e := s.Errors[0]
+		call, code, reqID, cause = e.Call, e.ErrorCode, e.RequestID, e.Message
+		if len(s.Errors) > 1 {
+			cause += fmt.Sprintf(" (and %d more errors in the output)", len(s.Errors)-1)
+		}
+	}
+	if call == "" {
+		call = "unknown call"
+	}
+	line := fmt.Sprintf("dbxtop snapshot: could not observe the workspace: %s failed: %s [error_code=%s request_id=%s]",
+		call, cause, orNone(code), orNone(reqID))
+	return redactToken(line, cfg.Token)
+}
+
+// causeText is the policy's account (attempts, elapsed, cause) without the
+// engine's step names that precede it.
+func causeText(err error) string {
+	var g *poller.GiveUpError
+	if errors.As(err, &g) {
+		s := g.Error()
+		if i := strings.Index(s, ": "); i >= 0 {
+			s = s[i+2:]
+		}
+		if pre, _, ok := strings.Cut(err.Error(), "discovering operations: "); ok && strings.HasPrefix(pre, "the --timeout") {
+			s = strings.TrimSuffix(pre, ": ") + ": " + s
+		}
+		return s
+	}
+	return err.Error()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func redactToken(s, token string) string {
+	if len(token) >= 4 {
+		s = strings.ReplaceAll(s, token, "[redacted]")
+	}
+	return s
+}
+
+// openLog opens --log-file for appending (0600); without one, logging is
+// a no-op. Lines never contain the token.
+func openLog(path, token string) (func(string, ...any), func(), error) {
+	if path == "" {
+		return func(string, ...any) {}, func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open --log-file: %w", err)
+	}
+	var mu sync.Mutex
+	logf := func(format string, args ...any) {
+		line := redactToken(fmt.Sprintf(format, args...), token)
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(f, "%s snapshot %s\n", time.Now().UTC().Format(time.RFC3339Nano), line)
+	}
+	return logf, func() { _ = f.Close() }, nil
 }

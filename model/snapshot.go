@@ -63,6 +63,9 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...)},
 		Errors:      append([]ErrorInfo(nil), errs...),
 	}
+	if len(ops) > 0 {
+		s.Operations = make([]OperationView, 0, len(ops))
+	}
 	for _, op := range ops {
 		s.Operations = append(s.Operations, NewOperationView(op, now, th))
 	}

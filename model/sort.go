@@ -37,11 +37,19 @@ func ParseSortKey(s string) (SortKey, error) {
 
 // SortOperations sorts in place by key, ascending or descending. Values
 // that are unknown (no start time, no inactivity figure) sort last in
-// both directions; ties always break on StatementID ascending so that the
-// order is total and stable across refreshes.
+// both directions; ties always break on StatementID ascending (then on
+// the input position) so that the order is total and stable across
+// refreshes.
 func SortOperations(ops []OperationView, key SortKey, desc bool) {
 	primary := opComparator(key)
-	slices.SortStableFunc(ops, func(a, b OperationView) int {
+	// Sort a permutation rather than the views themselves: a view is a few
+	// hundred bytes, and copying two per comparison dominated the cost.
+	idx := make([]int, len(ops))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(i, j int) int {
+		a, b := &ops[i], &ops[j]
 		c, known := primary(a, b)
 		if c != 0 {
 			if desc && known {
@@ -49,39 +57,49 @@ func SortOperations(ops []OperationView, key SortKey, desc bool) {
 			}
 			return c
 		}
-		return strings.Compare(a.StatementID, b.StatementID)
+		if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
 	})
+	sorted := make([]OperationView, len(ops))
+	for k, i := range idx {
+		sorted[k] = ops[i]
+	}
+	copy(ops, sorted)
 }
 
 // opComparator returns a comparison and whether both sides were known
 // (when one side is unknown the result must not be reversed).
-func opComparator(key SortKey) func(a, b OperationView) (int, bool) {
-	plain := func(f func(a, b OperationView) int) func(a, b OperationView) (int, bool) {
-		return func(a, b OperationView) (int, bool) { return f(a, b), true }
+func opComparator(key SortKey) func(a, b *OperationView) (int, bool) {
+	plain := func(f func(a, b *OperationView) int) func(a, b *OperationView) (int, bool) {
+		return func(a, b *OperationView) (int, bool) { return f(a, b), true }
 	}
 	switch key {
 	case SortState:
-		return plain(func(a, b OperationView) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) })
+		return plain(func(a, b *OperationView) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) })
 	case SortAge:
 		// Older start = larger age.
-		return func(a, b OperationView) (int, bool) {
+		return func(a, b *OperationView) (int, bool) {
 			return unknownLast(a.StartedAt.IsZero(), b.StartedAt.IsZero(), func() int { return b.StartedAt.Compare(a.StartedAt) })
 		}
 	case SortInactivity:
-		return func(a, b OperationView) (int, bool) {
+		return func(a, b *OperationView) (int, bool) {
 			return unknownLast(a.InactiveFor == nil, b.InactiveFor == nil, func() int { return cmp.Compare(*a.InactiveFor, *b.InactiveFor) })
 		}
 	case SortUser:
-		return plain(func(a, b OperationView) int { return strings.Compare(strings.ToLower(a.User), strings.ToLower(b.User)) })
+		return plain(func(a, b *OperationView) int {
+			return strings.Compare(strings.ToLower(a.User), strings.ToLower(b.User))
+		})
 	case SortWarehouse:
-		return plain(func(a, b OperationView) int { return strings.Compare(a.WarehouseID, b.WarehouseID) })
+		return plain(func(a, b *OperationView) int { return strings.Compare(a.WarehouseID, b.WarehouseID) })
 	case SortRetries:
-		return plain(func(a, b OperationView) int { return cmp.Compare(a.Poll.Retries, b.Poll.Retries) })
+		return plain(func(a, b *OperationView) int { return cmp.Compare(a.Poll.Retries, b.Poll.Retries) })
 	case SortStatementID:
-		return plain(func(a, b OperationView) int { return 0 }) // the tie-break does it
+		return plain(func(a, b *OperationView) int { return 0 }) // the tie-break does it
 	default: // SortSeverity: highest severity, then how many flags
-		return plain(func(a, b OperationView) int {
-			if c := cmp.Compare(a.MaxSeverity().Rank(), b.MaxSeverity().Rank()); c != 0 {
+		return plain(func(a, b *OperationView) int {
+			if c := cmp.Compare(MaxSeverity(a.Flags).Rank(), MaxSeverity(b.Flags).Rank()); c != 0 {
 				return c
 			}
 			return cmp.Compare(len(a.Flags), len(b.Flags))

@@ -106,6 +106,8 @@ type Engine struct {
 	busy   atomic.Int64 // engine goroutines at work (tests)
 	parked atomic.Bool  // the loop waits for time or a wake (tests)
 	loopAt atomic.Int64 // when the parked loop wakes by itself, unix ns (tests)
+	sigGen  atomic.Uint64 // signals sent to the loop (tests)
+	parkGen atomic.Uint64 // signals the parked loop has taken into account (tests)
 	hook   func()       // tests: something changed that may settle the engine
 }
 
@@ -168,6 +170,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			fn(ctx)
+			e.sigGen.Add(1) // before busy drops: tests must not see a settled engine in between
 			e.busy.Add(-1)
 			e.signal()
 		}()
@@ -175,6 +178,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	nextRefresh := e.clk.Now()
 	nextFlags := nextRefresh
 	for {
+		gen := e.sigGen.Load()
 		now := e.clk.Now()
 		e.mu.Lock()
 		if !now.Before(nextRefresh) {
@@ -217,7 +221,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			next = nextFlags
 		}
 		timer := e.clk.After(next.Sub(now))
-		e.loopAt.Store(next.UnixNano())
+		// Recorded after After, so never earlier than the timer (tests).
+		e.loopAt.Store(e.clk.Now().Add(next.Sub(now)).UnixNano())
+		e.parkGen.Store(gen)
 		e.parked.Store(true)
 		e.notifyHook()
 		select {
@@ -234,6 +240,7 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 func (e *Engine) signal() {
+	e.sigGen.Add(1)
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -401,7 +408,7 @@ func (e *Engine) logf(format string, args ...any) {
 // busy goroutine waits out a backoff that ends in the future.
 func (e *Engine) settled() bool {
 	now := e.clk.Now()
-	if !e.parked.Load() || len(e.wake) > 0 || e.loopAt.Load() <= now.UnixNano() {
+	if !e.parked.Load() || e.parkGen.Load() != e.sigGen.Load() || e.loopAt.Load() <= now.UnixNano() {
 		return false
 	}
 	n, allAfter := e.pol.sleepingUntil(now)

@@ -65,14 +65,25 @@ func (e *Engine) observe(r Report) {
 func (e *Engine) Snapshot() model.Snapshot {
 	e.mu.Lock()
 	now := e.clk.Now()
-	ops := make([]model.Operation, 0, len(e.ops))
+	// Sort pointers, not 500-byte structs.
+	ens := make([]*entry, 0, len(e.ops))
 	for _, en := range e.ops {
-		op := en.op
-		if op.Open != nil {
-			v := *op.Open
-			op.Open = &v
+		ens = append(ens, en)
+	}
+	sort.Slice(ens, func(i, j int) bool {
+		a, b := &ens[i].op, &ens[j].op
+		if !a.FirstSeenAt.Equal(b.FirstSeenAt) {
+			return a.FirstSeenAt.Before(b.FirstSeenAt)
 		}
-		ops = append(ops, op)
+		return a.StatementID < b.StatementID
+	})
+	ops := make([]model.Operation, len(ens))
+	for i, en := range ens {
+		ops[i] = en.op
+		if en.op.Open != nil {
+			v := *en.op.Open
+			ops[i].Open = &v
+		}
 	}
 	eps := make([]model.Endpoint, len(e.eps))
 	for i, ep := range e.eps {
@@ -85,12 +96,6 @@ func (e *Engine) Snapshot() model.Snapshot {
 		errs = append(errs, v)
 	}
 	e.mu.Unlock()
-	sort.Slice(ops, func(i, j int) bool {
-		if !ops[i].FirstSeenAt.Equal(ops[j].FirstSeenAt) {
-			return ops[i].FirstSeenAt.Before(ops[j].FirstSeenAt)
-		}
-		return ops[i].StatementID < ops[j].StatementID
-	})
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
 	return model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
 }

@@ -171,6 +171,7 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 	start := clk.Now()
 	lim := p.limit(call.Name)
 	var paid float64
+	fresh := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return attempt - 1, p.giveUp(call, attempt-1, clk.Now().Sub(start), Decision{Kind: model.KindCanceled, Reason: "canceled"}, err, false)
@@ -178,6 +179,9 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 		// A real-time deadline per attempt: a hung server must not hold a
 		// poll forever.
 		actx, cancel := context.WithTimeout(ctx, p.o.AttemptTimeout)
+		if fresh {
+			actx = context.WithValue(actx, freshKey{}, true)
+		}
 		err := fn(actx)
 		attemptTimedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
@@ -229,6 +233,7 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 		if !p.sleep(ctx, wait) {
 			return attempt, p.giveUp(call, attempt, clk.Now().Sub(start), Decision{Kind: model.KindCanceled, Reason: "canceled while waiting to retry"}, err, false)
 		}
+		fresh = d.FreshConn
 		if d.FreshConn {
 			// Right before the retry, not right after the failure: a
 			// connection returned to the pool during the backoff may be
@@ -239,6 +244,9 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 }
 
 func (p *Policy) sleep(ctx context.Context, d time.Duration) bool {
+	ch := p.o.Clock.After(d)
+	// Recorded after After: the recorded end is never earlier than the
+	// timer's, so a test never waits for a timer that cannot fire.
 	p.sleepMu.Lock()
 	if p.sleepers == nil {
 		p.sleepers = map[uint64]time.Time{}
@@ -252,7 +260,6 @@ func (p *Policy) sleep(ctx context.Context, d time.Duration) bool {
 		delete(p.sleepers, id)
 		p.sleepMu.Unlock()
 	}()
-	ch := p.o.Clock.After(d)
 	if p.notify != nil {
 		p.notify()
 	}
@@ -279,7 +286,9 @@ func (p *Policy) giveUp(call Call, attempts int, elapsed time.Duration, d Decisi
 	if g.Kind == "" {
 		g.Kind = model.KindPermanent
 	}
-	p.giveUps.Add(1)
+	if g.Kind != model.KindCanceled {
+		p.giveUps.Add(1) // a canceled call did not give up
+	}
 	if p.o.Observe != nil {
 		p.o.Observe(Report{Call: call, Attempt: attempts, Err: last, Decision: d, GaveUp: g})
 	}
@@ -312,4 +321,16 @@ func (p *Policy) sleepingUntil(t time.Time) (n int, allAfter bool) {
 		}
 	}
 	return len(p.sleepers), allAfter
+}
+
+type freshKey struct{}
+
+// FreshConnRequested reports that this attempt retries a transport error:
+// a source should send it on a new connection (for example through a
+// client whose transport has DisableKeepAlives set), because any pooled
+// connection may be as stale as the one that just failed. Dropping idle
+// connections alone races with other calls returning theirs to the pool.
+func FreshConnRequested(ctx context.Context) bool {
+	v, _ := ctx.Value(freshKey{}).(bool)
+	return v
 }

@@ -71,6 +71,7 @@ func TestRetryUsesFreshConnection(t *testing.T) {
 			s := newOpServer(t)
 			s.add(srvOp{ID: "a", State: "RUNNING", Open: true})
 			src := newHTTPSource(s)
+			src.ignoreFresh = true // prove CloseIdleConnections on its own
 			defer src.CloseIdleConnections()
 			// Fill the pool with three idle keep-alive connections: the
 			// server holds the first three requests until all arrived.

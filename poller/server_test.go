@@ -258,17 +258,25 @@ func writeErr(w http.ResponseWriter, status int, code, msg string, hdr map[strin
 // transport (POST so that net/http does not silently replay a request on
 // a stale connection, exactly like the Thrift client).
 type httpSource struct {
-	base string
-	tr   *http.Transport
-	cl   *http.Client
+	base  string
+	tr    *http.Transport
+	cl    *http.Client
+	fresh *http.Client // no keep-alive: always a new connection
+	// ignoreFresh makes the source ignore FreshConnRequested, so that a
+	// test sees what dropping idle connections does on its own.
+	ignoreFresh bool
 }
 
 func newHTTPSource(s *opServer) *httpSource {
-	tr := &http.Transport{MaxIdleConnsPerHost: 32, MaxConnsPerHost: 0}
-	return &httpSource{base: s.ts.URL, tr: tr, cl: &http.Client{Transport: tr}}
+	tr := &http.Transport{MaxIdleConnsPerHost: 32}
+	return &httpSource{base: s.ts.URL, tr: tr, cl: &http.Client{Transport: tr},
+		fresh: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 }
 
-func (h *httpSource) CloseIdleConnections() { h.tr.CloseIdleConnections() }
+func (h *httpSource) CloseIdleConnections() {
+	h.tr.CloseIdleConnections()
+	h.fresh.CloseIdleConnections()
+}
 
 func (h *httpSource) post(ctx context.Context, call, path, id string, out any) error {
 	body, _ := json.Marshal(map[string]string{"id": id})
@@ -282,7 +290,11 @@ func (h *httpSource) post(ctx context.Context, call, path, id string, out any) e
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := h.cl.Do(req)
+	cl := h.cl
+	if FreshConnRequested(ctx) && !h.ignoreFresh {
+		cl = h.fresh
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ const (
 // Status reads one statement through the Statement Execution API
 // (GET /api/2.0/sql/statements/{id}). The API does not report the owning
 // client's activity, so ClientLastActivity stays nil ("?" in the TUI, no
-// INACTIVE flag). Open is derived from the state: CLOSED means closed; any
-// other state means the server still holds the statement and its results.
+// INACTIVE flag). Open is derived from the state where the state tells it
+// (see statusFrom).
 // 404 / RESOURCE_DOES_NOT_EXIST → an error wrapping sources.ErrHandleGone.
 func (c *Client) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
 	resp, err := c.statements.GetStatement(ctx, sql.GetStatementRequest{StatementId: ref.StatementID})
@@ -47,10 +47,20 @@ func statusFrom(resp *sql.StatementResponse) sources.Status {
 	if resp.Status.Error != nil {
 		st.ErrorMessage = resp.Status.Error.Message
 	}
-	if st.State != model.StateUnknown {
-		open := st.State != model.StateClosed
-		st.Open = &open
+	// Only some states tell whether the server still holds the statement:
+	// live ones and SUCCEEDED (results kept until closed) are open, CLOSED
+	// is not. A FAILED or CANCELED statement reads the same before and
+	// after a close, so Open stays unknown rather than guessed.
+	var open bool
+	switch resp.Status.State {
+	case sql.StatementStatePending, sql.StatementStateRunning, sql.StatementStateSucceeded:
+		open = true
+	case sql.StatementStateClosed:
+		open = false
+	default:
+		return st
 	}
+	st.Open = &open
 	return st
 }
 

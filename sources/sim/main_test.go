@@ -12,7 +12,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// databricks-sdk-go (used by sdk_test.go) starts opencensus's global
+	// worker at init; it is not ours.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
 
 // startSim starts a quiet simulator (unless o says otherwise) and closes it
 // when the test ends.

@@ -85,3 +85,11 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// Demo thresholds: the dbxtop flags under which every flag of PRODUCT.md §4
+// shows within two minutes of the demo (see docs/simulator.md).
+const (
+	DemoInactivityWarn    = 15 * time.Second // --inactivity-warn
+	DemoServerIdleTimeout = 90 * time.Second // --server-idle-timeout (= the demo's IdleTimeout)
+	DemoLeakAfter         = 20 * time.Second // --leak-after
+)

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"io"
 	"net/http"
+
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // routes is the one mux: Thrift, REST and introspection on the same port,
@@ -33,6 +36,16 @@ func (s *Server) routes() http.Handler {
 	intro("GET /sim/v1/stats", "SimStats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Stats()) })
 	intro("GET /sim/v1/truth", "SimTruth", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Truth()) })
 
+	// The SDK's host discovery document is public on real workspaces too:
+	// the only route without the token.
+	mux.HandleFunc("GET /.well-known/databricks-config", func(w http.ResponseWriter, r *http.Request) {
+		s.count(s.requests, "HostMetadata")
+		writeJSON(w, map[string]any{
+			"oidc_endpoint": s.url + "/oidc",
+			"workspace_id":  "1234567890123456",
+			"host_type":     "WORKSPACE_HOST",
+		})
+	})
 	mux.HandleFunc("POST /sql/1.0/warehouses/{id}", s.handleThrift)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, s.newCall(r, "NotFound"), nil, false, func(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +56,7 @@ func (s *Server) routes() http.Handler {
 }
 
 // maxThriftBody bounds one RPC's request body.
-const maxThriftBody = 16 << 20
+const maxThriftBody = thrift.MaxMessageSize
 
 func (s *Server) handleThrift(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxThriftBody))
@@ -54,7 +67,7 @@ func (s *Server) handleThrift(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	call, perr := peekCallName(body)
+	call, perr := thrift.PeekCallName(body)
 	if perr != nil {
 		call = "unknown"
 	}
@@ -69,6 +82,9 @@ func (s *Server) handleThrift(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "not a TBinaryProtocol message: "+perr.Error())
 			return
 		}
-		s.processThrift(w, r, body)
+		// sources/thrift's handler runs the generated processor with the
+		// request's context, which carries the callInfo.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.thrift.ServeHTTP(w, r)
 	})
 }

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // Server is a running simulated workspace.
@@ -38,7 +38,7 @@ type Server struct {
 
 	rules []rule // scenario-scripted faults (demo)
 	hints hints
-	proc  *tcliservice.TCLIServiceProcessor
+	thrift http.Handler // sources/thrift.NewHandler over thriftService
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -51,6 +51,9 @@ type warehouse struct {
 
 // Start listens, starts the reaper and the scenario's workload.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sim: not started: %w", err)
+	}
 	o = o.withDefaults()
 	switch o.Scenario {
 	case ScenarioDemo, ScenarioQuiet, ScenarioLoad:
@@ -84,7 +87,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		started:  time.Now(),
 	}
 	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
-	s.proc = tcliservice.NewTCLIServiceProcessor(&thriftService{s: s})
+	s.thrift = thrift.NewHandler(&thriftService{s: s})
 	s.srv = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -93,6 +96,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return context.WithValue(ctx, connKey{}, &connInfo{})
 		},
 		ErrorLog: nil,
+	}
+	w, err := s.newWorkload()
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -107,9 +115,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		defer s.wg.Done()
 		s.reaper(wctx)
 	}()
-	if err := s.startScenario(wctx); err != nil {
-		_ = s.Close(ctx)
-		return nil, err
+	if w != nil {
+		w.run(wctx)
 	}
 	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
 	return s, nil

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	athrift "github.com/apache/thrift/lib/go/thrift"
-
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
@@ -60,9 +58,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (s *Server) startScenario(ctx context.Context) error {
+// newWorkload prepares the scenario's clients and scripted faults. It runs
+// before the server accepts requests, so the rules are never read while
+// being set.
+func (s *Server) newWorkload() (*workload, error) {
 	if s.o.Scenario == ScenarioQuiet {
-		return nil
+		return nil, nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
@@ -73,25 +74,32 @@ func (s *Server) startScenario(ctx context.Context) error {
 		c, err := thrift.NewClient(thrift.Options{Host: s.url, Token: s.token, UserAgent: SimClientUA(k),
 			Transport: tr, Timeout: 30 * time.Second})
 		if err != nil {
-			return fmt.Errorf("sim: workload client: %w", err)
+			return nil, fmt.Errorf("sim: workload client: %w", err)
 		}
 		w.clients[k] = c
 	}
-	switch s.o.Scenario {
-	case ScenarioDemo:
+	if s.o.Scenario == ScenarioDemo {
 		s.rules = w.demoRules()
+	}
+	return w, nil
+}
+
+// run starts the scenario; everything it starts ends when ctx ends, and
+// the server's WaitGroup waits for it.
+func (w *workload) run(ctx context.Context) {
+	switch w.s.o.Scenario {
+	case ScenarioDemo:
 		w.goDo(ctx, w.demo)
 	case ScenarioLoad:
 		w.goDo(ctx, w.load)
 	}
-	s.wg.Add(1)
+	w.s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer w.s.wg.Done()
 		<-ctx.Done()
 		w.wg.Wait()
-		tr.CloseIdleConnections()
+		w.tr.CloseIdleConnections()
 	}()
-	return nil
 }
 
 func (w *workload) goDo(ctx context.Context, f func(context.Context)) {
@@ -398,9 +406,7 @@ func (w *workload) demoRules() []rule {
 
 // closeTarget decodes the operation GUID of a CloseOperation request.
 func closeTarget(ctx context.Context, body []byte) (guid, bool) {
-	in := athrift.NewTMemoryBufferLen(len(body))
-	_, _ = in.Write(body)
-	p := athrift.NewTBinaryProtocolConf(in, thriftConf)
+	p := thrift.NewReadProtocol(body)
 	if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
 		return guid{}, false
 	}

@@ -20,8 +20,11 @@ type boundedProtocol struct {
 	buf *athrift.TMemoryBuffer
 }
 
-// newReadProtocol is the one way this package decodes a body.
-func newReadProtocol(body []byte) athrift.TProtocol {
+// NewReadProtocol returns a TBinaryProtocol reading body, with the size
+// guards above. It is the one way this package decodes a body; servers that
+// run a tcliservice processor on a body they read themselves should decode
+// with it too (a plain TBinaryProtocol panics on a forged length).
+func NewReadProtocol(body []byte) athrift.TProtocol {
 	buf := athrift.NewTMemoryBuffer()
 	buf.Write(body)
 	return &boundedProtocol{TProtocol: athrift.NewTBinaryProtocolConf(buf, readConf(len(body))), buf: buf}

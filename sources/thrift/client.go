@@ -200,7 +200,7 @@ func writeMessage(ctx context.Context, p athrift.TProtocol, name string, seq int
 
 // decodeReply reads one REPLY (or EXCEPTION) message for call name.
 func decodeReply(ctx context.Context, name string, seq int32, body []byte, result athrift.TStruct) error {
-	p := newReadProtocol(body)
+	p := NewReadProtocol(body)
 	gotName, typ, gotSeq, err := p.ReadMessageBegin(ctx)
 	if err != nil {
 		return &DecodeError{Call: name, Err: err, Body: sources.SanitizeBody(body[:min(len(body), 128)])}
@@ -244,10 +244,26 @@ func stripURL(err error) error {
 		if ue.Timeout() {
 			return &timeoutError{err: ue.Err}
 		}
-		return ue.Err
+		err = ue.Err
+	}
+	if err != nil && err.Error() == serverClosedIdleText {
+		return &closedIdleError{err: err}
 	}
 	return err
 }
+
+// serverClosedIdleText is net/http's unexported errServerClosedIdle: the
+// server closed a pooled keep-alive connection as the request went out.
+// net/http retries it itself only for idempotent requests, and every
+// Thrift call is a POST, so it reaches us.
+const serverClosedIdleText = "http: server closed idle connection"
+
+// closedIdleError makes that stale-connection error match io.EOF too: it is
+// an EOF on a reused connection, and the poller classifies it so.
+type closedIdleError struct{ err error }
+
+func (e *closedIdleError) Error() string   { return e.err.Error() }
+func (e *closedIdleError) Unwrap() []error { return []error{e.err, io.EOF} }
 
 // timeoutError keeps net.Error's Timeout() visible once the url.Error is
 // stripped, so the poller can classify client-side timeouts.

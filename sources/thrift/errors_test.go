@@ -225,6 +225,11 @@ func TestClientTimeoutIsTimeout(t *testing.T) {
 	if !strings.Contains(err.Error(), "GetOperationStatus") || !strings.Contains(err.Error(), "wh1") {
 		t.Fatalf("error %q does not name the call and warehouse", err)
 	}
+	// The poller tells a client timeout from the caller's own deadline by
+	// this text; stripping the url.Error must keep it.
+	if !strings.Contains(err.Error(), "Client.Timeout") {
+		t.Fatalf("error %q lost the Client.Timeout marker", err)
+	}
 }
 
 // connCounter counts the TCP connections a server accepted.

@@ -89,7 +89,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		// The bare structs too, as they sit inside direct results.
 		for _, s := range []athrift.TStruct{&tcliservice.TGetOperationStatusResp{}, &tcliservice.TFetchResultsResp{}} {
-			_ = s.Read(ctx, newReadProtocol(body))
+			_ = s.Read(ctx, NewReadProtocol(body))
 		}
 	})
 }

@@ -70,7 +70,7 @@ func (s *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The client went away mid-body: nobody to answer.
 		return
 	}
-	iprot := newReadProtocol(body)
+	iprot := NewReadProtocol(body)
 	out := athrift.NewTMemoryBuffer()
 	oprot := athrift.NewTBinaryProtocolConf(out, thriftConf)
 

@@ -21,9 +21,11 @@ import (
 // N concurrent SELECT sleep(D) statements are run by a contender under one
 // fault scenario; then, from the simulator's ground truth:
 //
-//   - abandoned: once every client call has returned, operations still
-//     PENDING/RUNNING on the server (nobody follows them: the server will
-//     reap them after its inactivity timeout);
+//   - abandoned: operations still PENDING/RUNNING on the server at the
+//     moment their client gave up (returned an error), plus operations the
+//     server created whose handle no client ever learned (a lost
+//     ExecuteStatement answer). Nobody follows them: the server will reap
+//     them after its inactivity timeout;
 //   - leaked: once the sleeps are over, operations that are terminal and
 //     still open (nobody closed them: the server keeps them until its leak
 //     timeout). Abandoned operations that later finished count here too;
@@ -87,6 +89,7 @@ type orphanResult struct {
 	n, secs             int
 	ok, failed          int // client calls that returned rows / an error
 	handles             int // statements the clients learned an id for
+	noHandle            int // statements on the server no client learned of
 	abandoned, leaked   int
 	requests, polls     int64
 	faults              map[string]int64
@@ -95,8 +98,8 @@ type orphanResult struct {
 }
 
 func (r orphanResult) String() string {
-	return fmt.Sprintf("ORPHANS scenario=%s contender=%s n=%d sleep=%ds ok=%d errors=%d handles=%d abandoned=%d leaked=%d requests=%d status_polls=%d faults=%v elapsed=%.1fs",
-		r.scenario, r.contender, r.n, r.secs, r.ok, r.failed, r.handles, r.abandoned, r.leaked, r.requests, r.polls, fmtMap(r.faults), r.elapsed.Seconds())
+	return fmt.Sprintf("ORPHANS scenario=%s contender=%s n=%d sleep=%ds ok=%d errors=%d handles=%d no_handle=%d abandoned=%d leaked=%d requests=%d status_polls=%d faults=%v elapsed=%.1fs",
+		r.scenario, r.contender, r.n, r.secs, r.ok, r.failed, r.handles, r.noHandle, r.abandoned, r.leaked, r.requests, r.polls, fmtMap(r.faults), r.elapsed.Seconds())
 }
 
 func fmtMap(m map[string]int64) string {
@@ -124,8 +127,9 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 	start := time.Now()
 
 	type outcome struct {
-		id  string
-		err error
+		id      string
+		err     error
+		stateAt string // server state when the client gave up ("" if it did not)
 	}
 	outc := make(chan outcome, n)
 	var wg sync.WaitGroup
@@ -147,8 +151,20 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 			var v any
 			err := db.QueryRowContext(ctx, fmt.Sprintf("SELECT sleep(%d)", secs)).Scan(&v)
 			mu.Lock()
-			defer mu.Unlock()
-			outc <- outcome{id: id, err: err}
+			o := outcome{id: id, err: err}
+			mu.Unlock()
+			if err != nil && o.id != "" {
+				// The client has given up: is the server still running it?
+				var tr truth
+				if e := getJSONOnce(s, "/sim/v1/truth", &tr); e == nil {
+					if op, ok := tr.op(o.id); ok {
+						o.stateAt = op.State
+					}
+				} else {
+					o.stateAt = "introspection failed: " + e.Error()
+				}
+			}
+			outc <- o
 		}()
 	}
 
@@ -178,27 +194,32 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 			if r.firstErr == "" {
 				r.firstErr = o.err.Error()
 			}
+			if strings.HasPrefix(o.stateAt, "introspection failed") {
+				t.Errorf("statement %s: %s", o.id, o.stateAt)
+			} else if o.stateAt != "" && !isTerminal(o.stateAt) {
+				r.abandoned++
+			}
 		} else {
 			r.ok++
 		}
 	}
 	r.handles = len(ids)
 
-	// Every client has returned: whatever still runs is followed by nobody.
 	tr := getTruth(t, s)
-	r.abandoned = countExternal(tr, func(o truthOp) bool { return !isTerminal(o.State) })
 	// Every statement the clients learned of is in the ground truth.
 	for id := range ids {
 		if _, ok := tr.op(id); !ok {
 			t.Errorf("statement %s known to the client is missing from /sim/v1/truth", id)
 		}
 	}
+	// Statements the server created but whose handle no client learned
+	// (the ExecuteStatement answer was lost) are orphans from birth.
+	r.noHandle = countExternal(tr, func(o truthOp) bool { return !ids[o.StatementID] })
+	r.abandoned += countExternal(tr, func(o truthOp) bool { return !ids[o.StatementID] && !isTerminal(o.State) })
 	// Once the sleeps are over, count what stays open.
-	if r.abandoned > 0 {
-		tr = waitFor(t, s, time.Duration(secs)*time.Second+30*time.Second, "every sleep over", func(tr truth) bool {
-			return countExternal(tr, func(o truthOp) bool { return !isTerminal(o.State) }) == 0
-		})
-	}
+	tr = waitFor(t, s, time.Duration(secs)*time.Second+30*time.Second, "every sleep over", func(tr truth) bool {
+		return countExternal(tr, func(o truthOp) bool { return !isTerminal(o.State) }) == 0
+	})
 	r.leaked = countExternal(tr, func(o truthOp) bool { return isTerminal(o.State) && o.State != "CLOSED" && o.Open })
 	d := getStats(t, s).minus(base)
 	r.requests = d.totalRequests()

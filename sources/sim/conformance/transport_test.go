@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -32,6 +33,27 @@ type guardTransport struct {
 	stripDirectResults bool
 	refused            atomic.Int64 // requests for any other host
 	stripped           atomic.Int64 // ExecuteStatement requests rewritten
+
+	mu     sync.Mutex
+	bodies map[*trackedBody]struct{} // response bodies not yet closed
+}
+
+// trackedBody lets the guard close what the driver leaves open: the Thrift
+// HTTP client keeps each session's last response body unclosed, which pins
+// its connection (and two goroutines) until the driver's 900 s timeout.
+type trackedBody struct {
+	io.ReadCloser
+	g    *guardTransport
+	once sync.Once
+}
+
+func (b *trackedBody) Close() error {
+	b.once.Do(func() {
+		b.g.mu.Lock()
+		delete(b.g.bodies, b)
+		b.g.mu.Unlock()
+	})
+	return b.ReadCloser.Close()
 }
 
 func newGuardTransport(simHost string, strip bool) *guardTransport {
@@ -68,10 +90,38 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.ContentLength = int64(len(out))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
 	}
-	return g.base.RoundTrip(req)
+	resp, err := g.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	tb := &trackedBody{ReadCloser: resp.Body, g: g}
+	g.mu.Lock()
+	if g.bodies == nil {
+		g.bodies = map[*trackedBody]struct{}{}
+	}
+	g.bodies[tb] = struct{}{}
+	g.mu.Unlock()
+	resp.Body = tb
+	return resp, nil
 }
 
-func (g *guardTransport) CloseIdleConnections() { g.base.CloseIdleConnections() }
+// CloseIdleConnections also closes the response bodies the driver left
+// open (after db.Close nothing will read them) and reports how many.
+func (g *guardTransport) CloseIdleConnections() { g.closeAll() }
+
+func (g *guardTransport) closeAll() int {
+	g.mu.Lock()
+	open := make([]*trackedBody, 0, len(g.bodies))
+	for b := range g.bodies {
+		open = append(open, b)
+	}
+	g.mu.Unlock()
+	for _, b := range open {
+		b.Close()
+	}
+	g.base.CloseIdleConnections()
+	return len(open)
+}
 
 // maxThriftDepth bounds recursion on hostile or corrupt input.
 const maxThriftDepth = 32
