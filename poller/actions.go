@@ -114,7 +114,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		e.closeQ[en.op.StatementID] = en
 	}
 	e.emit(Event{At: now, Kind: EventCloseFailed, StatementID: en.op.StatementID, Call: CallClose,
-		Message: fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, fmtElapsed(wait)),
+		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, fmtElapsed(wait)),
 		RequestID: info.RequestID, Err: info})
 	e.signal()
 	return err

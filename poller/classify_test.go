@@ -217,7 +217,7 @@ func TestClassifyTypeLostInText(t *testing.T) {
 	for msg, want := range map[string]bool{
 		"thrift: read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer": true,
 		"Post \"http://h/x\": http: server closed idle connection":                  true,
-		"something else entirely":                                                   false,
+		"something else entirely": false,
 	} {
 		if d := Classify(safeCall, errors.New(msg)); d.Retry != want {
 			t.Errorf("%q: retry=%v want %v", msg, d.Retry, want)

@@ -75,6 +75,7 @@ type entry struct {
 	seen       uint64    // discovery generation that last listed it
 	closing    bool      // a close attempt is in flight
 	closeFails int       // consecutive failed close rounds
+	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
 }
 
@@ -102,13 +103,13 @@ type Engine struct {
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
 
-	wake   chan struct{}
-	busy   atomic.Int64 // engine goroutines at work (tests)
-	parked atomic.Bool  // the loop waits for time or a wake (tests)
-	loopAt atomic.Int64 // when the parked loop wakes by itself, unix ns (tests)
+	wake    chan struct{}
+	busy    atomic.Int64  // engine goroutines at work (tests)
+	parked  atomic.Bool   // the loop waits for time or a wake (tests)
+	loopAt  atomic.Int64  // when the parked loop wakes by itself, unix ns (tests)
 	sigGen  atomic.Uint64 // signals sent to the loop (tests)
 	parkGen atomic.Uint64 // signals the parked loop has taken into account (tests)
-	hook   func()       // tests: something changed that may settle the engine
+	hook    func()        // tests: something changed that may settle the engine
 }
 
 // NewEngine builds an engine; nothing runs until Run or RunOnce.
@@ -261,9 +262,8 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Lock()
 	e.discovering = true
 	e.mu.Unlock()
-	if err := e.discoverRound(ctx); err != nil {
-		return err
-	}
+	// A failed discovery still polls the operations already known.
+	derr := e.discoverRound(ctx)
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -293,7 +293,7 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	}
 	wg.Wait()
 	e.evalFlags()
-	return nil
+	return derr
 }
 
 // discoverRound runs one discovery and merges its result.

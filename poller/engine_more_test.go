@@ -2,14 +2,12 @@ package poller
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/sources"
 )
 
 // State changes of long-running operations are seen within 3 s at p95.
@@ -233,6 +231,3 @@ func TestEngineStopsWithCallsInFlight(t *testing.T) {
 		t.Fatalf("after stop: %+v", hl)
 	}
 }
-
-var _ = errors.Is
-var _ = sources.ErrHandleGone

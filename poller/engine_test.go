@@ -393,7 +393,9 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 	if len(snap.Operations) != 3 || snap.Operations[0].Poll.OK != 1 || e.Health().Polls != 3 {
 		t.Fatalf("snapshot %+v", snap.Operations)
 	}
-	s.setFault(func(request) fault { return fault{status: 401, body: errBody("UNAUTHENTICATED", "bad token", "req-401")} })
+	s.setFault(func(request) fault {
+		return fault{status: 401, body: errBody("UNAUTHENTICATED", "bad token", "req-401")}
+	})
 	err := e.RunOnce(context.Background())
 	info := ErrorInfoOf(err)
 	if err == nil || info.RequestID != "req-401" || info.HTTPStatus != 401 {

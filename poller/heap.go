@@ -26,9 +26,9 @@ func (h *pollHeap) Pop() any {
 	return en
 }
 
-func (h *pollHeap) push(en *entry)    { heap.Push(h, en) }
-func (h *pollHeap) popMin() *entry    { return heap.Pop(h).(*entry) }
-func (h *pollHeap) remove(en *entry)  { heap.Remove(h, en.idx) }
+func (h *pollHeap) push(en *entry)   { heap.Push(h, en) }
+func (h *pollHeap) popMin() *entry   { return heap.Pop(h).(*entry) }
+func (h *pollHeap) remove(en *entry) { heap.Remove(h, en.idx) }
 func (h *pollHeap) reschedule(en *entry) {
 	if en.idx >= 0 {
 		heap.Fix(h, en.idx)

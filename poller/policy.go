@@ -308,7 +308,6 @@ func (e *attemptTimeoutError) Error() string {
 func (e *attemptTimeoutError) Unwrap() error { return e.err }
 func (e *attemptTimeoutError) Timeout() bool { return true }
 
-
 // sleepingUntil counts backoff waits in progress and whether all of them
 // end after t (none is due to wake).
 func (p *Policy) sleepingUntil(t time.Time) (n int, allAfter bool) {

@@ -84,6 +84,19 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		e.emit(Event{At: now, Kind: EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
+	if op.State.Terminal() && en.terminalAt.IsZero() {
+		en.terminalAt = op.CompletedAt
+		if en.terminalAt.IsZero() || en.terminalAt.After(now) {
+			en.terminalAt = now
+		}
+	}
+	// A terminal operation whose openness the source cannot tell is
+	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
+	// could still matter; a known-open one is polled until it is closed
+	// or reaped, however long that takes.
+	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(en.terminalAt) > 5*e.o.Thresholds.LeakAfter+time.Minute {
+		closed = true
+	}
 	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
 		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
 	}

@@ -10,10 +10,10 @@ import (
 // operation is polled every 3.1 s ± 8 %: ≤ 20 calls per operation-minute,
 // and a state change is seen within the interval (p95 ≈ 2.95 s).
 const (
-	pollYoung    = 1 * time.Second        // age < 10 s
-	pollWarm     = 2 * time.Second        // age < 1 min
+	pollYoung    = 1 * time.Second         // age < 10 s
+	pollWarm     = 2 * time.Second         // age < 1 min
 	pollLong     = 3100 * time.Millisecond // long-running
-	pollTerminal = 10 * time.Second       // terminal but open: UNCLOSED candidate
+	pollTerminal = 10 * time.Second        // terminal but open: UNCLOSED candidate
 	pollJitter   = 0.08
 )
 

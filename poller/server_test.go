@@ -33,7 +33,7 @@ type fault struct {
 	status int  // answer with this status and body
 	body   string
 	header map[string]string
-	hang   bool // never answer (until the client gives up)
+	hang   bool          // never answer (until the client gives up)
 	gate   chan struct{} // wait for it to close, then answer normally
 }
 
@@ -41,8 +41,8 @@ type fault struct {
 type request struct {
 	Path   string
 	ID     string // operation id from the body
-	Conn   int // server-side connection number
-	NthOn  int // 1 for the first request on that connection
+	Conn   int    // server-side connection number
+	NthOn  int    // 1 for the first request on that connection
 	Fault  string
 	Accept bool
 }

@@ -36,8 +36,12 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 	<-time.After(time.Duration(float64(2*time.Minute) / speed))
 
 	truth := s.Truth()
-	r := snapshot(t, "--host", s.URL(), "--json", "--capacity-probe",
-		"--inactivity-warn", scale(15*time.Second), "--server-idle-timeout", scale(90*time.Second), "--leak-after", scale(20*time.Second))
+	args := []string{"--host", s.URL(), "--json", "--capacity-probe"}
+	if lf := os.Getenv("DBXTOP_LOG_FILE"); lf != "" {
+		args = append(args, "--log-file", lf)
+	}
+	r := snapshot(t, append(args,
+		"--inactivity-warn", scale(15*time.Second), "--server-idle-timeout", scale(90*time.Second), "--leak-after", scale(20*time.Second))...)
 	if r.code == 3 {
 		t.Fatalf("could not observe: %s", r.stderr)
 	}

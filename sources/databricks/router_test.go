@@ -40,8 +40,8 @@ func TestStatusWithFallback(t *testing.T) {
 	rest := f.client(t)
 	primary := &scriptedStatus{answers: map[string]error{
 		"closed": fmt.Errorf("GetOperationStatus: %w", sources.ErrHandleGone),
-		"reset": fmt.Errorf("GetOperationStatus: %w", syscall.ECONNRESET),
-		"live":  fmt.Errorf("GetOperationStatus: %w", sources.ErrHandleGone),
+		"reset":  fmt.Errorf("GetOperationStatus: %w", syscall.ECONNRESET),
+		"live":   fmt.Errorf("GetOperationStatus: %w", sources.ErrHandleGone),
 	}}
 	r := StatusWithFallback(primary, rest)
 
