@@ -267,8 +267,12 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 		info := poller.ErrorInfoOf(observeErr)
 		call, code, reqID = info.Call, info.ErrorCode, info.RequestID
 		var he *sources.HTTPError
-		if errors.As(observeErr, &he) && he.Call != "" {
+		var ce *databricks.CallError
+		switch {
+		case errors.As(observeErr, &he) && he.Call != "":
 			call = he.Call
+		case errors.As(observeErr, &ce):
+			call = ce.Call
 		}
 		cause = causeText(observeErr)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,32 @@ func (c *Client) wrapErr(call string, err error) error {
 	if errors.As(err, &ae) {
 		return httpErrorFrom(call, ae, c.conf.Token, c.Host(), c.now())
 	}
-	return &redactedError{msg: call + ": " + redact(err.Error(), c.conf.Token), cause: err}
+	text := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// "Get /api/…: cause" without host and query string: shorter, and
+		// the call name already says what was asked.
+		path := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			path = u.Path
+		}
+		text = strings.ToUpper(ue.Op) + " " + path + ": " + ue.Err.Error()
+	}
+	return &CallError{Call: call, msg: call + ": " + redact(text, c.conf.Token), Err: err}
 }
+
+// CallError is a failed SDK call that got no HTTP answer (transport error,
+// deadline, credential provider failure): the call name, a sanitised
+// message, and the cause for errors.Is / errors.As (syscall.ECONNRESET,
+// context.DeadlineExceeded, …).
+type CallError struct {
+	Call string
+	msg  string
+	Err  error
+}
+
+func (e *CallError) Error() string { return e.msg }
+func (e *CallError) Unwrap() error { return e.Err }
 
 // httpErrorFrom builds the HTTPError for one APIError; now anchors an
 // HTTP-date Retry-After.

@@ -254,3 +254,23 @@ func TestSnapshotTableByDefault(t *testing.T) {
 		t.Errorf("stderr not empty on success: %s", r.stderr)
 	}
 }
+
+func TestSnapshotTimeoutBoundsTheCommand(t *testing.T) {
+	s := startSim(t, sim.Options{Faults: "latency=5s@ListQueries"})
+	r := snapshot(t, "--host", s.URL(), "--timeout", "500ms")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3\nstderr: %s", r.code, r.stderr)
+	}
+	if r.elapsed >= 4*time.Second {
+		t.Errorf("took %v: --timeout 500ms did not bound the command", r.elapsed)
+	}
+	for _, want := range []string{"--timeout of 500ms expired", "ListQueries", "error_code=", "request_id="} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q lacks %q", r.stderr, want)
+		}
+	}
+	if strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("more than one stderr line: %s", r.stderr)
+	}
+	t.Logf("timeout: exit %d in %v: %s", r.code, r.elapsed, strings.TrimSpace(r.stderr))
+}

@@ -1,0 +1,194 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/databricks"
+	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/tui"
+)
+
+// The command bodies: this file connects the command tree to the packages
+// that do the work (sources → poller → tui), so that cmd's flags and
+// validation stay independent of them.
+func init() {
+	runSim = serveSim
+	runDemo = demo
+	runTUI = monitor
+}
+
+// shutdownGrace bounds what happens after the operator quits: one last
+// attempt at queued closes of adopted operations, and stopping the
+// simulator.
+const shutdownGrace = 5 * time.Second
+
+func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
+	return sim.Options{
+		Listen:      c.Listen,
+		Token:       c.Token,
+		Seed:        c.Seed,
+		Faults:      c.Faults,
+		Scenario:    c.Scenario,
+		Warehouses:  c.Warehouses,
+		IdleTimeout: c.IdleTimeout,
+		LeakTimeout: c.LeakTimeout,
+		Ops:         c.Ops,
+		Logf:        logf,
+	}
+}
+
+// serveSim is `dbxtop sim`: serve until interrupted; the first line of
+// stdout says where and with which token.
+func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
+	srv, err := sim.Start(ctx, simOptions(c, nil))
+	if err != nil {
+		fmt.Fprintln(stderr, "dbxtop sim: "+err.Error())
+		return 1
+	}
+	fmt.Fprintf(stdout, "host=%s token=%s\n", srv.URL(), srv.Token())
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.Sync()
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Close(sctx); err != nil {
+		fmt.Fprintln(stderr, "dbxtop sim: shutdown: "+err.Error())
+		return 1
+	}
+	fmt.Fprintln(stderr, "dbxtop sim: stopped")
+	return 0
+}
+
+// demo is `dbxtop demo`: the simulator in-process on loopback, and the TUI
+// on it. Quitting stops both.
+func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr io.Writer) int {
+	if code, ok := needTerminal("dbxtop demo", stdout, stderr); !ok {
+		return code
+	}
+	simCtx, stopSim := context.WithCancel(ctx)
+	defer stopSim()
+	srv, err := sim.Start(simCtx, simOptions(sc, nil))
+	if err != nil {
+		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+err.Error())
+		return 1
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = srv.Close(sctx)
+	}()
+	ws.Host, ws.Token = srv.URL(), srv.Token()
+	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
+}
+
+// monitor is the root command: the TUI on the configured workspace.
+func monitor(ctx context.Context, ws WorkspaceConfig, stdout, stderr io.Writer) int {
+	if code, ok := needTerminal("dbxtop", stdout, stderr); !ok {
+		return code
+	}
+	return runWorkspaceTUI(ctx, ws, false, stdout, stderr, "dbxtop")
+}
+
+// needTerminal refuses to draw a full-screen UI into a pipe or a file.
+func needTerminal(name string, stdout, stderr io.Writer) (int, bool) {
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		return 0, true
+	}
+	fmt.Fprintln(stderr, name+": standard output is not a terminal; for scripts use `dbxtop snapshot` (add --json for JSON)")
+	return 2, false
+}
+
+// runWorkspaceTUI connects to a workspace (real or simulated), follows it
+// with the engine and runs the TUI until the operator quits.
+func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, stdout, stderr io.Writer, name string) int {
+	logf, closeLog, err := openLog(ws.LogFile, ws.Token)
+	if err != nil {
+		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
+		return 1
+	}
+	defer closeLog()
+
+	ua := "dbxtop/" + Version
+	rest, err := databricks.New(ctx, databricks.Config{
+		Profile: ws.Profile, Host: ws.Host, Token: ws.Token,
+		Warehouses: ws.Warehouses, UserAgent: ua,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
+		return 1
+	}
+	defer rest.CloseIdleConnections()
+	opts := poller.Options{
+		Discoverer: rest,
+		Status:     rest,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done.
+		Actions:    rest,
+		Capacity:   rest,
+		Thresholds: ws.Thresholds,
+		Refresh:    ws.Refresh,
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       []poller.IdleCloser{rest},
+		Logf:       logf,
+	}
+	tc, terr := thrift.NewClient(thrift.Options{
+		Host:         rest.Host(),
+		HTTPPath:     httpPathFunc(ws.HTTPPath),
+		Authenticate: rest.Authenticate,
+		UserAgent:    ua,
+	})
+	if terr != nil {
+		logf("status through the Statement Execution API only: thrift client: %v", terr)
+	} else {
+		defer tc.CloseIdleConnections()
+		opts.Status = databricks.StatusWithFallback(tc, rest)
+		opts.Idle = append(opts.Idle, tc)
+		if simulated {
+			// The simulator looks operations up by GUID alone, so Thrift
+			// actions are exact there and exercise the same path as status.
+			opts.Actions = tc
+		}
+	}
+	eng := poller.NewEngine(opts)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	engDone := make(chan error, 1)
+	go func() { engDone <- eng.Run(runCtx) }()
+
+	uiErr := tui.Run(runCtx, eng, tui.Options{
+		NoColor:   ws.NoColor,
+		ASCII:     ws.ASCII,
+		ReadOnly:  ws.ReadOnly,
+		Workspace: opts.Workspace,
+		Version:   Version,
+	}, os.Stdin, stdout)
+	stop()
+	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
+		logf("engine: %v", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	left := eng.Shutdown(sctx)
+	for _, id := range left {
+		fmt.Fprintf(stderr, "%s: adopted operation %s is still open on the server (its close did not succeed before exit)\n", name, id)
+	}
+	if uiErr != nil {
+		fmt.Fprintln(stderr, name+": "+redactToken(uiErr.Error(), ws.Token))
+		return 1
+	}
+	return 0
+}
