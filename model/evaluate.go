@@ -65,11 +65,11 @@ func InactiveFor(op Operation, now time.Time) *time.Duration {
 // ReapedIn is the countdown to the server's inactivity reaper:
 // ServerIdleTimeout − inactivity, floored at zero. It is nil when the
 // inactivity is unknown or the operation is terminal (the reaper only
-// fails operations that still run).
+// fails operations that still run), or when the server no longer has it.
 func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
 	th = th.WithDefaults()
 	in := InactiveFor(op, now)
-	if in == nil || op.State.Terminal() {
+	if in == nil || op.State.Terminal() || op.Gone {
 		return nil
 	}
 	d := max(th.ServerIdleTimeout-*in, 0)

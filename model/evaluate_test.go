@@ -293,3 +293,15 @@ func TestFormatDuration(t *testing.T) {
 		t.Errorf("FormatCount = %q", got)
 	}
 }
+
+func TestReapedInNilWhenGone(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	op := Operation{State: StateRunning, ClientActivityKnown: true, ClientLastActivity: now.Add(-10 * time.Second)}
+	if ReapedIn(op, now, DefaultThresholds) == nil {
+		t.Fatal("a live operation with known activity must have a countdown")
+	}
+	op.Gone = true
+	if d := ReapedIn(op, now, DefaultThresholds); d != nil {
+		t.Fatalf("a gone operation has no reaper countdown, got %v", *d)
+	}
+}

@@ -132,7 +132,6 @@ func TestClassifyTable(t *testing.T) {
 		kind  model.ErrorKind
 		fresh bool
 	}
-	date := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
 	cases := []struct {
 		name         string
 		err          func(t *testing.T) error
@@ -151,7 +150,10 @@ func TestClassifyTable(t *testing.T) {
 		{"read timeout", realReadTimeout, want{true, model.KindTransport, true}, want{false, model.KindTransport, true}, 0},
 		{"thrift HTTP Response code: 503", realThrift503, want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, 0},
 		{"429 REQUEST_LIMIT_EXCEEDED Retry-After 2", httpFault(429, "REQUEST_LIMIT_EXCEEDED", map[string]string{"Retry-After": "2"}), want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 2 * time.Second},
-		{"429 TOO_MANY_REQUESTS HTTP-date", httpFault(429, "TOO_MANY_REQUESTS", map[string]string{"Retry-After": date}), want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 3 * time.Second},
+		{"429 TOO_MANY_REQUESTS HTTP-date", func(t *testing.T) error {
+			date := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
+			return httpFault(429, "TOO_MANY_REQUESTS", map[string]string{"Retry-After": date})(t)
+		}, want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 3 * time.Second},
 		{"429 no body", httpFault(429, "", nil), want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 0},
 		{"503 TEMPORARILY_UNAVAILABLE", httpFault(503, "TEMPORARILY_UNAVAILABLE", nil), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, 0},
 		{"503 no body Retry-After 1", httpFault(503, "", map[string]string{"Retry-After": "1"}), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, time.Second},

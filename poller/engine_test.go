@@ -12,7 +12,7 @@ import (
 
 func opID(i int) string { return fmt.Sprintf("01ef0000-0000-4000-8000-%012d", i) }
 
-// The schedule: ~1 s while young, ~2 s under a minute, 3.1 s ± 8 % when
+// The schedule: ~1 s while young, ~2 s under a minute, 3.05 s ± 8 % when
 // long-running: at most 20 status calls per operation-minute.
 func TestEngineAdaptiveSchedule(t *testing.T) {
 	s := newOpServer(t)
@@ -132,10 +132,10 @@ func TestEngineOutageStaleThenRecovery(t *testing.T) {
 		}
 	}
 	// The bound: budget/cost retries at most, plus one call per scheduled
-	// poll (interval ≥ 3.1 s × 0.92) and per discovery round (refresh 5 s,
+	// poll (interval ≥ 3.05 s × 0.92) and per discovery round (refresh 5 s,
 	// three attempts each, themselves paid from the same budget).
 	maxRetries := int(budgetBefore / 5)
-	polls := n * (int(15*time.Second/(3100*time.Millisecond*92/100)) + 1)
+	polls := n * (int(15*time.Second/(3050*time.Millisecond*92/100)) + 1)
 	bound := polls + 15/5 + 1 + maxRetries
 	if retries > int64(maxRetries) || during > bound {
 		t.Errorf("outage: %d requests (bound %d), %d retries (bound %d)", during, bound, retries, maxRetries)

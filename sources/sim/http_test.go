@@ -341,3 +341,29 @@ func TestUpsertFillsEndpointToResourceExhausted(t *testing.T) {
 		t.Errorf("unknown index: %d %s", r.status, r.body)
 	}
 }
+
+// Close does not wait out an injected latency.
+func TestCloseEndsInjectedLatency(t *testing.T) {
+	s, err := Start(context.Background(), Options{Scenario: ScenarioQuiet, Faults: "latency=1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := httpClient(t)
+	got := make(chan error, 1)
+	go func() {
+		r, err := do(t, c, "GET", s.URL()+"/api/2.0/sql/warehouses", s.Token(), "", "")
+		if err == nil && r.status != http.StatusServiceUnavailable {
+			err = errors.New("status " + http.StatusText(r.status))
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "the request to be held", func() bool { return s.Stats().Faults["latency"] == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("held request: %v", err)
+	}
+}

@@ -41,6 +41,7 @@ type Server struct {
 	thrift http.Handler // sources/thrift.NewHandler over thriftService
 
 	cancel context.CancelFunc
+	done   <-chan struct{} // closed when Close starts: ends injected latencies
 	wg     sync.WaitGroup
 	closed atomic.Bool
 }
@@ -104,6 +105,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	s.done = wctx.Done()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -285,6 +287,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 			case <-t.C:
 			case <-r.Context().Done():
 				t.Stop()
+				return
+			case <-s.done:
+				t.Stop()
+				writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The simulator is shutting down.")
 				return
 			}
 		}
