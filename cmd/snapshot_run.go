@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -151,10 +153,11 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 		status = databricks.StatusWithFallback(tc, rest)
 		idle = append(idle, tc)
 	}
+	gate := &authGate{}
 	o.engine = poller.NewEngine(poller.Options{
-		Discoverer: rest,
+		Discoverer: gatedDiscoverer{d: rest, g: gate},
 		Status:     status,
-		Capacity:   rest,
+		Capacity:   gatedCapacity{c: rest, g: gate},
 		Probe:      cfg.CapacityProbe,
 		Thresholds: cfg.Thresholds,
 		Refresh:    cfg.Refresh,
@@ -165,6 +168,61 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 		Logf:      logf,
 	})
 	return o, nil
+}
+
+// authGate remembers that the workspace refused the credentials (HTTP 401)
+// in discovery, so the same round's capacity calls are not sent: each would
+// be refused the same way, and a wrong token must cost one request. The
+// next successful discovery (a refreshed OAuth token) reopens it.
+type authGate struct {
+	refused atomic.Pointer[sources.HTTPError]
+}
+
+func (g *authGate) record(err error) {
+	var he *sources.HTTPError
+	switch {
+	case err == nil:
+		g.refused.Store(nil)
+	case errors.As(err, &he) && he.StatusCode == http.StatusUnauthorized:
+		g.refused.Store(he)
+	}
+}
+
+func (g *authGate) check() error {
+	if he := g.refused.Load(); he != nil {
+		return fmt.Errorf("not sent: the workspace refused the credentials on %s: %w", he.Call, he)
+	}
+	return nil
+}
+
+type gatedDiscoverer struct {
+	d poller.Discoverer
+	g *authGate
+}
+
+func (d gatedDiscoverer) Discover(ctx context.Context) ([]poller.Discovered, error) {
+	ds, err := d.d.Discover(ctx)
+	d.g.record(err)
+	return ds, err
+}
+
+type gatedCapacity struct {
+	c poller.CapacitySource
+	g *authGate
+}
+
+func (c gatedCapacity) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+	if err := c.g.check(); err != nil {
+		return nil, err
+	}
+	return c.c.Endpoints(ctx)
+}
+
+func (c gatedCapacity) Probe(ctx context.Context, endpoint string) error {
+	if err := c.g.check(); err != nil {
+		return err
+	}
+	return c.c.Probe(ctx, endpoint)
 }
 
 func httpPathFunc(path string) func(string) string {

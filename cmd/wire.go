@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -52,7 +53,7 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
 	srv, err := sim.Start(ctx, simOptions(c, nil))
 	if err != nil {
-		fmt.Fprintln(stderr, "dbxtop sim: "+err.Error())
+		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "host=%s token=%s\n", srv.URL(), srv.Token())
@@ -80,7 +81,7 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	defer stopSim()
 	srv, err := sim.Start(simCtx, simOptions(sc, nil))
 	if err != nil {
-		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+err.Error())
+		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+simErrText(err))
 		return 1
 	}
 	defer func() {
@@ -98,6 +99,12 @@ func monitor(ctx context.Context, ws WorkspaceConfig, stdout, stderr io.Writer) 
 		return code
 	}
 	return runWorkspaceTUI(ctx, ws, false, stdout, stderr, "dbxtop")
+}
+
+// simErrText drops the simulator package's own "sim: " prefix: the
+// command's prefix already says who failed.
+func simErrText(err error) string {
+	return strings.TrimPrefix(err.Error(), "sim: ")
 }
 
 // needTerminal refuses to draw a full-screen UI into a pipe or a file.
@@ -118,6 +125,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		return 1
 	}
 	defer closeLog()
+	ctx = sdkLogContext(ctx, logf)
 
 	ua := "dbxtop/" + Version
 	rest, err := databricks.New(ctx, databricks.Config{

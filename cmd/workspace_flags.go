@@ -63,6 +63,14 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 			cfg.Token = strings.TrimSpace(tok)
 		}
 	}
+	// The SDK reads DATABRICKS_HOST itself; check it here so that a bad
+	// value gets the same one-line refusal as a bad --host instead of an
+	// SDK warning and a failed request to a mangled URL.
+	if h, ok := a.getenv("DATABRICKS_HOST"); ok && h != "" && !simulated && !fs.Changed("host") {
+		if err := checkHost(h); err != nil {
+			return usagef("invalid DATABRICKS_HOST %q: %s", h, err)
+		}
+	}
 	if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
 		cfg.NoColor = true
 	}

@@ -153,7 +153,8 @@ func TestClassifyTable(t *testing.T) {
 		{"429 TOO_MANY_REQUESTS HTTP-date", func(t *testing.T) error {
 			date := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
 			return httpFault(429, "TOO_MANY_REQUESTS", map[string]string{"Retry-After": date})(t)
-		}, want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 3 * time.Second},
+			// Whole seconds: the hint is in (2s, 3s], checked as 2s ± 1s.
+		}, want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 2 * time.Second},
 		{"429 no body", httpFault(429, "", nil), want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 0},
 		{"503 TEMPORARILY_UNAVAILABLE", httpFault(503, "TEMPORARILY_UNAVAILABLE", nil), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, 0},
 		{"503 no body Retry-After 1", httpFault(503, "", map[string]string{"Retry-After": "1"}), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, time.Second},

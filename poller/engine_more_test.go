@@ -237,3 +237,29 @@ func TestEngineStopsWithCallsInFlight(t *testing.T) {
 		t.Fatalf("after stop: %+v", hl)
 	}
 }
+
+// A long Retry-After on a status poll delays the next scheduled poll too.
+func TestEngineNextPollHonoursRetryAfter(t *testing.T) {
+	s := newOpServer(t)
+	src := newHTTPSource(s)
+	defer src.CloseIdleConnections()
+	s.add(srvOp{ID: opID(1), State: "RUNNING", Open: true, StartedAt: newFakeClock().Now().Add(-time.Hour)})
+	h := startEngine(t, sourceOptions(src))
+	h.run(time.Second, 100*time.Millisecond)
+	s.setFault(func(r request) fault {
+		if r.Path == "/status" {
+			return fault{status: 429, header: map[string]string{"Retry-After": "45"}, body: errBody("REQUEST_LIMIT_EXCEEDED", "slow down", "r")}
+		}
+		return fault{}
+	})
+	before, _ := s.count("/status")
+	h.run(40*time.Second, 500*time.Millisecond)
+	during, _ := s.count("/status")
+	if during-before != 1 {
+		t.Fatalf("%d status calls within 40 s of a 45 s Retry-After, want 1", during-before)
+	}
+	h.run(10*time.Second, 500*time.Millisecond)
+	if after, _ := s.count("/status"); after-during != 1 {
+		t.Fatalf("%d status calls after the Retry-After, want 1", after-during)
+	}
+}

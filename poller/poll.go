@@ -46,9 +46,19 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	if en.retired {
 		return
 	}
-	en.next = now.Add(pollInterval(op, now, e.pol.o.Rand()))
+	wait := pollInterval(op, now, e.pol.o.Rand())
+	// A server that asked for more time than the policy would wait gets
+	// it before the next poll too (bounded, so the operation is not lost).
+	var he *sources.HTTPError
+	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {
+		wait = min(he.RetryAfter, maxServerWait)
+	}
+	en.next = now.Add(wait)
 	e.heap.reschedule(en)
 }
+
+// maxServerWait bounds how long a Retry-After can delay the next poll.
+const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,12 +38,11 @@ type fault struct {
 
 // request is what the server saw.
 type request struct {
-	Path   string
-	ID     string // operation id from the body
-	Conn   int    // server-side connection number
-	NthOn  int    // 1 for the first request on that connection
-	Fault  string
-	Accept bool
+	Path  string
+	ID    string // operation id from the body
+	Conn  int    // server-side connection number
+	NthOn int    // 1 for the first request on that connection
+	Fault string
 }
 
 type opServer struct {
@@ -398,5 +396,3 @@ func parseHTTPError(call string, status int, h http.Header, body []byte, now tim
 	}
 	return he
 }
-
-var errNoSuchRoute = errors.New("no route")

@@ -13,7 +13,7 @@ import (
 // error (message and request id) when there is one; its indexes when
 // expanded with enter.
 func (m *Model) endpointsView() []string {
-	st, g := &m.ctx.styles, m.ctx.glyphs
+	st := &m.ctx.styles
 	eps := m.snap.Endpoints
 	if len(eps) == 0 {
 		return []string{"", st.Dim.Render("  no Vector Search endpoints observed")}
@@ -45,7 +45,6 @@ func (m *Model) endpointsView() []string {
 	if m.epOffset > 0 {
 		out = append(out[:1:1], out[1+m.epOffset:]...)
 	}
-	_ = g
 	return out
 }
 
@@ -117,7 +116,7 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 			if !ix.Ready {
 				ready = "NOT READY"
 			}
-			l := fmt.Sprintf("      - %s  %s rows  %s", fit(ix.Name, 28, g.Ellipsis), fit(fmtCount(ix.Rows), 7, ""), ready)
+			l := fmt.Sprintf("      - %s  %s  %s", fit(ix.Name, 28, g.Ellipsis), fit(fmtCount(ix.Rows)+" rows", 12, ""), ready)
 			if ix.Message != "" {
 				l += "  " + ix.Message
 			}

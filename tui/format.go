@@ -136,7 +136,10 @@ func errorLine(e *model.ErrorInfo) string {
 		b.WriteString(": " + e.Message)
 	}
 	if e.Attempts > 0 {
-		fmt.Fprintf(&b, " (%d attempts", e.Attempts)
+		fmt.Fprintf(&b, " (%d attempt", e.Attempts)
+		if e.Attempts > 1 {
+			b.WriteString("s")
+		}
 		if e.Elapsed > 0 {
 			fmt.Fprintf(&b, " in %s", e.Elapsed.Round(10*time.Millisecond))
 		}

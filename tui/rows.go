@@ -118,7 +118,8 @@ func cmpInt(a, b int) int {
 }
 
 // buildRows returns the indices into ops of the rows to show, in display
-// order. When frozen is non-nil (pause) the frozen order wins: known ids
+// order (the comparison is total, so an unstable sort is deterministic).
+// When frozen is non-nil (pause) the frozen order wins: known ids
 // keep their place, new ones follow in sort order.
 func buildRows(ops []model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int) []int {
 	rows := make([]int, 0, len(ops))
@@ -127,7 +128,7 @@ func buildRows(ops []model.OperationView, f rowFilter, k sortKey, desc bool, fro
 			rows = append(rows, i)
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b int) int {
+	slices.SortFunc(rows, func(a, b int) int {
 		if frozen != nil {
 			pa, oka := frozen[ops[a].StatementID]
 			pb, okb := frozen[ops[b].StatementID]

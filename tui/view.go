@@ -112,10 +112,11 @@ func (m *Model) header() []string {
 	if h.EventsDropped > 0 {
 		l2 += fmt.Sprintf("  events dropped %d", h.EventsDropped)
 	}
+	// The last error gets a line of its own: it is what the operator
+	// reports (call, cause, attempts, request id).
+	l2e := "last error: none"
 	if h.LastError != nil {
-		l2 += "  last error: " + st.Crit.Render(errorLine(h.LastError))
-	} else {
-		l2 += "  last error: none"
+		l2e = "last error: " + st.Crit.Render(errorLine(h.LastError))
 	}
 
 	c := &m.counts
@@ -153,7 +154,7 @@ func (m *Model) header() []string {
 	if m.view == viewOps {
 		l4 += st.Dim.Render("  " + g.VerticalSep + "  " + m.tableInfo())
 	}
-	return []string{l1, l2, l3, l4, st.Dim.Render(strings.Repeat(g.Rule, m.ctx.width))}
+	return []string{l1, l2, l2e, l3, l4}
 }
 
 // countCell is "INACTIVE 3" with its severity as a symbol, so it reads
@@ -207,15 +208,32 @@ func (m *Model) statusLine() string {
 	return ""
 }
 
-// shortHelp is the footer's key list; disabled keys are not listed.
+// shortHelp is the footer's key list; disabled keys are not listed, and
+// on a narrow screen the list is cut before "? help" and "q quit", which
+// always show.
 func (m *Model) shortHelp() string {
-	st := &m.ctx.styles
-	var parts []string
-	for _, b := range m.ctx.keys.ShortHelp() {
-		h := b.Help()
-		parts = append(parts, st.HelpKey.Render(h.Key)+" "+st.HelpDesc.Render(h.Desc))
+	st, sep := &m.ctx.styles, m.ctx.glyphs.HelpSep
+	bs := m.ctx.keys.ShortHelp()
+	render := func(i int) string {
+		h := bs[i].Help()
+		return st.HelpKey.Render(h.Key) + " " + st.HelpDesc.Render(h.Desc)
 	}
-	return strings.Join(parts, st.HelpDesc.Render(m.ctx.glyphs.HelpSep))
+	tailW := 0
+	for i := len(bs) - 2; i < len(bs); i++ {
+		tailW += ansi.StringWidth(render(i)) + len(sep)
+	}
+	var parts []string
+	used := tailW
+	for i := 0; i < len(bs)-2; i++ {
+		p := render(i)
+		if used+ansi.StringWidth(p)+len(sep) > m.ctx.width {
+			break
+		}
+		used += ansi.StringWidth(p) + len(sep)
+		parts = append(parts, p)
+	}
+	parts = append(parts, render(len(bs)-2), render(len(bs)-1))
+	return strings.Join(parts, st.HelpDesc.Render(sep))
 }
 
 func orDash(s string) string {

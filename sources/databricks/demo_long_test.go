@@ -83,7 +83,18 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("truth: %d operations %v; snapshot: %d operations, exit %d, in %v", len(truth.Operations), kinds, len(snap.Operations), r.code, r.elapsed)
+	flags := map[model.FlagKind]int{}
+	for _, o := range snap.Operations {
+		for _, f := range o.Flags {
+			flags[f.Kind]++
+		}
+	}
+	for _, e := range snap.Endpoints {
+		for _, f := range e.Flags {
+			flags[f.Kind]++
+		}
+	}
+	t.Logf("truth: %d operations %v; snapshot: %d operations, flags %v, exit %d, in %v", len(truth.Operations), kinds, len(snap.Operations), flags, r.code, r.elapsed)
 	for _, te := range truth.Endpoints {
 		if !te.Exhausted {
 			continue

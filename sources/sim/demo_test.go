@@ -88,20 +88,20 @@ func TestDemoScenario(t *testing.T) {
 
 	// The abandoned operation is reaped for inactivity; the ingest client
 	// fills its endpoint; the observer outage on warehouse 0 happens.
-	eventually(t, 10*time.Second, "a reaped orphan and a full endpoint", func() bool {
-		tr := getTruth(t, s)
-		reaped := false
-		for _, op := range tr.Operations {
+	eventually(t, 15*time.Second, "a reaped orphan", func() bool {
+		for _, op := range getTruth(t, s).Operations {
 			if op.ClientKind == KindAbandons && op.ErrorMessage == InactivityMessage {
-				reaped = true
+				return true
 			}
 		}
-		full := false
-		for _, e := range tr.Endpoints {
+		return false
+	})
+	eventually(t, 20*time.Second, "the ingest client to fill its endpoint", func() bool {
+		for _, e := range getTruth(t, s).Endpoints {
 			if e.Name == IngestEndpoint && e.Exhausted && e.Rows == e.RowLimit {
-				full = true
+				return true
 			}
 		}
-		return reaped && full
+		return false
 	})
 }

@@ -113,7 +113,7 @@ func getStats(t testing.TB, s *Server) Stats {
 	return st
 }
 
-// eventually polls cond every 10 ms until it holds or the deadline passes:
+// eventually polls cond every 20 ms until it holds or the deadline passes:
 // the condition is an observable server state, not a sleep.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -122,6 +122,6 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -36,8 +36,8 @@ type Server struct {
 	requests map[string]int64
 	faults   map[string]int64
 
-	rules []rule // scenario-scripted faults (demo)
-	hints hints
+	rules  []rule // scenario-scripted faults (demo)
+	hints  hints
 	thrift http.Handler // sources/thrift.NewHandler over thriftService
 
 	cancel context.CancelFunc

@@ -320,17 +320,21 @@ func (w *workload) logf(format string, a ...any) { w.s.o.Logf("sim workload: "+f
 func (w *workload) ingest(ctx context.Context) {
 	const index = "main.support.tickets_idx"
 	ep, _ := w.s.vec.endpoint(IngestEndpoint)
-	// Fill what is left in ~58 s: one batch a second.
-	batch := int((ep.Limit - ep.Rows) / 58)
-	if batch < 1 {
-		batch = 1
-	}
+	// Fill what is left in ~58 s of timeline. Batches are sized by the
+	// time that really passed, so a slow machine sends bigger batches
+	// rather than falling behind the documented timeline.
+	rate := float64(ep.Limit-ep.Rows) / 58 // rows per timeline second
 	hc := &http.Client{Transport: w.tr, Timeout: 30 * time.Second}
 	next := int64(1_000_000)
 	if !sleep(ctx, w.d(2*time.Second)) {
 		return
 	}
+	last := time.Now().Add(-w.d(time.Second))
 	for {
+		now := time.Now()
+		batch := int(rate * now.Sub(last).Seconds() * w.speed)
+		last = now
+		batch = max(1, min(batch, 10_000)) // bounded: big bodies would slow the next round further
 		var b strings.Builder
 		b.WriteByte('[')
 		for i := 0; i < batch; i++ {

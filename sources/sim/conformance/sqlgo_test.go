@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -49,6 +50,13 @@ func openConnector(t testing.TB, s *sim.Server, warehouse string, g *guardTransp
 	if err != nil {
 		t.Fatalf("dbsql.NewConnector: %v", err)
 	}
+	return sqlOpenDB(t, c, g)
+}
+
+// sqlOpenDB opens a connector and, at cleanup, closes the pool and what
+// the driver left open on the guard transport.
+func sqlOpenDB(t testing.TB, c driver.Connector, g *guardTransport) *sql.DB {
+	t.Helper()
 	db := sql.OpenDB(c)
 	t.Cleanup(func() {
 		db.Close()

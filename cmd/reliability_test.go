@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log"
+	"strings"
+	"testing"
+
+	"github.com/databricks/databricks-sdk-go/logger"
+)
+
+// A bad DATABRICKS_HOST is refused like a bad --host, before anything
+// runs; --host wins over the environment; demo ignores it.
+func TestBadDatabricksHostEnv(t *testing.T) {
+	h := installHooks(t)
+	env := map[string]string{"DATABRICKS_HOST": "ftp://x"}
+	r := runCLI(t, env, "snapshot")
+	want := "dbxtop: invalid DATABRICKS_HOST \"ftp://x\": scheme \"ftp\": want https:// (or http:// for a local simulator)\n"
+	if r.code != exitSnapshotUsage || r.stderr != want || h.called != "" {
+		t.Fatalf("exit %d stderr %q called %q", r.code, r.stderr, h.called)
+	}
+	if r := runCLI(t, env); r.code != exitUsage || !strings.Contains(r.stderr, "invalid DATABRICKS_HOST") {
+		t.Fatalf("root: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := runCLI(t, env, "snapshot", "--host", "http://127.0.0.1:9"); r.code != 1 || h.called != "snapshot" {
+		t.Fatalf("--host should win: exit %d stderr %q", r.code, r.stderr)
+	}
+	h.called = ""
+	if r := runCLI(t, env, "demo"); r.code != 0 || h.called != "demo" {
+		t.Fatalf("demo: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// The SDK's global logger never writes to the process's stderr; with a
+// log function its warnings and errors go there, and nothing below.
+func TestSDKLogQuiet(t *testing.T) {
+	var std bytes.Buffer
+	old := log.Writer()
+	log.SetOutput(&std)
+	t.Cleanup(func() { log.SetOutput(old) })
+	ctx := context.Background()
+	logger.Warnf(ctx, "Failed to resolve host metadata: %v", errors.New("boom"))
+	logger.Errorf(ctx, "an error")
+	if std.Len() != 0 {
+		t.Fatalf("SDK logged to the standard logger: %q", std.String())
+	}
+	var got []string
+	lctx := sdkLogContext(ctx, func(f string, a ...any) { got = append(got, f) })
+	logger.Debugf(lctx, "request dump")
+	logger.Infof(lctx, "info")
+	logger.Warnf(lctx, "warn %d", 1)
+	logger.Errorf(lctx, "err %d", 2)
+	if len(got) != 2 || got[0] != "databricks-sdk: warning: warn %d" || got[1] != "databricks-sdk: error: err %d" {
+		t.Fatalf("forwarded %q", got)
+	}
+	if std.Len() != 0 {
+		t.Fatalf("SDK logged to the standard logger: %q", std.String())
+	}
+}
+
+func TestSimErrText(t *testing.T) {
+	err := errors.New("sim: listening on 127.0.0.1:1: bind: address already in use")
+	if got := simErrText(err); got != "listening on 127.0.0.1:1: bind: address already in use" {
+		t.Fatal(got)
+	}
+}

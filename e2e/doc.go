@@ -1,0 +1,12 @@
+// Package e2e holds dbxtop's end-to-end tests: they build the real binary
+// once (TestMain) and run it as an operator would, against the simulated
+// workspace on loopback, asserting exit statuses, exact messages, that no
+// secret leaks into any output, and that signals end a run promptly.
+//
+// The package has no non-test code. Run it with
+//
+//	go test -race ./e2e/
+//
+// Set DBXTOP_BIN to a prebuilt binary to skip the build, and DBXTOP_LONG=1
+// for the long variants. See docs/reliability.md for the figures.
+package e2e
