@@ -14,6 +14,7 @@ import (
 
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -63,7 +64,11 @@ type Client struct {
 	userAgent string
 	tr        *http.Transport
 	hc        *http.Client
-	seq       atomic.Int32
+	// fresh sends the retries of transport errors: its transport keeps no
+	// connection, so a retry can never land on a pooled one that is as
+	// stale as the one that just failed.
+	fresh *http.Client
+	seq   atomic.Int32
 }
 
 // NewClient checks o and builds a Client.
@@ -113,6 +118,9 @@ func NewClient(o Options) (*Client, error) {
 		// page; following it would resend credentials elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	freshTr := c.tr.Clone()
+	freshTr.DisableKeepAlives = true
+	c.fresh = &http.Client{Transport: freshTr, Timeout: timeout, CheckRedirect: c.hc.CheckRedirect}
 	return c, nil
 }
 
@@ -165,7 +173,11 @@ func (c *Client) call(ctx context.Context, warehouseID, name string, args, resul
 		}
 	}
 
-	resp, err := c.hc.Do(req)
+	hc := c.hc
+	if poller.FreshConnRequested(ctx) {
+		hc = c.fresh
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return &TransportError{Call: name, Warehouse: warehouseID, Err: stripURL(err)}
 	}
