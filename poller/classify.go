@@ -44,7 +44,10 @@ var throttleCodes = map[string]bool{
 	"REQUEST_LIMIT_EXCEEDED":  true,
 	"TOO_MANY_REQUESTS":       true,
 	"TEMPORARILY_UNAVAILABLE": true,
-	"":                        true,
+	// Databricks' other "try later" codes (ServiceErrorCode).
+	"WORKSPACE_TEMPORARILY_UNAVAILABLE": true,
+	"SERVICE_UNDER_MAINTENANCE":         true,
+	"":                                  true,
 }
 
 // Error codes that are permanent whatever the HTTP status: the code wins.

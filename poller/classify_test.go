@@ -157,6 +157,7 @@ func TestClassifyTable(t *testing.T) {
 		}, want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 2 * time.Second},
 		{"429 no body", httpFault(429, "", nil), want{true, model.KindThrottled, false}, want{true, model.KindThrottled, false}, 0},
 		{"503 TEMPORARILY_UNAVAILABLE", httpFault(503, "TEMPORARILY_UNAVAILABLE", nil), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, 0},
+		{"503 WORKSPACE_TEMPORARILY_UNAVAILABLE", httpFault(503, "WORKSPACE_TEMPORARILY_UNAVAILABLE", nil), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, 0},
 		{"503 no body Retry-After 1", httpFault(503, "", map[string]string{"Retry-After": "1"}), want{true, model.KindUnavailable, false}, want{true, model.KindUnavailable, false}, time.Second},
 		{"500", httpFault(500, "INTERNAL_ERROR", nil), want{true, model.KindUnavailable, false}, want{false, model.KindUnavailable, false}, 0},
 		{"502", httpFault(502, "", nil), want{true, model.KindUnavailable, false}, want{false, model.KindUnavailable, false}, 0},
