@@ -205,8 +205,14 @@ func secretsInDemo(t *testing.T, outs *outputs) {
 		s.keys(k)
 		outs.add("demo screen after "+k, s.screen())
 	}
-	s.keys("Escape", "q")
-	s.waitExit(15 * time.Second)
+	// Leave help with ? (Escape followed at once by q would read as alt+q).
+	s.keys("?")
+	s.keys("q")
+	code, stderr := s.waitExit(15 * time.Second)
+	outs.add("demo stderr", stderr)
+	if code != 0 {
+		t.Errorf("demo exit %d; stderr:\n%s", code, stderr)
+	}
 
 	files, err := filepath.Glob(filepath.Join(dir, "dbxtop-*"))
 	if err != nil || len(files) != 2 {

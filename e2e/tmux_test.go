@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -19,6 +22,10 @@ var tmuxSeq atomic.Int64
 type tmuxSession struct {
 	t      *testing.T
 	socket string
+	// stderrPath receives the program's stderr (which would otherwise be
+	// drawn into the pane and lost when it closes); statusPath its exit
+	// status once it has exited.
+	stderrPath, statusPath string
 }
 
 // startTmux runs `dbxtop args…` in a new detached tmux session of w×h
@@ -29,12 +36,15 @@ func startTmux(t *testing.T, w, h int, home, dir string, args ...string) *tmuxSe
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("dbxtop-e2e-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
-	// env -i: the session gets exactly this environment, not the tmux
-	// server's. exec: the pane's process is dbxtop itself.
+	out := t.TempDir()
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("dbxtop-e2e-%d-%d", os.Getpid(), tmuxSeq.Add(1)),
+		stderrPath: filepath.Join(out, "stderr"), statusPath: filepath.Join(out, "status")}
+	// env -i: the program gets exactly this environment, not the tmux
+	// server's.
 	cmd := []string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", bin}
 	cmd = append(cmd, args...)
-	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir, shellJoin(cmd))
+	script := shellJoin(cmd) + " 2>" + shellJoin([]string{s.stderrPath}) + "; echo $? >" + shellJoin([]string{s.statusPath})
+	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir, script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
 	return s
 }
@@ -82,16 +92,29 @@ func (s *tmuxSession) waitScreen(what string, timeout time.Duration, ok func(str
 	}
 }
 
-// waitExit waits (bounded) for the session's program to exit.
-func (s *tmuxSession) waitExit(timeout time.Duration) {
+// waitExit waits (bounded) for the session's program to exit and returns
+// its exit status and stderr.
+func (s *tmuxSession) waitExit(timeout time.Duration) (int, string) {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for exec.Command("tmux", "-L", s.socket, "has-session", "-t", "e2e").Run() == nil {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("still running %s after quitting; screen:\n%s", timeout, s.screen())
+			s.dumpStacks()
+			errb, _ := os.ReadFile(s.stderrPath)
+			s.t.Fatalf("still running %s after quitting; screen:\n%s\nstderr:\n%s", timeout, s.screen(), errb)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	errb, _ := os.ReadFile(s.stderrPath)
+	st, err := os.ReadFile(s.statusPath)
+	if err != nil {
+		s.t.Fatalf("no exit status: %v\nstderr:\n%s", err, errb)
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(st)))
+	if err != nil {
+		s.t.Fatalf("exit status %q: %v", st, err)
+	}
+	return code, string(errb)
 }
 
 // shellJoin quotes args for the shell tmux runs the command with.
@@ -115,5 +138,29 @@ func TestTerminalTooSmall(t *testing.T) {
 	scr := s.waitScreen("the too-small message", 20*time.Second, func(s string) bool { return strings.Contains(s, want) })
 	noStackTrace(t, "screen", scr)
 	s.keys("q")
-	s.waitExit(10 * time.Second)
+	if code, stderr := s.waitExit(10 * time.Second); code != 0 || stderr != "" {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// dumpStacks sends SIGQUIT to the pane's program (the child of the pane's
+// shell) so that its goroutines land in the stderr file: a hang is
+// reported with where it hangs.
+func (s *tmuxSession) dumpStacks() {
+	out, err := exec.Command("tmux", "-L", s.socket, "display-message", "-p", "-t", "e2e", "#{pane_pid}").Output()
+	if err != nil {
+		return
+	}
+	kids, err := exec.Command("ps", "-o", "pid=", "--ppid", strings.TrimSpace(string(out))).Output()
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(kids)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Signal(syscall.SIGQUIT)
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the runtime write the dump; diagnostics only
 }

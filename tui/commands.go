@@ -14,6 +14,11 @@ import (
 type snapMsg struct {
 	snap   model.Snapshot
 	health poller.Health
+	// rows is the display order computed in the command for order, so
+	// sorting 100,000 operations never blocks the Update loop; Update
+	// recomputes it only if the operator changed the order meanwhile.
+	rows  []int
+	order orderSpec
 }
 
 // tickMsg asks for the next snapshot.
@@ -28,9 +33,10 @@ type eventMsg struct {
 // fetch takes a snapshot in a command: the engine copies its state there,
 // not in Update.
 func (m *Model) fetch() tea.Cmd {
-	e := m.eng
+	e, order := m.eng, m.orderSpec()
 	return func() tea.Msg {
-		return snapMsg{snap: e.Snapshot(), health: e.Health()}
+		s := e.Snapshot()
+		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations)}
 	}
 }
 

@@ -2,10 +2,7 @@ package tui
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/report"
 )
 
 // exportDoneMsg reports the files `e` wrote.
@@ -40,49 +38,36 @@ func (m *Model) export() tea.Cmd {
 	}
 }
 
-// writeExport writes dbxtop-snapshot-<time>.json and
-// dbxtop-incident-<time>.md; it never overwrites a file.
+// writeExport writes dbxtop-snapshot-<time>.json (the §9 object, as
+// `snapshot --json` prints it) and dbxtop-incident-<time>.md, through
+// report's atomic 0600 writer.
 func writeExport(dir string, now time.Time, snap model.Snapshot, events []poller.Event) ([]string, error) {
 	stamp := now.Format("20060102T150405Z")
-	js, err := json.MarshalIndent(snap, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("export: encoding the snapshot: %w", err)
+	var js, md bytes.Buffer
+	if err := report.JSON(&js, snap); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
 	}
-	var md bytes.Buffer
-	writeIncidentMarkdown(&md, now, snap, events)
+	if err := report.Markdown(&md, snap, events); err != nil {
+		return nil, fmt.Errorf("export: incident report: %w", err)
+	}
 	var paths []string
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{
-		{"dbxtop-snapshot-" + stamp + ".json", append(js, '\n')},
+		{"dbxtop-snapshot-" + stamp + ".json", js.Bytes()},
 		{"dbxtop-incident-" + stamp + ".md", md.Bytes()},
 	} {
 		p := filepath.Join(dir, f.name)
 		if abs, err := filepath.Abs(p); err == nil {
 			p = abs
 		}
-		if err := writeFile0600(p, f.data); err != nil {
-			return paths, err
+		if err := report.WriteFile0600(p, f.data); err != nil {
+			return paths, fmt.Errorf("export: %w", err)
 		}
 		paths = append(paths, p)
 	}
 	return paths, nil
-}
-
-// writeFile0600 creates path (never replacing an existing file) with mode
-// 0600 whatever the umask, and writes data.
-func writeFile0600(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("export: creating %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		return fmt.Errorf("export: writing %s: %w", path, err)
-	}
-	return nil
 }
 
 func (m *Model) exportDone(msg exportDoneMsg) {

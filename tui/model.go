@@ -76,8 +76,8 @@ type Model struct {
 	filterInput lineInput
 	filtering   bool
 	paused      bool
-	frozen      map[string]int
-	pausedSnaps int
+	frozen      map[string]int // replaced, never mutated: commands read it
+	frozenGen   int
 
 	confirm *pendingAction
 	busy    map[string]string // statement id → "closing…" while an action runs
@@ -151,7 +151,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ensureVisible()
 		return m, nil
 	case snapMsg:
-		m.applySnapshot(msg.snap, msg.health)
+		if msg.order.same(m.orderSpec()) {
+			m.applySnapshotRows(msg.snap, msg.health, msg.rows)
+		} else {
+			m.applySnapshot(msg.snap, msg.health)
+		}
 		return m, m.tick()
 	case tickMsg:
 		return m, m.fetch()
@@ -179,13 +183,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // applySnapshot takes a new snapshot and rebuilds the row order; paused,
 // the order stays frozen while the values update.
 func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
+	m.applySnapshotRows(s, h, m.orderSpec().build(s.Operations))
+}
+
+// applySnapshotRows takes a snapshot whose display order is already
+// computed for the current orderSpec.
+func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows []int) {
 	m.snap, m.health, m.loaded = s, h, true
 	m.refresh++
-	if m.paused {
-		m.pausedSnaps++
-	}
 	m.counts = countFlags(&m.snap)
-	m.rebuild()
+	m.setRows(rows)
 	if m.epCursor >= len(m.snap.Endpoints) {
 		m.epCursor = max(0, len(m.snap.Endpoints)-1)
 	}
@@ -194,12 +201,40 @@ func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
 // rebuild recomputes rows for the current snapshot, filter and sort, and
 // puts the cursor back on its operation.
 func (m *Model) rebuild() {
-	var frozen map[string]int
+	m.setRows(m.orderSpec().build(m.snap.Operations))
+}
+
+// orderSpec is everything the display order depends on besides the
+// snapshot. frozen maps are replaced, never mutated, so a spec can be
+// handed to a command.
+type orderSpec struct {
+	filter    rowFilter
+	sort      sortKey
+	desc      bool
+	frozenGen int // 0: not paused; else which frozen order applies
+	frozen    map[string]int
+}
+
+// same reports whether two specs give the same order.
+func (o orderSpec) same(p orderSpec) bool {
+	return o.filter == p.filter && o.sort == p.sort && o.desc == p.desc && o.frozenGen == p.frozenGen
+}
+
+func (m *Model) orderSpec() orderSpec {
+	o := orderSpec{filter: m.filter, sort: m.sort, desc: m.desc}
 	if m.paused {
-		frozen = m.frozen
+		o.frozenGen, o.frozen = m.frozenGen, m.frozen
 	}
+	return o
+}
+
+func (o orderSpec) build(ops []model.OperationView) []int {
+	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen)
+}
+
+func (m *Model) setRows(rows []int) {
 	ops := m.snap.Operations
-	m.rows = buildRows(ops, m.filter, m.sort, m.desc, frozen)
+	m.rows = rows
 	clear(m.rowPos)
 	for i, r := range m.rows {
 		m.rowPos[ops[r].StatementID] = i
@@ -289,7 +324,6 @@ func (m *Model) ensureVisible() {
 // setPaused freezes (or releases) the row order.
 func (m *Model) setPaused(p bool) {
 	m.paused = p
-	m.pausedSnaps = 0
 	m.frozen = nil
 	if p {
 		m.freeze()
@@ -299,6 +333,7 @@ func (m *Model) setPaused(p bool) {
 
 // freeze records the current display order.
 func (m *Model) freeze() {
+	m.frozenGen++
 	m.frozen = make(map[string]int, len(m.rows))
 	for i, r := range m.rows {
 		m.frozen[m.snap.Operations[r].StatementID] = i

@@ -59,38 +59,6 @@ func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), sub)
 }
 
-// compareOps orders two operations by key, ascending; ties fall back to
-// age (oldest first) and then id so the order is total and stable across
-// refreshes.
-func compareOps(a, b *model.OperationView, k sortKey) int {
-	c := 0
-	switch k {
-	case sortFlag:
-		c = cmpInt(worstRank(a), worstRank(b))
-	case sortAge:
-		// Older first when ascending means "larger age": compare start
-		// times reversed.
-		c = b.StartedAt.Compare(a.StartedAt)
-	case sortInactivity:
-		c = cmpInt(int(durOr(a.InactiveFor)), int(durOr(b.InactiveFor)))
-	case sortState:
-		c = strings.Compare(string(a.State), string(b.State))
-	case sortUser:
-		c = strings.Compare(a.User, b.User)
-	case sortWarehouse:
-		c = strings.Compare(a.WarehouseID, b.WarehouseID)
-	case sortRetries:
-		c = cmpInt(a.Poll.Retries, b.Poll.Retries)
-	}
-	if c != 0 {
-		return c
-	}
-	if c = b.StartedAt.Compare(a.StartedAt); c != 0 {
-		return c
-	}
-	return strings.Compare(a.StatementID, b.StatementID)
-}
-
 func worstRank(op *model.OperationView) int {
 	r := 0
 	for _, f := range op.Flags {
@@ -117,35 +85,102 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
+// rowKey is what sorting needs of one row, copied out of the (large)
+// OperationView so that sorting 100,000 rows stays in cache.
+type rowKey struct {
+	idx    int32
+	frozen int32 // position when paused, -1 for rows that appeared since
+	num    int64
+	str    string
+	secs   int64 // StartedAt, for ties
+	nanos  int32
+	id     string
+}
+
+func makeKey(op *model.OperationView, i int, k sortKey) rowKey {
+	r := rowKey{idx: int32(i), frozen: -1, secs: op.StartedAt.Unix(), nanos: int32(op.StartedAt.Nanosecond()), id: op.StatementID}
+	switch k {
+	case sortFlag:
+		r.num = int64(worstRank(op))
+	case sortAge:
+		// Ascending is youngest first, so descending (the default
+		// direction) lists the oldest first.
+		r.num, r.str = 0, ""
+	case sortInactivity:
+		r.num = int64(durOr(op.InactiveFor))
+	case sortState:
+		r.str = string(op.State)
+	case sortUser:
+		r.str = op.User
+	case sortWarehouse:
+		r.str = op.WarehouseID
+	case sortRetries:
+		r.num = int64(op.Poll.Retries)
+	}
+	return r
+}
+
+func cmpKeys(a, b *rowKey) int {
+	if c := cmpInt64(a.num, b.num); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.str, b.str); c != 0 {
+		return c
+	}
+	// Ties (and the age key): younger first, then by id, so the order is
+	// total and stable across refreshes.
+	if c := cmpInt64(b.secs, a.secs); c != 0 {
+		return c
+	}
+	if c := cmpInt64(int64(b.nanos), int64(a.nanos)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // buildRows returns the indices into ops of the rows to show, in display
 // order (the comparison is total, so an unstable sort is deterministic).
-// When frozen is non-nil (pause) the frozen order wins: known ids
-// keep their place, new ones follow in sort order.
+// When frozen is non-nil (pause) the frozen order wins: known ids keep
+// their place, new ones follow in sort order.
 func buildRows(ops []model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int) []int {
-	rows := make([]int, 0, len(ops))
+	keys := make([]rowKey, 0, len(ops))
 	for i := range ops {
 		if f.match(&ops[i]) {
-			rows = append(rows, i)
+			key := makeKey(&ops[i], i, k)
+			if p, ok := frozen[ops[i].StatementID]; ok {
+				key.frozen = int32(p)
+			}
+			keys = append(keys, key)
 		}
 	}
-	slices.SortFunc(rows, func(a, b int) int {
-		if frozen != nil {
-			pa, oka := frozen[ops[a].StatementID]
-			pb, okb := frozen[ops[b].StatementID]
-			switch {
-			case oka && okb:
-				return cmpInt(pa, pb)
-			case oka:
-				return -1
-			case okb:
-				return 1
-			}
+	slices.SortFunc(keys, func(a, b rowKey) int {
+		switch {
+		case a.frozen >= 0 && b.frozen >= 0:
+			return cmpInt(int(a.frozen), int(b.frozen))
+		case a.frozen >= 0:
+			return -1
+		case b.frozen >= 0:
+			return 1
 		}
-		c := compareOps(&ops[a], &ops[b], k)
+		c := cmpKeys(&a, &b)
 		if desc {
 			c = -c
 		}
 		return c
 	})
+	rows := make([]int, len(keys))
+	for i := range keys {
+		rows[i] = int(keys[i].idx)
+	}
 	return rows
 }

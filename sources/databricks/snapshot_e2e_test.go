@@ -274,3 +274,60 @@ func TestSnapshotTimeoutBoundsTheCommand(t *testing.T) {
 	}
 	t.Logf("timeout: exit %d in %v: %s", r.code, r.elapsed, strings.TrimSpace(r.stderr))
 }
+
+func TestSnapshotSurvivesStatusResets(t *testing.T) {
+	// A compressed demo so operations exist, with a real TCP reset on 30 %
+	// of all GetOperationStatus calls (ours included).
+	s := startSim(t, sim.Options{Scenario: "demo", Seed: 3, Speed: 20, Faults: "reset=0.3@GetOperationStatus"})
+	truth := waitTruth(t, s, func(tr sim.Truth) bool {
+		for _, op := range tr.Operations {
+			if op.State == "RUNNING" {
+				return true
+			}
+		}
+		return false
+	})
+	r := snapshot(t, "--host", s.URL(), "--json", "--timeout", "20s")
+	if r.code == 3 {
+		t.Fatalf("exit 3: %s", r.stderr)
+	}
+	snap := decode(t, r.stdout)
+	seen := map[string]bool{}
+	for _, o := range snap.Operations {
+		seen[o.StatementID] = true
+		if o.HasFlag(model.FlagStale) {
+			t.Errorf("%s STALE: a reset poll was not retried (%+v)", o.StatementID, o.LastError)
+		}
+	}
+	live := 0
+	for _, op := range truth.Operations {
+		if op.State == "RUNNING" || op.State == "PENDING" {
+			live++
+			if !seen[op.StatementID] {
+				t.Errorf("live %s missing", op.StatementID)
+			}
+		}
+	}
+	if live == 0 {
+		t.Fatalf("no live operation in the compressed demo: nothing was tested")
+	}
+	t.Logf("resets: %d injected, %d live operations all observed, exit %d in %v",
+		s.Stats().Faults["reset"], live, r.code, r.elapsed)
+}
+
+// waitTruth polls the simulator's ground truth until cond holds (the
+// workload runs on its own timeline; there is no event to wait on).
+func waitTruth(t *testing.T, s *sim.Server, cond func(sim.Truth) bool) sim.Truth {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		tr := s.Truth()
+		if cond(tr) {
+			return tr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("simulator never reached the expected state")
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+}
