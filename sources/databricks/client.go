@@ -114,7 +114,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		// so the SDK's loop makes one attempt and returns.
 		RetryTimeoutSeconds: 1,
 		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
-		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent},
+		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr)},
 	}
 	// Host metadata (/.well-known/databricks-config) only matters for OAuth
 	// discovery on real https hosts; skip it for plain-http hosts (the
@@ -212,4 +212,12 @@ func checkProfile(c Config) error {
 // secret (the SDK's own debug suffix masks tokens; redact is a second guard).
 func configError(c Config, err error) error {
 	return &redactedError{msg: "databricks configuration: " + redact(err.Error(), c.Token), cause: err}
+}
+
+// noKeepAlive is tr without connection reuse, for retries that must not
+// meet a stale pooled connection.
+func noKeepAlive(tr *http.Transport) *http.Transport {
+	f := tr.Clone()
+	f.DisableKeepAlives = true
+	return f
 }

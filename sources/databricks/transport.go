@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/dbxtop/dbxtop/poller"
 )
 
 // sdkTransport sits below the SDK's retry loop. It marks every request with
@@ -15,6 +17,10 @@ import (
 type sdkTransport struct {
 	base      http.RoundTripper
 	userAgent string
+	// fresh carries the retries of transport errors (the policy marks them,
+	// poller.FreshConnRequested): it keeps no connection, so such a retry
+	// never lands on a pooled one as stale as the one that failed.
+	fresh http.RoundTripper
 }
 
 func (t *sdkTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -26,7 +32,11 @@ func (t *sdkTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		r.Header.Set("User-Agent", ua)
 	}
-	resp, err := t.base.RoundTrip(r)
+	base := t.base
+	if t.fresh != nil && poller.FreshConnRequested(r.Context()) {
+		base = t.fresh
+	}
+	resp, err := base.RoundTrip(r)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, &transportError{err: err}
 	}
