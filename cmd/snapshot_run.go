@@ -124,35 +124,13 @@ type observer struct {
 }
 
 func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...any)) (*observer, error) {
-	ua := "dbxtop/" + Version
-	rest, err := databricks.New(ctx, databricks.Config{
-		Profile:    cfg.Profile,
-		Host:       cfg.Host,
-		Token:      cfg.Token,
-		Warehouses: cfg.Warehouses,
-		UserAgent:  ua,
-	})
+	c, err := connect(ctx, cfg.WorkspaceConfig, logf)
 	if err != nil {
 		return nil, err
 	}
-	o := &observer{rest: rest, logf: logf, wsFilter: cfg.Warehouses}
-	var status poller.StatusSource = rest
-	idle := []poller.IdleCloser{rest}
-	// Thrift reports the owning client's last activity (INACTIVE needs it);
-	// the Statement Execution API answers when Thrift cannot.
-	tc, terr := thrift.NewClient(thrift.Options{
-		Host:         rest.Host(),
-		HTTPPath:     httpPathFunc(cfg.HTTPPath),
-		Authenticate: rest.Authenticate,
-		UserAgent:    ua,
-	})
-	if terr != nil {
-		logf("status through the Statement Execution API only: thrift client: %v", terr)
-	} else {
-		o.thrift = tc
-		status = databricks.StatusWithFallback(tc, rest)
-		idle = append(idle, tc)
-	}
+	rest := c.rest
+	o := &observer{rest: rest, thrift: c.thrift, logf: logf, wsFilter: cfg.Warehouses}
+	status, idle := c.status, c.idle
 	gate := &authGate{}
 	o.engine = poller.NewEngine(poller.Options{
 		Discoverer: gatedDiscoverer{d: rest, g: gate},

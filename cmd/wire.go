@@ -13,9 +13,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
-	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
-	"github.com/dbxtop/dbxtop/sources/thrift"
 	"github.com/dbxtop/dbxtop/tui"
 )
 
@@ -127,48 +125,31 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
-	ua := "dbxtop/" + Version
-	rest, err := databricks.New(ctx, databricks.Config{
-		Profile: ws.Profile, Host: ws.Host, Token: ws.Token,
-		Warehouses: ws.Warehouses, UserAgent: ua,
-	})
+	c, err := connect(ctx, ws, logf)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
 		return 1
 	}
-	defer rest.CloseIdleConnections()
+	defer c.close()
 	opts := poller.Options{
-		Discoverer: rest,
-		Status:     rest,
+		Discoverer: c.rest,
+		Status:     c.status,
 		// On a real workspace actions go through the Statement Execution
 		// API: a Thrift handle rebuilt from a statement id lacks its secret,
 		// and a server that refuses it would make a close look done.
-		Actions:    rest,
-		Capacity:   rest,
+		Actions:    c.rest,
+		Capacity:   c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
 		ReadOnly:   ws.ReadOnly,
-		Workspace:  model.Workspace{Host: rest.Host(), Warehouses: ws.Warehouses},
-		Idle:       []poller.IdleCloser{rest},
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       c.idle,
 		Logf:       logf,
 	}
-	tc, terr := thrift.NewClient(thrift.Options{
-		Host:         rest.Host(),
-		HTTPPath:     httpPathFunc(ws.HTTPPath),
-		Authenticate: rest.Authenticate,
-		UserAgent:    ua,
-	})
-	if terr != nil {
-		logf("status through the Statement Execution API only: thrift client: %v", terr)
-	} else {
-		defer tc.CloseIdleConnections()
-		opts.Status = databricks.StatusWithFallback(tc, rest)
-		opts.Idle = append(opts.Idle, tc)
-		if simulated {
-			// The simulator looks operations up by GUID alone, so Thrift
-			// actions are exact there and exercise the same path as status.
-			opts.Actions = tc
-		}
+	if simulated && c.thrift != nil {
+		// The simulator looks operations up by GUID alone, so Thrift
+		// actions are exact there and exercise the same path as status.
+		opts.Actions = c.thrift
 	}
 	eng := poller.NewEngine(opts)
 

@@ -201,12 +201,15 @@ func secretsInDemo(t *testing.T, outs *outputs) {
 	outs.add("demo screen (export)", s.waitScreen("the export status", 15*time.Second, func(scr string) bool {
 		return strings.Contains(scr, "exported")
 	}))
-	for _, k := range []string{"Tab", "Tab", "?"} {
-		s.keys(k)
-		outs.add("demo screen after "+k, s.screen())
+	// One key at a time, each awaited on screen: keys that reach the
+	// program in one read arrive as one multi-rune key (bubbletea), which
+	// no binding matches.
+	for _, k := range []struct{ key, view string }{{"Tab", "[Endpoints]"}, {"Tab", "[Events]"}, {"?", "[Help]"}} {
+		s.keys(k.key)
+		outs.add("demo screen "+k.view, s.waitScreen(k.view, 10*time.Second, func(scr string) bool {
+			return strings.Contains(scr, k.view)
+		}))
 	}
-	// Leave help with ? (Escape followed at once by q would read as alt+q).
-	s.keys("?")
 	s.keys("q")
 	code, stderr := s.waitExit(15 * time.Second)
 	outs.add("demo stderr", stderr)

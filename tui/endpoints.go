@@ -123,7 +123,11 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 			out = append(out, l)
 		}
 	} else if len(ep.Indexes) > 0 && sel {
-		out = append(out, st.Dim.Render(fmt.Sprintf("      %d indexes (enter expands)", len(ep.Indexes))))
+		noun := "indexes"
+		if len(ep.Indexes) == 1 {
+			noun = "index"
+		}
+		out = append(out, st.Dim.Render(fmt.Sprintf("      %d %s (enter expands)", len(ep.Indexes), noun)))
 	}
 	return out
 }

@@ -2,56 +2,62 @@ package tui
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/poller"
 )
 
 // eventsView lists engine and operator events, newest first: time, kind,
-// operation (or endpoint), message and request id.
+// operation (or endpoint), message and request id. A long message wraps
+// onto at most eventLines lines so its request id stays readable.
 func (m *Model) eventsView() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	n := m.bodyHeight() - 1
-	// Wide enough: the request id gets its own column (whole: it is what
-	// Databricks support asks for); narrower, it follows the message.
-	idCol := m.ctx.width >= 120
-	head := fmt.Sprintf("  %-8s  %-12s %-10s ", "TIME", "KIND", "TARGET")
-	if idCol {
-		head += fmt.Sprintf("%-36s ", "REQUEST ID")
-	}
-	out := []string{st.ColHead.Render(head + "MESSAGE")}
+	n := m.bodyHeight()
+	out := []string{st.ColHead.Render(fmt.Sprintf("  %-8s  %-12s %-10s %s", "TIME", "KIND", "TARGET", "MESSAGE"))}
 	if m.ring.len() == 0 {
 		return append(out, st.Dim.Render("  no events yet"))
 	}
-	for i := m.evOffset; i < m.ring.len() && len(out) <= n; i++ {
+	const prefixW = 2 + 8 + 2 + 12 + 1 + 10 + 1
+	msgW := max(20, m.ctx.width-prefixW)
+	for i := m.evOffset; i < m.ring.len() && len(out) < n; i++ {
 		e := m.ring.at(i)
 		target := shortID(e.StatementID, g.Ellipsis)
 		if target == "" {
 			target = e.Endpoint
 		}
-		msg, id := eventText(e), e.RequestID
-		if id == "" && e.Err != nil {
-			id = e.Err.RequestID
+		msg := eventText(e)
+		if id := eventRequestID(e); id != "" {
+			msg += "  request_id " + id
 		}
-		line := fmt.Sprintf("  %s  %-12s %s ", e.At.UTC().Format("15:04:05"), e.Kind, fit(target, 10, g.Ellipsis))
-		switch {
-		case idCol:
-			line += fit(id, 36, "") + " " + msg
-		case id != "":
-			line += msg + "  request_id " + id
-		default:
-			line += msg
+		parts := strings.Split(ansi.Wrap(msg, msgW, " "), "\n")
+		if len(parts) > eventLines {
+			parts = parts[:eventLines]
+			parts[eventLines-1] = ansi.Truncate(parts[eventLines-1], msgW-1, "") + g.Ellipsis
 		}
+		style := lipgloss.NewStyle()
 		switch {
 		case e.Kind == poller.EventGiveUp || e.Kind == poller.EventCloseFailed ||
 			(e.Flag != nil && e.Flag.Severity == "critical" && e.Kind == poller.EventFlagRaised):
-			line = st.Crit.Render(line)
+			style = st.Crit
 		case e.Kind == poller.EventRetry || e.Kind == poller.EventFlagRaised:
-			line = st.Warn.Render(line)
+			style = st.Warn
 		}
-		out = append(out, line)
+		for j, p := range parts {
+			line := strings.Repeat(" ", prefixW) + p
+			if j == 0 {
+				line = fmt.Sprintf("  %s  %-12s %s %s", e.At.UTC().Format("15:04:05"), e.Kind, fit(target, 10, g.Ellipsis), p)
+			}
+			out = append(out, style.Render(line))
+		}
 	}
 	return out
 }
+
+// eventLines bounds how many lines one event may take.
+const eventLines = 3
 
 // eventText is an event's message with its call, flag and error.
 func eventText(e poller.Event) string {
@@ -79,14 +85,12 @@ func eventText(e poller.Event) string {
 	return s
 }
 
-// eventRequestID is the event's request id, from the event or its error,
-// unless the error text already carries it.
+// eventRequestID is the event's request id unless its text already
+// carries it (errorLine prints the error's).
 func eventRequestID(e poller.Event) string {
-	if e.RequestID != "" {
-		if e.Err != nil && e.Err.RequestID == e.RequestID {
-			return "" // errorLine already printed it
-		}
-		return e.RequestID
+	id := e.RequestID
+	if id == "" || strings.Contains(e.Message, id) || (e.Err != nil && e.Err.RequestID == id) {
+		return ""
 	}
-	return ""
+	return id
 }

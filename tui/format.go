@@ -121,7 +121,9 @@ func errorLine(e *model.ErrorInfo) string {
 		return ""
 	}
 	var b strings.Builder
-	if e.Call != "" {
+	// The engine's messages often name the call and request id already;
+	// say each once.
+	if e.Call != "" && !strings.HasPrefix(e.Message, e.Call) {
 		b.WriteString(e.Call)
 		b.WriteString(": ")
 	}
@@ -145,7 +147,7 @@ func errorLine(e *model.ErrorInfo) string {
 		}
 		b.WriteString(")")
 	}
-	if e.RequestID != "" {
+	if e.RequestID != "" && !strings.Contains(e.Message, e.RequestID) {
 		b.WriteString(" request_id " + e.RequestID)
 	}
 	return b.String()

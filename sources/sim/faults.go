@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -163,6 +164,7 @@ type decision struct {
 // from (Seed, call), so the faults one call sees do not depend on how many
 // requests other calls made: a run is reproducible per call.
 type injector struct {
+	n        atomic.Int32 // len(faults): the no-fault fast path takes no lock
 	mu       sync.Mutex
 	seed     int64
 	faults   Faults
@@ -171,13 +173,16 @@ type injector struct {
 }
 
 func newInjector(seed int64, f Faults) *injector {
-	return &injector{seed: seed, faults: f, rngs: map[string]*rand.Rand{}}
+	in := &injector{seed: seed, faults: f, rngs: map[string]*rand.Rand{}}
+	in.n.Store(int32(len(f)))
+	return in
 }
 
 func (in *injector) set(f Faults) {
 	in.mu.Lock()
 	in.faults = f
 	in.rngs = map[string]*rand.Rand{}
+	in.n.Store(int32(len(f)))
 	in.mu.Unlock()
 }
 
@@ -201,6 +206,9 @@ func (in *injector) rng(call string) *rand.Rand {
 // decide evaluates the spec for one request. Items are evaluated in order;
 // latencies add up; the first answer-replacing fault that fires wins.
 func (in *injector) decide(call string) decision {
+	if in.n.Load() == 0 {
+		return decision{}
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var d decision
@@ -241,6 +249,9 @@ func (in *injector) decide(call string) decision {
 
 // exhausted reports whether the spec declares the endpoint full.
 func (in *injector) exhausted(endpoint string) bool {
+	if in.n.Load() == 0 {
+		return false
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, f := range in.faults {

@@ -266,7 +266,7 @@ func (s *Server) closeStatement(w http.ResponseWriter, r *http.Request) {
 	}
 	ci := callFrom(r.Context())
 	if ci.observer && s.scriptedObserverCloseFails(g) {
-		s.count(s.faults, FaultUnavailable)
+		s.count(&s.faults, FaultUnavailable)
 		s.inject(w, FaultUnavailable, 0)
 		return
 	}

@@ -163,7 +163,7 @@ func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
 	case res.full:
 		if forced {
-			s.count(s.faults, FaultExhausted)
+			s.count(&s.faults, FaultExhausted)
 		}
 		writeAPIError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", fmt.Sprintf(
 			"Endpoint %s has reached its capacity of %d rows; upserts are rejected until rows are deleted or the endpoint is resized.",

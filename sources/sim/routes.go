@@ -39,7 +39,7 @@ func (s *Server) routes() http.Handler {
 	// The SDK's host discovery document is public on real workspaces too:
 	// the only route without the token.
 	mux.HandleFunc("GET /.well-known/databricks-config", func(w http.ResponseWriter, r *http.Request) {
-		s.count(s.requests, "HostMetadata")
+		s.count(&s.requests, "HostMetadata")
 		writeJSON(w, map[string]any{
 			"oidc_endpoint": s.url + "/oidc",
 			"workspace_id":  "1234567890123456",

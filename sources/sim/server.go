@@ -32,9 +32,11 @@ type Server struct {
 	warehouses []warehouse
 	started    time.Time // wall time, for the demo's scripted timeline
 
-	statsMu  sync.Mutex
-	requests map[string]int64
-	faults   map[string]int64
+	// Counters are sync.Maps of *atomic.Int64: the request path takes no
+	// shared lock to count (a lock there collapses throughput when the
+	// machine is oversubscribed).
+	requests sync.Map
+	faults   sync.Map
 
 	rules  []rule // scenario-scripted faults (demo)
 	hints  hints
@@ -79,13 +81,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	s := &Server{
 		o: o, token: token, ln: ln,
-		url:      "http://" + ln.Addr().String(),
-		store:    newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
-		vec:      newVectors(o.Clock.Now()),
-		inj:      newInjector(o.Seed, faults),
-		requests: map[string]int64{},
-		faults:   map[string]int64{},
-		started:  time.Now(),
+		url:     "http://" + ln.Addr().String(),
+		store:   newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
+		vec:     newVectors(o.Clock.Now()),
+		inj:     newInjector(o.Seed, faults),
+		started: time.Now(),
 	}
 	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
 	s.thrift = thrift.NewHandler(&thriftService{s: s})
@@ -246,10 +246,21 @@ func (s *Server) newCall(r *http.Request, call string) *callInfo {
 	return ci
 }
 
-func (s *Server) count(m map[string]int64, k string) {
-	s.statsMu.Lock()
-	m[k]++
-	s.statsMu.Unlock()
+func (s *Server) count(m *sync.Map, k string) {
+	v, ok := m.Load(k)
+	if !ok {
+		v, _ = m.LoadOrStore(k, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+func snapshot(m *sync.Map) map[string]int64 {
+	out := map[string]int64{}
+	m.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 func (s *Server) authorized(r *http.Request) bool {
@@ -266,7 +277,7 @@ type rule func(ci *callInfo, r *http.Request, body []byte) string
 // scripted faults) and then handle. faults=false exempts the introspection
 // endpoints.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, body []byte, faults bool, handle func(http.ResponseWriter, *http.Request)) {
-	s.count(s.requests, ci.call)
+	s.count(&s.requests, ci.call)
 	if ci.conn.stale.Load() {
 		// The stale fault's second half: this connection's reuse fails.
 		resetConn(w)
@@ -281,7 +292,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 	if faults {
 		d = s.inj.decide(ci.call)
 		if d.latency > 0 {
-			s.count(s.faults, FaultLatency)
+			s.count(&s.faults, FaultLatency)
 			t := time.NewTimer(d.latency)
 			select {
 			case <-t.C:
@@ -303,7 +314,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 			}
 		}
 		if kind != "" {
-			s.count(s.faults, kind)
+			s.count(&s.faults, kind)
 			s.inject(w, kind, d.gateway)
 			return
 		}
@@ -311,7 +322,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 	ctx := context.WithValue(r.Context(), callKey{}, ci)
 	handle(w, r.WithContext(ctx))
 	if d.stale {
-		s.count(s.faults, FaultStale)
+		s.count(&s.faults, FaultStale)
 		ci.conn.stale.Store(true)
 	}
 }
@@ -397,16 +408,7 @@ type TruthEndpoint struct {
 
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
-	st := Stats{Operations: s.store.stats(), Requests: map[string]int64{}, Faults: map[string]int64{}}
-	s.statsMu.Lock()
-	for k, v := range s.requests {
-		st.Requests[k] = v
-	}
-	for k, v := range s.faults {
-		st.Faults[k] = v
-	}
-	s.statsMu.Unlock()
-	return st
+	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults)}
 }
 
 // Truth returns the /sim/v1/truth document, newest operation first.

@@ -155,6 +155,7 @@ func runOrphansDbxtop(t *testing.T, sc orphanScenario, n, secs int) orphanResult
 	r.polls = d.Requests["GetOperationStatus"]
 	r.faults = d.Faults
 	r.elapsed = time.Since(start)
+	setFaults(t, s, "")
 
 	h := eng.Health()
 	t.Logf("dbxtop engine health: followed=%d polls=%d retries=%d give_ups=%d budget=%.0f/%.0f last_error=%v",

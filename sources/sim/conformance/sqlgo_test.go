@@ -239,6 +239,15 @@ func TestSQLGoCancel(t *testing.T) {
 	if o.ClientKind != "external" {
 		t.Errorf("client_kind = %q, want external", o.ClientKind)
 	}
+	// The driver cancels but never closes a cancelled query
+	// (sentinel → CancelOperation only); HiveServer2 keeps a cancelled
+	// operation open until it is closed, and so must the simulator.
+	if !o.Open {
+		t.Errorf("cancelled statement reported closed; the driver sent no CloseOperation, so it must stay open")
+	}
+	if st := getStats(t, s); st.Requests["CloseOperation"] != 0 {
+		t.Errorf("CloseOperation requests = %d; the driver is not expected to close a cancelled query", st.Requests["CloseOperation"])
+	}
 	if st := getStats(t, s); st.Requests["CancelOperation"] < 1 {
 		t.Errorf("CancelOperation requests = %d, want ≥ 1", st.Requests["CancelOperation"])
 	}

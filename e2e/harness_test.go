@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
+	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
+)
+
+// The in-process harness: a simulated workspace and dbxtop's engine built
+// exactly as cmd/wire.go's runWorkspaceTUI builds it (REST discovery and
+// capacity, Thrift status with the REST fallback, Thrift actions on the
+// simulator), minus the TUI. Used by the fault matrix and the load test.
+
+// longRun reports whether the long variants were asked for (DBXTOP_LONG=1).
+func longRun() bool { return os.Getenv("DBXTOP_LONG") == "1" }
+
+// leakOpts are the goroutines goleak must not count: opencensus (pulled in
+// by databricks-sdk-go) starts its worker in an init function.
+var leakOpts = []goleak.Option{goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")}
+
+// callCounter counts dbxtop's own calls by what the engine asked its
+// sources for: one source call is one HTTP request, except discovery,
+// which may read several pages (counted once; during an outage its first
+// page fails, so it is exactly one request then).
+type callCounter struct {
+	status, discover, capacity, actions atomic.Int64
+}
+
+func (c *callCounter) total() int64 {
+	return c.status.Load() + c.discover.Load() + c.capacity.Load() + c.actions.Load()
+}
+
+type countingStatus struct {
+	poller.StatusSource
+	n *atomic.Int64
+}
+
+func (s countingStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	s.n.Add(1)
+	return s.StatusSource.Status(ctx, ref)
+}
+
+type countingDiscoverer struct {
+	poller.Discoverer
+	n *atomic.Int64
+}
+
+func (d countingDiscoverer) Discover(ctx context.Context) ([]poller.Discovered, error) {
+	d.n.Add(1)
+	return d.Discoverer.Discover(ctx)
+}
+
+type countingCapacity struct {
+	poller.CapacitySource
+	n *atomic.Int64
+}
+
+func (c countingCapacity) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+	c.n.Add(1)
+	return c.CapacitySource.Endpoints(ctx)
+}
+
+type countingActions struct {
+	poller.ActionSource
+	n *atomic.Int64
+}
+
+func (a countingActions) Close(ctx context.Context, ref sources.Ref) error {
+	a.n.Add(1)
+	return a.ActionSource.Close(ctx, ref)
+}
+
+func (a countingActions) Cancel(ctx context.Context, ref sources.Ref) error {
+	a.n.Add(1)
+	return a.ActionSource.Cancel(ctx, ref)
+}
+
+// rigOptions configures one harness run; zero values are useful.
+type rigOptions struct {
+	Thresholds model.Thresholds // zero → model defaults
+	Refresh    time.Duration    // zero → the engine's 5 s
+	MaxPages   int              // query-history pages per listing; 0 → the client's default
+}
+
+// rig is one engine following one workspace URL. The simulator behind
+// the URL may be replaced (a restart): the clients keep the URL.
+type rig struct {
+	t      testing.TB
+	eng    *poller.Engine
+	rest   *databricks.Client
+	tc     *thrift.Client
+	calls  *callCounter
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	evMu   sync.Mutex
+	events []poller.Event
+	evStop chan struct{}
+	evDone chan struct{}
+}
+
+// startRig builds the engine against host/token and starts Run and an
+// event collector. Stop it with stop (also registered as Cleanup).
+func startRig(t testing.TB, host, token string, o rigOptions) *rig {
+	t.Helper()
+	ctx := context.Background()
+	ua := "dbxtop/e2e"
+	rest, err := databricks.New(ctx, databricks.Config{
+		Host: host, Token: token, UserAgent: ua, MaxPages: o.MaxPages,
+	})
+	if err != nil {
+		t.Fatalf("databricks.New(%s): %v", host, err)
+	}
+	tc, err := thrift.NewClient(thrift.Options{
+		Host: rest.Host(), Authenticate: rest.Authenticate, UserAgent: ua,
+	})
+	if err != nil {
+		t.Fatalf("thrift.NewClient: %v", err)
+	}
+	calls := &callCounter{}
+	opts := poller.Options{
+		Discoverer: countingDiscoverer{rest, &calls.discover},
+		Status:     countingStatus{databricks.StatusWithFallback(tc, rest), &calls.status},
+		// As in cmd/wire.go for a simulated workspace: Thrift actions.
+		Actions:    countingActions{tc, &calls.actions},
+		Capacity:   countingCapacity{rest, &calls.capacity},
+		Thresholds: o.Thresholds,
+		Refresh:    o.Refresh,
+		Workspace:  model.Workspace{Host: rest.Host()},
+		Idle:       []poller.IdleCloser{rest, tc},
+	}
+	r := &rig{t: t, eng: poller.NewEngine(opts), rest: rest, tc: tc, calls: calls,
+		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{})}
+	runCtx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	go func() {
+		defer close(r.done)
+		if err := r.eng.Run(runCtx); err != nil {
+			t.Errorf("engine Run returned %v; want nil", err)
+		}
+	}()
+	go r.collect()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// collect keeps every event: the engine drops the oldest when its buffer
+// is full, and the matrix needs all flag and give-up events.
+func (r *rig) collect() {
+	defer close(r.evDone)
+	for {
+		select {
+		case ev := <-r.eng.Events():
+			r.evMu.Lock()
+			r.events = append(r.events, ev)
+			r.evMu.Unlock()
+		case <-r.evStop:
+			// Run has returned: take what is left and stop.
+			for {
+				select {
+				case ev := <-r.eng.Events():
+					r.evMu.Lock()
+					r.events = append(r.events, ev)
+					r.evMu.Unlock()
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// stop ends Run (which waits for its goroutines), then the collector and
+// the clients' pooled connections. Idempotent.
+func (r *rig) stop() {
+	select {
+	case <-r.evDone:
+		return
+	default:
+	}
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("engine Run did not return within 30s of cancel")
+	}
+	close(r.evStop)
+	<-r.evDone
+	r.rest.CloseIdleConnections()
+	r.tc.CloseIdleConnections()
+}
+
+// eventsCopy returns the events collected so far.
+func (r *rig) eventsCopy() []poller.Event {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	return append([]poller.Event(nil), r.events...)
+}
+
+// startSimServer starts an in-process simulator; Cleanup closes it.
+func startSimServer(t testing.TB, o sim.Options) *sim.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := sim.Start(ctx, o)
+	if err != nil {
+		t.Fatalf("sim.Start: %v", err)
+	}
+	t.Cleanup(func() { closeSim(t, s) })
+	return s
+}
+
+// closeSim closes s (idempotent as far as the tests need: Close twice is
+// avoided by the callers tracking which server is current).
+func closeSim(t testing.TB, s *sim.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+// sumRequests totals a simulator's request counters.
+func sumRequests(st sim.Stats) int64 {
+	var n int64
+	for _, v := range st.Requests {
+		n += v
+	}
+	return n
+}
+
+// sumFaults totals a simulator's injected faults.
+func sumFaults(st sim.Stats) int64 {
+	var n int64
+	for _, v := range st.Faults {
+		n += v
+	}
+	return n
+}
