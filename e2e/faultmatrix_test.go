@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
@@ -148,6 +150,7 @@ type fmResult struct {
 	raised               int // INACTIVE/UNCLOSED/REAPED/CLOSE_FAILED flags raised
 	falsePos             int
 	stale, staleHealthy  int
+	blind                int // INACTIVE on a healthy op from activity dbxtop could not see
 	retries, giveUps     int64
 	requests, faults     int64
 	engineCalls          int64
@@ -164,19 +167,28 @@ func TestFaultMatrix(t *testing.T) {
 		mu      sync.Mutex
 		results []fmResult
 	)
+	// The cases run at the same time, whatever -parallel says: each is
+	// mostly waiting on its simulated timeline, and one after the other
+	// they would take minutes. (t.Run may be called from several
+	// goroutines at once.)
 	t.Run("cases", func(t *testing.T) {
+		var wg sync.WaitGroup
 		for i, c := range fmCases {
 			if !longRun() && !c.short {
 				continue
 			}
-			t.Run(c.name, func(t *testing.T) {
-				t.Parallel()
-				r := runFaultCase(t, c, int64(100+i), dur)
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
-			})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(c.name, func(t *testing.T) {
+					r := runFaultCase(t, c, int64(100+i), dur)
+					mu.Lock()
+					results = append(results, r)
+					mu.Unlock()
+				})
+			}()
 		}
+		wg.Wait()
 	})
 	// Every case stopped its engine, its clients and its simulators.
 	goleak.VerifyNone(t, leakOpts...)
@@ -214,7 +226,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	cur.Store(s1)
 	th := model.Thresholds{InactivityWarn: fmWarn, ServerIdleTimeout: fmIdle, LeakAfter: fmLeakAfter}
 	start := time.Now()
-	rg := startRig(t, s1.URL(), token, rigOptions{Thresholds: th, Refresh: fmRefresh})
+	rg := startRig(t, s1.URL(), token, rigOptions{Thresholds: th, Refresh: fmRefresh, RecordPolls: true})
 
 	// Ground truth, sampled.
 	tl := &truthLog{ops: map[string]*opHistory{}}
@@ -293,9 +305,11 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 		inSnap[o.StatementID] = o
 	}
 	discovered := map[string]time.Time{}
+	discMsg := map[string]string{}
 	for _, ev := range events {
 		if ev.Kind == poller.EventDiscovered {
 			discovered[ev.StatementID] = ev.At
+			discMsg[ev.StatementID] = ev.Message
 		}
 	}
 	res.followed = len(discovered)
@@ -304,7 +318,12 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	}
 	for id := range discovered {
 		if _, ok := inSnap[id]; !ok {
-			t.Errorf("operation %s was discovered but is no longer in the snapshot (dropped)", id)
+			desc := "unknown to the simulator's truth"
+			if h := tl.ops[id]; h != nil {
+				desc = fmt.Sprintf("truth: %s %s open=%t", h.kind, h.last().State, h.last().Open)
+			}
+			t.Errorf("operation %s discovered at +%s (%q) is no longer in the snapshot (dropped); %s",
+				id, discovered[id].Sub(start).Round(10*time.Millisecond), discMsg[id], desc)
 		}
 	}
 	// Never called gone while the server still holds it open.
@@ -396,11 +415,31 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 			if h.kind != sim.KindHealthy {
 				continue
 			}
+			// What could dbxtop see? Its last successful poll of the
+			// operation at or before the flag.
+			p, polled := rg.polls.lastOK(id, r.at)
+			if kind == model.FlagInactive || kind == model.FlagUnclosed {
+				if !polled {
+					res.blind++
+					continue
+				}
+				if healthyFlagFalse(kind, r.at, h) != "" && healthyFlagFalseAsOf(kind, r.at, p.at, h) == "" {
+					// True as of dbxtop's last good poll; what changed after
+					// it dbxtop could not see (its polls were failing).
+					// Counted, not judged.
+					res.blind++
+					continue
+				}
+			}
 			why := healthyFlagFalse(kind, r.at, h)
 			if why != "" {
 				res.falsePos++
-				t.Errorf("false %s (%s) at +%s on healthy operation %s: %s",
-					kind, r.sev, r.at.Sub(start).Round(10*time.Millisecond), id, why)
+				seen := "never polled ok"
+				if polled {
+					seen = fmt.Sprintf("last ok poll at +%s reported activity %v", p.at.Sub(start).Round(10*time.Millisecond), p.activity)
+				}
+				t.Errorf("false %s (%s) at +%s on healthy operation %s: %s (%s)",
+					kind, r.sev, r.at.Sub(start).Round(10*time.Millisecond), id, why, seen)
 			}
 		}
 	}
@@ -505,9 +544,9 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	if c.spec != "" && res.faults == 0 {
 		t.Errorf("faults %q: the simulator injected none", c.spec)
 	}
-	t.Logf("%s: %s followed=%d abandons %d/%d close_fails %d/%d raised=%d false=%d stale=%d (healthy %d) gone=%d retries=%d give-ups=%d requests=%d faults=%d dbxtop-calls=%d",
+	t.Logf("%s: %s followed=%d abandons %d/%d close_fails %d/%d raised=%d false=%d blind=%d stale=%d (healthy %d) gone=%d retries=%d give-ups=%d requests=%d faults=%d dbxtop-calls=%d",
 		c.name, res.dur.Round(time.Second), res.followed, res.abandOK, res.abandonsExp, res.closeOK, res.closeExp,
-		res.raised, res.falsePos, res.stale, res.staleHealthy, res.gone, res.retries, res.giveUps, res.requests, res.faults, res.engineCalls)
+		res.raised, res.falsePos, res.blind, res.stale, res.staleHealthy, res.gone, res.retries, res.giveUps, res.requests, res.faults, res.engineCalls)
 	return res
 }
 
@@ -516,7 +555,13 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 // healthy clients meet the injected faults too: one that gave up polling
 // and could not close is a real orphan, and flagging it is right.
 func healthyFlagFalse(kind model.FlagKind, t time.Time, h *opHistory) string {
-	o, ok := h.at(t)
+	return healthyFlagFalseAsOf(kind, t, t, h)
+}
+
+// healthyFlagFalseAsOf judges a flag raised at t against the truth as it
+// was at asOf (dbxtop's last successful poll).
+func healthyFlagFalseAsOf(kind model.FlagKind, t, asOf time.Time, h *opHistory) string {
+	o, ok := h.at(asOf)
 	if !ok {
 		return "the simulator did not list it yet"
 	}
@@ -552,13 +597,49 @@ func hasWSError(s model.Snapshot, code string) bool {
 
 func fmTable(rs []fmResult, dur time.Duration) string {
 	var b strings.Builder
-	b.WriteString("| fault | rate | duration | operations followed | abandons flagged / expected | close_fails flagged / expected | flags raised (false) | STALE (on healthy) | gone | retries | give-ups | requests (sim) | faults injected | dbxtop calls |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | rate | duration | operations followed | abandons flagged / expected | close_fails flagged / expected | flags raised (false) | INACTIVE while blind | STALE (on healthy) | gone | retries | give-ups | requests (sim) | faults injected | dbxtop calls |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d / %d | %d / %d | %d (%d) | %d (%d) | %d | %d | %d | %d | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d / %d | %d / %d | %d (%d) | %d | %d (%d) | %d | %d | %d | %d | %d | %d |\n",
 			r.c.name, r.c.rate, r.dur.Round(time.Second), r.followed, r.abandOK, r.abandonsExp, r.closeOK, r.closeExp,
-			r.raised, r.falsePos, r.stale, r.staleHealthy, r.gone, r.retries, r.giveUps, r.requests, r.faults, r.engineCalls)
+			r.raised, r.falsePos, r.blind, r.stale, r.staleHealthy, r.gone, r.retries, r.giveUps, r.requests, r.faults, r.engineCalls)
 	}
 	_ = dur
 	return b.String()
+}
+
+// TestKnownBugRESTHostRace shows a data race in sources/databricks (not
+// ours to fix here; reported): Client.Host() calls the SDK's
+// Config.CanonicalHostName, which rewrites Config.Host on every call, and
+// wrapErr calls Host() for every API error, so two calls of one client
+// failing at the same time race. Run with DBXTOP_KNOWN_BUGS=1 and -race:
+// it fails until Host() caches the canonical host. The harness works
+// around it with one REST client per role.
+func TestKnownBugRESTHostRace(t *testing.T) {
+	if os.Getenv("DBXTOP_KNOWN_BUGS") != "1" {
+		t.Skip("known bug in sources/databricks (Client.Host races); DBXTOP_KNOWN_BUGS=1 -race shows it")
+	}
+	// Every call answers 503: discovery and capacity fail at once, as
+	// they did in the fault matrix under -race.
+	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "unavailable=1"})
+	c, err := databricks.New(context.Background(), databricks.Config{Host: s.URL(), Token: s.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if _, err := c.Discover(context.Background()); err == nil {
+			t.Errorf("Discover under unavailable=1: want an error")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if _, err := c.Endpoints(context.Background()); err == nil {
+			t.Errorf("Endpoints under unavailable=1: want an error")
+		}
+	}()
+	wg.Wait()
 }

@@ -44,12 +44,51 @@ func (c *callCounter) total() int64 {
 
 type countingStatus struct {
 	poller.StatusSource
-	n *atomic.Int64
+	n   *atomic.Int64
+	log *pollLog // nil: not recorded (the load test)
 }
 
 func (s countingStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
 	s.n.Add(1)
-	return s.StatusSource.Status(ctx, ref)
+	st, err := s.StatusSource.Status(ctx, ref)
+	if err == nil && s.log != nil {
+		s.log.add(ref.StatementID, time.Now(), st.ClientLastActivity)
+	}
+	return st, err
+}
+
+// pollLog keeps when each status poll of each operation succeeded: what
+// dbxtop could know, and when (the fault matrix judges flags by it).
+type pollLog struct {
+	mu sync.Mutex
+	ok map[string][]okPoll
+}
+
+// okPoll is one successful status poll: when it returned and the owner
+// activity it reported (nil: the source could not tell).
+type okPoll struct {
+	at       time.Time
+	activity *time.Time
+}
+
+func (l *pollLog) add(id string, at time.Time, activity *time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ok[id] = append(l.ok[id], okPoll{at, activity})
+}
+
+// lastOK is the last successful poll of id at or before t.
+func (l *pollLog) lastOK(id string, t time.Time) (okPoll, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out okPoll
+	for _, p := range l.ok[id] {
+		if p.at.After(t) {
+			break
+		}
+		out = p
+	}
+	return out, !out.at.IsZero()
 }
 
 type countingDiscoverer struct {
@@ -89,9 +128,10 @@ func (a countingActions) Cancel(ctx context.Context, ref sources.Ref) error {
 
 // rigOptions configures one harness run; zero values are useful.
 type rigOptions struct {
-	Thresholds model.Thresholds // zero → model defaults
-	Refresh    time.Duration    // zero → the engine's 5 s
-	MaxPages   int              // query-history pages per listing; 0 → the client's default
+	Thresholds  model.Thresholds // zero → model defaults
+	Refresh     time.Duration    // zero → the engine's 5 s
+	MaxPages    int              // query-history pages per listing; 0 → the client's default
+	RecordPolls bool             // keep every successful poll's time (rig.polls)
 }
 
 // rig is one engine following one workspace URL. The simulator behind
@@ -99,9 +139,10 @@ type rigOptions struct {
 type rig struct {
 	t      testing.TB
 	eng    *poller.Engine
-	rest   *databricks.Client
+	rests  []*databricks.Client
 	tc     *thrift.Client
 	calls  *callCounter
+	polls  *pollLog
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -117,31 +158,47 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 	t.Helper()
 	ctx := context.Background()
 	ua := "dbxtop/e2e"
-	rest, err := databricks.New(ctx, databricks.Config{
-		Host: host, Token: token, UserAgent: ua, MaxPages: o.MaxPages,
-	})
-	if err != nil {
-		t.Fatalf("databricks.New(%s): %v", host, err)
+	// WORKAROUND: one REST client per role instead of cmd/wire.go's single
+	// shared one. databricks.Client.Host() (sources/databricks/client.go)
+	// calls the SDK's Config.CanonicalHostName, which rewrites Config.Host
+	// on every call; wrapErr calls it for every API error, so two calls
+	// failing at once (discovery and capacity during a fault) race. The
+	// engine never runs discovery (or capacity) concurrently with itself,
+	// so a client per role keeps -race quiet. TestKnownBugRESTHostRace
+	// shows the bug.
+	newRest := func() *databricks.Client {
+		c, err := databricks.New(ctx, databricks.Config{
+			Host: host, Token: token, UserAgent: ua, MaxPages: o.MaxPages,
+		})
+		if err != nil {
+			t.Fatalf("databricks.New(%s): %v", host, err)
+		}
+		return c
 	}
+	disc, capa, fallback := newRest(), newRest(), newRest()
 	tc, err := thrift.NewClient(thrift.Options{
-		Host: rest.Host(), Authenticate: rest.Authenticate, UserAgent: ua,
+		Host: disc.Host(), Authenticate: disc.Authenticate, UserAgent: ua,
 	})
 	if err != nil {
 		t.Fatalf("thrift.NewClient: %v", err)
 	}
 	calls := &callCounter{}
+	var polls *pollLog
+	if o.RecordPolls {
+		polls = &pollLog{ok: map[string][]okPoll{}}
+	}
 	opts := poller.Options{
-		Discoverer: countingDiscoverer{rest, &calls.discover},
-		Status:     countingStatus{databricks.StatusWithFallback(tc, rest), &calls.status},
+		Discoverer: countingDiscoverer{disc, &calls.discover},
+		Status:     countingStatus{databricks.StatusWithFallback(tc, fallback), &calls.status, polls},
 		// As in cmd/wire.go for a simulated workspace: Thrift actions.
 		Actions:    countingActions{tc, &calls.actions},
-		Capacity:   countingCapacity{rest, &calls.capacity},
+		Capacity:   countingCapacity{capa, &calls.capacity},
 		Thresholds: o.Thresholds,
 		Refresh:    o.Refresh,
-		Workspace:  model.Workspace{Host: rest.Host()},
-		Idle:       []poller.IdleCloser{rest, tc},
+		Workspace:  model.Workspace{Host: disc.Host()},
+		Idle:       []poller.IdleCloser{disc, capa, fallback, tc},
 	}
-	r := &rig{t: t, eng: poller.NewEngine(opts), rest: rest, tc: tc, calls: calls,
+	r := &rig{t: t, eng: poller.NewEngine(opts), rests: []*databricks.Client{disc, capa, fallback}, tc: tc, calls: calls, polls: polls,
 		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{})}
 	runCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
@@ -198,7 +255,9 @@ func (r *rig) stop() {
 	}
 	close(r.evStop)
 	<-r.evDone
-	r.rest.CloseIdleConnections()
+	for _, c := range r.rests {
+		c.CloseIdleConnections()
+	}
 	r.tc.CloseIdleConnections()
 }
 

@@ -50,7 +50,7 @@ var perfBands = []perfBand{
 	{"long-running (≥ 60 s)", time.Minute, math.MaxInt64},
 }
 
-// perfWorkload is how many statements run for how long, per perfBand.
+// perfWorkload is how many statements run for how long, per band.
 type perfWorkload struct {
 	young, warm, long    int
 	youngS, warmS, longS [2]float64 // sleep range, seconds
@@ -155,7 +155,7 @@ type perfPollingResult struct {
 	name                 string
 	calls, afterTerminal int
 	failed               int
-	perBand              [3]float64 // live status calls per operation-minute, by age perfBand
+	perBand              [3]float64 // live status calls per operation-minute, by age band
 	perLiveMinute        float64    // over the whole live life
 	liveMinutes          [3]float64
 	detect               []time.Duration // FINISHED detection delays, all
@@ -183,9 +183,11 @@ func newPerfClient(tb testing.TB, s *sim.Server, ua string) *thrift.Client {
 }
 
 // perfFixedPoller follows one operation like a driver: poll, wait, repeat
-// until the operation is terminal.
+// until the operation is terminal. The first poll comes after a random
+// part of the interval: drivers start polling when their own statement
+// starts, not all in the same instant.
 func perfFixedPoller(ctx context.Context, c *thrift.Client, rec *perfRecorder, ref sources.Ref, every time.Duration) {
-	t := time.NewTimer(0)
+	t := time.NewTimer(rand.N(every))
 	defer t.Stop()
 	for {
 		select {
@@ -330,7 +332,7 @@ wait:
 
 // perfSummarise turns one contender's record into figures. A call is "live"
 // when it was made before the operation completed on the server; its age
-// perfBand is the operation's age at that moment. Exposure (operation-minutes)
+// band is the operation's age at that moment. Exposure (operation-minutes)
 // is counted from when following started to completion.
 func perfSummarise(r *perfRecorder, ops []perfOp, follow time.Time) perfPollingResult {
 	r.mu.Lock()
@@ -405,6 +407,14 @@ func perfPct(ds []time.Duration, p float64) time.Duration {
 
 func perfSecs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
+// perfPctText is perfPct for a table cell: "–" when there is no sample.
+func perfPctText(ds []time.Duration, p float64) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	return perfSecs(perfPct(ds, p))
+}
+
 // table renders the run as the Markdown tables of docs/performance.md.
 func (run perfPollingRun) table() string {
 	var b strings.Builder
@@ -415,16 +425,20 @@ func (run perfPollingRun) table() string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range run.results {
 		all := slices.Clone(r.detect)
-		fmt.Fprintf(&b, "| %s | %d (%d after FINISHED) | %.1f | %.1f× | %.1f | %s | %s | %s | %d/%d |\n",
-			r.name, r.calls, r.afterTerminal, r.perBand[2], r.perBand[2]/base.perBand[2], r.perLiveMinute,
+		ratio := "–"
+		if base.perBand[2] > 0 {
+			ratio = fmt.Sprintf("%.1f×", r.perBand[2]/base.perBand[2])
+		}
+		fmt.Fprintf(&b, "| %s | %d (%d on finished operations) | %.1f | %s | %.1f | %s | %s | %s | %d/%d |\n",
+			r.name, r.calls, r.afterTerminal, r.perBand[2], ratio, r.perLiveMinute,
 			perfSecs(perfPct(all, 50)), perfSecs(perfPct(all, 95)), perfSecs(perfPct(all, 100)), len(r.detect), len(run.ops))
 	}
-	b.WriteString("\nBy age perfBand (calls per operation-minute in the perfBand; FINISHED detection for statements that finished at that age):\n\n")
-	b.WriteString("| contender | perfBand | op-minutes | calls/op-minute | finished | detection p50 | p95 |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\nBy age band (calls per operation-minute in the band; FINISHED detection for statements that finished at that age):\n\n")
+	b.WriteString("| contender | band | op-minutes | calls/op-minute | finished | detection p50 | p95 |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range run.results {
 		for i, bd := range perfBands {
 			ds := slices.Clone(r.detectBand[i])
-			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %d | %s | %s |\n", r.name, bd.name, r.liveMinutes[i], r.perBand[i], len(ds), perfSecs(perfPct(ds, 50)), perfSecs(perfPct(ds, 95)))
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %d | %s | %s |\n", r.name, bd.name, r.liveMinutes[i], r.perBand[i], len(ds), perfPctText(ds, 50), perfPctText(ds, 95))
 		}
 	}
 	return b.String()

@@ -15,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+	"go.uber.org/goleak"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
@@ -24,7 +25,7 @@ import (
 // perfChurnEngine is a tui.Engine over n operations that churn: every second
 // 5 % of them finish and are replaced by new statements, 2 % change flag,
 // and every age and inactivity column advances with the clock. It stands
-// in for a busy workspace, so that the terminal perfTraffic of the real
+// in for a busy workspace, so that the terminal traffic of the real
 // Bubble Tea program can be measured without a server.
 type perfChurnEngine struct {
 	n      int
@@ -142,6 +143,7 @@ type perfTraffic struct {
 
 func perfTerminalTraffic(tb testing.TB, n, width, height int, warm, window time.Duration) perfTraffic {
 	tb.Helper()
+	before := goleak.IgnoreCurrent()
 	eng := newPerfChurnEngine(n, time.Now)
 	w := &perfWriter{}
 	r := lipgloss.NewRenderer(io.Discard)
@@ -164,6 +166,15 @@ func perfTerminalTraffic(tb testing.TB, n, width, height int, warm, window time.
 	cancel()
 	<-done
 	close(eng.events) // releases the TUI's event reader
+	// A tea.Tick armed before the quit keeps its goroutine until its timer
+	// fires (≤ the 1 s refresh; Bubble Tea cannot cancel it): wait for the
+	// program's goroutines to end, bounded, so the leak check at exit sees
+	// none of ours. goleak.Find retries for about 2 s per call.
+	for range 3 {
+		if goleak.Find(before) == nil {
+			break
+		}
+	}
 	w.mu.Lock()
 	sample := string(w.all)
 	w.mu.Unlock()
@@ -190,7 +201,7 @@ func BenchmarkTerminalBytes(b *testing.B) {
 				tr = perfTerminalTraffic(b, 1000, size.w, size.h, 3*time.Second, 10*time.Second)
 			}
 			if tr.snapshots == 0 || tr.bytesPerSec == 0 {
-				b.Fatalf("no steady-state perfTraffic: %+v", tr)
+				b.Fatalf("no steady-state traffic: %+v", tr)
 			}
 			b.ReportMetric(tr.bytesPerSec, "B/s")
 			b.ReportMetric(tr.writesPerSec, "writes/s")

@@ -110,3 +110,28 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestDemoSignals: SIGTERM and SIGINT (kill, not ^C: the terminal is in
+// raw mode) end `dbxtop demo` on a real terminal promptly, exit 0, with
+// nothing on stderr. Bubble Tea v1.3.10 could hang here (see
+// cmd/wire.go signalSafeUIContext).
+func TestDemoSignals(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			s := startTmux(t, 100, 30, home, home, "demo", "--no-color", "--refresh", "500ms")
+			s.waitScreen("operations", 30*time.Second, func(scr string) bool {
+				return strings.Contains(scr, "RUNNING") || strings.Contains(scr, "FINISHED")
+			})
+			sent := time.Now()
+			s.signal(sig)
+			code, stderr := s.waitExit(shutdownBound)
+			t.Logf("demo %s: exit %d within %s", sig, code, time.Since(sent).Round(10*time.Millisecond))
+			if code != 0 || stderr != "" {
+				t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+		})
+	}
+}

@@ -143,24 +143,33 @@ func TestTerminalTooSmall(t *testing.T) {
 	}
 }
 
-// dumpStacks sends SIGQUIT to the pane's program (the child of the pane's
-// shell) so that its goroutines land in the stderr file: a hang is
-// reported with where it hangs.
-func (s *tmuxSession) dumpStacks() {
+// signal sends sig to the pane's program (the child of the pane's shell).
+func (s *tmuxSession) signal(sig syscall.Signal) {
+	s.t.Helper()
 	out, err := exec.Command("tmux", "-L", s.socket, "display-message", "-p", "-t", "e2e", "#{pane_pid}").Output()
 	if err != nil {
-		return
+		s.t.Fatalf("pane pid: %v", err)
 	}
 	kids, err := exec.Command("ps", "-o", "pid=", "--ppid", strings.TrimSpace(string(out))).Output()
 	if err != nil {
-		return
+		s.t.Fatalf("ps: %v", err)
 	}
+	n := 0
 	for _, f := range strings.Fields(string(kids)) {
 		if pid, err := strconv.Atoi(f); err == nil {
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Signal(syscall.SIGQUIT)
+			if p, err := os.FindProcess(pid); err == nil && p.Signal(sig) == nil {
+				n++
 			}
 		}
 	}
+	if n != 1 {
+		s.t.Fatalf("signalled %d processes, want 1 (pane children: %q)", n, kids)
+	}
+}
+
+// dumpStacks sends SIGQUIT to the pane's program so that its goroutines
+// land in the stderr file: a hang is reported with where it hangs.
+func (s *tmuxSession) dumpStacks() {
+	s.signal(syscall.SIGQUIT)
 	time.Sleep(500 * time.Millisecond) // let the runtime write the dump; diagnostics only
 }

@@ -285,7 +285,7 @@ func TestDetailShowsEverything(t *testing.T) {
 	press(m, "esc", "j", "enter") // the INACTIVE one: long SQL, wrapped
 	screen = plain(m)
 	must(t, strings.Contains(screen, "FROM sales.orders o JOIN sales.customers c ON o.customer_id = c.id"), "SQL not whole:\n%s", screen)
-	must(t, strings.Contains(screen, "6m00s ⏳1m10s"), "no reaper countdown")
+	must(t, strings.Contains(screen, "6m00s →1m10s"), "no reaper countdown")
 }
 
 func TestExportWritesPrivateFiles(t *testing.T) {

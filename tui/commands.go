@@ -42,8 +42,20 @@ func (m *Model) fetch() tea.Cmd {
 
 // tick schedules the next fetch. Only one fetch is ever outstanding: the
 // next tick is armed when a snapshot arrives.
+// The timer stops when Run ends (done), so no goroutine outlives the
+// program by a refresh period.
 func (m *Model) tick() tea.Cmd {
-	return tea.Tick(m.ctx.opts.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+	d, done := m.ctx.opts.Refresh, m.done
+	return func() tea.Msg {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case now := <-t.C:
+			return tickMsg(now)
+		case <-done:
+			return nil
+		}
+	}
 }
 
 // waitEvent reads one engine event; Update re-arms it after each one, so

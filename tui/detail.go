@@ -2,10 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 )
@@ -66,7 +63,7 @@ func (m *Model) detailView() []string {
 	}
 
 	section("SQL")
-	for _, ln := range strings.Split(ansi.Wrap(op.SQL, w, " ,"), "\n") {
+	for _, ln := range wrapWords(op.SQL, w) {
 		add("  " + ln)
 	}
 
@@ -121,7 +118,7 @@ func (m *Model) detailView() []string {
 // wrapIndent wraps s to w cells: first line indented by two spaces, the
 // rest by indent.
 func wrapIndent(s string, w int, indent string) []string {
-	lines := strings.Split(ansi.Wrap(s, w-len(indent)+2, " "), "\n")
+	lines := wrapWords(s, w-len(indent)+2)
 	for i := range lines {
 		if i == 0 {
 			lines[i] = "  " + lines[i]

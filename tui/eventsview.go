@@ -28,14 +28,24 @@ func (m *Model) eventsView() []string {
 		if target == "" {
 			target = e.Endpoint
 		}
-		msg := eventText(e)
-		if id := eventRequestID(e); id != "" {
-			msg += "  request_id " + id
+		// The request id gets a line of its own so a long message never
+		// cuts it: it is what Databricks support asks for.
+		id := eventRequestID(e)
+		keep := eventLines
+		if id != "" {
+			keep--
 		}
-		parts := strings.Split(ansi.Wrap(msg, msgW, " "), "\n")
-		if len(parts) > eventLines {
-			parts = parts[:eventLines]
-			parts[eventLines-1] = ansi.Truncate(parts[eventLines-1], msgW-1, "") + g.Ellipsis
+		parts := wrapWords(eventText(e), msgW)
+		if len(parts) > keep {
+			parts = parts[:keep]
+			parts[keep-1] = ansi.Truncate(parts[keep-1], msgW-ansi.StringWidth(g.Ellipsis), "") + g.Ellipsis
+		}
+		if id != "" {
+			if last := parts[len(parts)-1]; ansi.StringWidth(last)+len("  request_id ")+len(id) <= msgW {
+				parts[len(parts)-1] = last + "  request_id " + id
+			} else {
+				parts = append(parts, "req "+id) // fits the 80-column message area
+			}
 		}
 		style := lipgloss.NewStyle()
 		switch {
@@ -80,16 +90,19 @@ func eventText(e poller.Event) string {
 		if s != "" {
 			s += ": "
 		}
-		s += errorLine(e.Err)
+		s += errorLineNoID(e.Err)
 	}
 	return s
 }
 
-// eventRequestID is the event's request id unless its text already
-// carries it (errorLine prints the error's).
+// eventRequestID is the event's request id (or its error's) unless the
+// message already carries it.
 func eventRequestID(e poller.Event) string {
 	id := e.RequestID
-	if id == "" || strings.Contains(e.Message, id) || (e.Err != nil && e.Err.RequestID == id) {
+	if id == "" && e.Err != nil {
+		id = e.Err.RequestID
+	}
+	if id == "" || strings.Contains(e.Message, id) {
 		return ""
 	}
 	return id

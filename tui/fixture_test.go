@@ -91,7 +91,7 @@ func (f *fakeEngine) closeEvents() {
 }
 
 func dur(d time.Duration) *time.Duration { return &d }
-func boolp(b bool) *bool                  { return &b }
+func boolp(b bool) *bool                 { return &b }
 
 const (
 	idInactive    = "01ef2c3a-7d1b-4c2e-9a41-5b6c7d8e9f01"
@@ -152,7 +152,7 @@ func fixtureSnapshot() model.Snapshot {
 				{Kind: model.FlagUnclosed, Severity: model.SeverityWarning, Detail: "finished 10m00s ago, still open"}}},
 		{Operation: model.Operation{StatementID: idReaped, WarehouseID: "wh-1", User: "etl-bot",
 			ClientApplication: "databricks-jdbc", State: model.StateFailed, StartedAt: n.Add(-15 * time.Minute), CompletedAt: n.Add(-8 * time.Minute),
-			SQL: "MERGE INTO dim.customers t USING updates u ON t.id = u.id WHEN MATCHED THEN UPDATE SET *",
+			SQL:         "MERGE INTO dim.customers t USING updates u ON t.id = u.id WHEN MATCHED THEN UPDATE SET *",
 			ServerError: "Query has been timed out due to inactivity.", Open: boolp(false)},
 			Flags: []model.Flag{{Kind: model.FlagReaped, Severity: model.SeverityWarning, Detail: "the server reaped it for inactivity"}}},
 		{Operation: model.Operation{StatementID: idHealthy, WarehouseID: "wh-2", User: "frank@example.com",
@@ -197,12 +197,12 @@ func fixtureEvents() []poller.Event {
 		{At: n.Add(-80 * time.Second), Kind: poller.EventRetry, StatementID: idStale, Call: "GetOperationStatus",
 			Message: "attempt 2 failed, retrying on a fresh connection in 800ms", RequestID: reqStale},
 		{At: n.Add(-75 * time.Second), Kind: poller.EventGiveUp, StatementID: idStale,
-			Err: &model.ErrorInfo{Kind: model.KindTransport, Call: "GetOperationStatus", Message: "read: connection reset by peer", Attempts: 3, Elapsed: 2100 * time.Millisecond, RequestID: reqStale},
+			Err:       &model.ErrorInfo{Kind: model.KindTransport, Call: "GetOperationStatus", Message: "read: connection reset by peer", Attempts: 3, Elapsed: 2100 * time.Millisecond, RequestID: reqStale},
 			RequestID: reqStale},
 		{At: n.Add(-60 * time.Second), Kind: poller.EventFlagRaised, StatementID: idInactive,
 			Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityCritical, Detail: "no client call for 5m00s"}},
 		{At: n.Add(-30 * time.Second), Kind: poller.EventCloseFailed, StatementID: idCloseFailed,
-			Err: &model.ErrorInfo{Kind: model.KindUnavailable, Call: "CloseOperation", HTTPStatus: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", Message: "The service is temporarily unavailable", Attempts: 4, RequestID: reqClose},
+			Err:       &model.ErrorInfo{Kind: model.KindUnavailable, Call: "CloseOperation", HTTPStatus: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", Message: "The service is temporarily unavailable", Attempts: 4, RequestID: reqClose},
 			RequestID: reqClose, Message: "close attempt 3 failed; retry in 8s"},
 		{At: n.Add(-10 * time.Second), Kind: poller.EventCapacity, Endpoint: "vs-ingest",
 			Message: "RESOURCE_EXHAUSTED: Endpoint vs-ingest has reached its row limit", RequestID: reqExhausted},

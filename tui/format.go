@@ -152,3 +152,53 @@ func errorLine(e *model.ErrorInfo) string {
 	}
 	return b.String()
 }
+
+// errorLineNoID is errorLine without the request id, for views that show
+// the id on a line of its own.
+func errorLineNoID(e *model.ErrorInfo) string {
+	if e == nil {
+		return ""
+	}
+	c := *e
+	c.RequestID = ""
+	return errorLine(&c)
+}
+
+// wrapWords wraps plain text at spaces to lines of at most w cells; a word
+// longer than w is cut. Unlike ansi.Wrap it never breaks at a hyphen, so a
+// request id or statement id stays whole (and copyable) when it fits.
+func wrapWords(s string, w int) []string {
+	if w <= 0 {
+		return []string{s}
+	}
+	var lines []string
+	for _, para := range strings.Split(s, "\n") {
+		line, lw := "", 0
+		for _, word := range strings.Fields(para) {
+			ww := ansi.StringWidth(word)
+			for ww > w { // cut an over-long word
+				if lw > 0 {
+					lines = append(lines, line)
+					line, lw = "", 0
+				}
+				head := ansi.Truncate(word, w, "")
+				lines = append(lines, head)
+				word = word[len(head):]
+				ww = ansi.StringWidth(word)
+			}
+			switch {
+			case ww == 0:
+			case lw == 0:
+				line, lw = word, ww
+			case lw+1+ww <= w:
+				line += " " + word
+				lw += 1 + ww
+			default:
+				lines = append(lines, line)
+				line, lw = word, ww
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}

@@ -80,7 +80,7 @@ type Model struct {
 	frozenGen   int
 
 	confirm *pendingAction
-	busy    map[string]string // statement id → "closing…" while an action runs
+	busy    map[string]string       // statement id → "closing…" while an action runs
 	results map[string]actionResult // statement id → last action result, shown in the row for a while
 
 	ring     *ring
@@ -126,15 +126,15 @@ func newModel(e Engine, o Options) *Model {
 		readOnly: ro,
 	}
 	return &Model{
-		ctx:         ctx,
-		eng:         e,
-		events:      e.Events(),
-		desc:        true, // most severe first
-		busy:        map[string]string{},
-		results:     map[string]actionResult{},
-		ring:        newRing(eventRing),
-		epExpanded:  map[string]bool{},
-		rowPos:      map[string]int{},
+		ctx:        ctx,
+		eng:        e,
+		events:     e.Events(),
+		desc:       true, // most severe first
+		busy:       map[string]string{},
+		results:    map[string]actionResult{},
+		ring:       newRing(eventRing),
+		epExpanded: map[string]bool{},
+		rowPos:     map[string]int{},
 	}
 }
 

@@ -205,7 +205,7 @@ func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool
 	return row
 }
 
-// idleCell is "1m12s ⏳5m58s": time since the owning client's last call and
+// idleCell is "1m12s →5m58s": time since the owning client's last call and
 // the countdown to the server reaper; "?" when the source cannot tell;
 // "-" once the operation stopped running (no inactivity reaper applies).
 func (m *Model) idleCell(op *model.OperationView) string {

@@ -45,7 +45,7 @@ type Glyphs struct {
 }
 
 var unicodeGlyphs = Glyphs{
-	Crit: "●", Warn: "▲", Reaper: "⏳", Cursor: "›", BarFull: "█", BarEmpty: "░",
+	Crit: "●", Warn: "▲", Reaper: "→", Cursor: "›", BarFull: "█", BarEmpty: "░",
 	Ellipsis: "…", HelpSep: " • ", Rule: "─", Border: lipgloss.RoundedBorder(),
 	Progress: "…", VerticalSep: "│",
 }
@@ -88,7 +88,7 @@ func newStyles(r *lipgloss.Renderer, g Glyphs) Styles {
 		OK:        s().Foreground(green),
 		Badge:     s().Bold(true).Reverse(true),
 		CritBadge: s().Bold(true).Reverse(true).Foreground(red),
-		TabActive: s().Bold(true).Underline(true).Foreground(accent),
+		TabActive: s().Bold(true).Foreground(accent),
 		TabIdle:   s().Foreground(dim),
 		ColHead:   s().Bold(true),
 		Selected:  s().Reverse(true),

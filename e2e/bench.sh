@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# e2e/bench.sh — the one command that reproduces every table of
+# docs/performance.md (issue 9), on loopback only.
+#
+#   e2e/bench.sh                 # items 3, 4, 5, the simulator's rate, short items 1-2 (~8 min)
+#   DBXTOP_LONG=1 e2e/bench.sh   # + the conformance module's full comparisons (items 1-2, ~20 min more)
+#   COUNT=3 e2e/bench.sh         # repeat each go benchmark 3 times (-count)
+#
+# Raw outputs and the tables are kept in $OUT (default: a new temp dir).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=${COUNT:-1}
+OUT=${OUT:-$(mktemp -d -t dbxtop-bench.XXXXXX)}
+mkdir -p "$OUT"
+export DBXTOP_PERF_DIR="$OUT"
+rm -f "$OUT"/*.md
+# The e2e benchmarks drive the packages in-process and never run the
+# binary, so e2e's TestMain need not build it.
+export DBXTOP_BIN=${DBXTOP_BIN:-/bin/true}
+
+# benchtable FILE: go benchmark lines as a Markdown table (every metric of
+# a line, in order: value unit; value unit; ...).
+benchtable() {
+	echo "| benchmark | iterations | figures |"
+	echo "|---|---|---|"
+	awk '/^Benchmark/ {
+		name=$1; sub(/-[0-9]+$/, "", name)
+		figs=""
+		for (i = 3; i + 1 <= NF; i += 2) figs = figs (figs == "" ? "" : "; ") $i " " $(i+1)
+		printf "| %s | %s | %s |\n", name, $2, figs
+	}' "$1"
+}
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+# run FILE CMD...: run a step, keep its output in $OUT/FILE, remember a
+# failure but go on, so the tables of the other steps still print.
+failed=0
+run() {
+	local file=$1
+	shift
+	if ! "$@" 2>&1 | tee "$OUT/$file" >&2; then
+		echo "bench.sh: FAILED: $*" >&2
+		failed=1
+	fi
+}
+
+{
+	echo "# dbxtop performance run"
+	echo
+	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- $(go version)"
+	echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+} >"$OUT/machine.md"
+
+step "simulator: GetOperationStatus/s (sources/sim)"
+run sim.txt go test -run '^$' -bench 'GetOperationStatus' -benchtime 3s -benchmem -count "$COUNT" ./sources/sim/
+
+step "item 4: frames (tui BenchmarkOperationsView, 120x40)"
+run frames.txt go test -run '^$' -bench 'OperationsView' -benchmem -count "$COUNT" ./tui/
+
+step "item 5: heap per followed operation (poller)"
+run memory.txt go test -run '^$' -bench 'FollowedOperationMemory' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./poller/
+
+step "item 4: frames side by side, terminal bytes per second; item 3: polling cost vs freshness (e2e, ~3 min each count)"
+run e2e.txt go test -run '^$' -bench 'FramesSideBySide|TerminalBytes|PollingCost' -benchtime 1x -benchmem -count "$COUNT" -timeout 30m ./e2e/
+
+step "items 1-2: conformance module (sources/sim/conformance)"
+if [ "${DBXTOP_LONG:-}" = 1 ]; then
+	run conformance.txt env -C sources/sim/conformance DBXTOP_LONG=1 go test -count=1 -v -timeout 30m \
+		-run 'TestSDKUpsertExhaustedAnchor|TestOrphansUnderFaults|TestDbxtopProbe' .
+else
+	run conformance.txt env -C sources/sim/conformance go test -count=1 -v -timeout 10m \
+		-run 'TestOrphans|TestDbxtopProbe|TestSDKUpsertExhausted' .
+fi
+
+{
+	cat "$OUT/machine.md"
+	echo
+	echo "## Simulator: GetOperationStatus over loopback"
+	echo
+	benchtable "$OUT/sim.txt"
+	echo
+	echo "## Item 3: polling cost vs freshness (one run, three contenders side by side)"
+	echo
+	cat "$OUT"/polling.md 2>/dev/null || echo "(no table: see $OUT/e2e.txt)"
+	echo
+	echo "## Item 4: frames"
+	echo
+	benchtable "$OUT/frames.txt"
+	echo
+	echo "Side by side (e2e BenchmarkFramesSideBySide):"
+	echo
+	cat "$OUT"/frames.md 2>/dev/null || true
+	echo
+	echo "| workload | bytes to the terminal | writes | refreshes |"
+	echo "|---|---|---|---|"
+	cat "$OUT"/terminal-*.md 2>/dev/null || true
+	echo
+	echo "## Item 5: memory"
+	echo
+	benchtable "$OUT/memory.txt"
+	echo
+	echo "## Items 1-2: time to a truthful error; orphans under faults (conformance log lines)"
+	echo
+	echo '```'
+	grep -E 'ANCHOR|DBXTOP|ORPHANS|^(---|ok|FAIL)' "$OUT/conformance.txt" || echo "(no figure lines: see $OUT/conformance.txt)"
+	echo '```'
+} | tee "$OUT/tables.md"
+
+echo >&2
+echo "tables: $OUT/tables.md (raw outputs beside it)" >&2
+exit "$failed"

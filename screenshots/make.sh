@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Regenerates screenshots/*.png from a real `dbxtop demo` run: the binary
+# is built, the demo runs in a private tmux server at a fixed 120x40, keys
+# reach each view, `tmux capture-pane -e` takes the screen with its colours
+# and charmbracelet/freeze renders it to PNG.
+#
+#   screenshots/make.sh            # all screenshots
+#   KEEP=1 screenshots/make.sh     # keep the .ansi captures in screenshots/ansi/
+#
+# Needs: go, tmux, rsvg-convert (Debian: librsvg2-bin) and a monospace font
+# (fonts-dejavu-core). freeze writes SVG and rsvg-convert rasterises it:
+# freeze's own PNG path (resvg in wazero) crashes under Go 1.26 here.
+# Nothing leaves the machine: the demo's simulated
+# workspace listens on 127.0.0.1 only. Look at every PNG before committing.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+OUT=screenshots
+FREEZE=(go run github.com/charmbracelet/freeze@v0.2.2)
+WORK=$(mktemp -d)
+SOCK="dbxtop-shots-$$"
+COLS=120
+ROWS=40
+# Bound every wait: the demo raises every flag within two minutes.
+FLAG_TIMEOUT=${FLAG_TIMEOUT:-180}
+
+tm() { tmux -L "$SOCK" -f "$WORK/tmux.conf" "$@"; }
+cleanup() {
+	tm kill-server 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+for tool in tmux rsvg-convert; do
+	command -v "$tool" >/dev/null || { echo "make.sh: $tool is required (apt-get install tmux librsvg2-bin fonts-dejavu-core)" >&2; exit 1; }
+done
+
+echo "building dbxtop..."
+go build -o "$WORK/dbxtop" .
+
+# No status line: the pane gets all 40 rows.
+printf 'set -g status off\nset -g default-terminal "tmux-256color"\n' >"$WORK/tmux.conf"
+tm new-session -d -s shots -x "$COLS" -y "$ROWS" \
+	"env TERM=xterm-256color COLORTERM=truecolor '$WORK/dbxtop' demo --seed 7; sleep 600"
+
+screen() { tm capture-pane -p -t shots; }
+
+# wait_for TEXT SECONDS: poll the pane until TEXT shows, or fail.
+wait_for() {
+	local text=$1 limit=$2 waited=0
+	until screen | grep -qF -- "$text"; do
+		if ((waited >= limit * 2)); then
+			echo "make.sh: \"$text\" did not show within ${limit}s; screen:" >&2
+			screen >&2
+			exit 1
+		fi
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+}
+
+# key KEY...: one key at a time, so "Escape" then "x" is never read as alt+x.
+key() {
+	for k in "$@"; do
+		tm send-keys -t shots "$k"
+		sleep 0.4
+	done
+}
+
+# shot NAME: capture with colours and render NAME.png.
+shot() {
+	local name=$1
+	sleep 0.6 # let the frame that follows the last key land
+	tm capture-pane -e -p -t shots >"$WORK/$name.ansi"
+	"${FREEZE[@]}" "$WORK/$name.ansi" --language ansi --window --padding 20 \
+		--font.family "DejaVu Sans Mono" --font.size 14 -o "$WORK/$name.svg" >/dev/null
+	rsvg-convert --zoom 1.5 "$WORK/$name.svg" -o "$OUT/$name.png"
+	if [[ -n ${KEEP:-} ]]; then
+		mkdir -p "$OUT/ansi"
+		cp "$WORK/$name.ansi" "$OUT/ansi/"
+	fi
+	echo "wrote $OUT/$name.png"
+}
+
+echo "waiting for the demo's flags (at most ${FLAG_TIMEOUT}s)..."
+wait_for "[Operations]" 30
+wait_for "CRIT" "$FLAG_TIMEOUT"
+wait_for "EXHAUSTED" "$FLAG_TIMEOUT"
+
+# Operations, most severe first, cursor on the top row.
+key g
+shot operations
+
+# Detail of the most severe operation.
+key Enter
+wait_for "Polls and closes" 10
+shot detail
+key Escape
+
+# Endpoints, with the exhausted one's badge, message and request id.
+key Tab
+wait_for "[Endpoints]" 10
+shot endpoints
+
+key Tab
+wait_for "[Events]" 10
+shot events
+
+key "?"
+wait_for "[Help]" 10
+shot help
+key "?"
+
+# A confirmation dialog: cancel the top operation (answered No).
+wait_for "[Operations]" 10
+key g x
+wait_for "[y/N]" 10
+shot confirm
+key n
+
+key q
+echo "done: look at every PNG before committing."
