@@ -132,6 +132,10 @@ type rigOptions struct {
 	Refresh     time.Duration    // zero → the engine's 5 s
 	MaxPages    int              // query-history pages per listing; 0 → the client's default
 	RecordPolls bool             // keep every successful poll's time (rig.polls)
+	// CountEvents keeps only a count per kind (the load test: tens of
+	// thousands of give-ups in an outage must not weigh on the heap it
+	// measures).
+	CountEvents bool
 }
 
 // rig is one engine following one workspace URL. The simulator behind
@@ -146,10 +150,12 @@ type rig struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	evMu   sync.Mutex
-	events []poller.Event
-	evStop chan struct{}
-	evDone chan struct{}
+	evMu     sync.Mutex
+	events   []poller.Event
+	countEv  bool
+	evCounts map[poller.EventKind]int
+	evStop   chan struct{}
+	evDone   chan struct{}
 }
 
 // startRig builds the engine against host/token and starts Run and an
@@ -199,7 +205,8 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 		Idle:       []poller.IdleCloser{disc, capa, fallback, tc},
 	}
 	r := &rig{t: t, eng: poller.NewEngine(opts), rests: []*databricks.Client{disc, capa, fallback}, tc: tc, calls: calls, polls: polls,
-		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{})}
+		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{}),
+		countEv: o.CountEvents, evCounts: map[poller.EventKind]int{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	go func() {
@@ -217,26 +224,37 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 // is full, and the matrix needs all flag and give-up events.
 func (r *rig) collect() {
 	defer close(r.evDone)
+	keep := func(ev poller.Event) {
+		r.evMu.Lock()
+		defer r.evMu.Unlock()
+		r.evCounts[ev.Kind]++
+		if !r.countEv {
+			r.events = append(r.events, ev)
+		}
+	}
 	for {
 		select {
 		case ev := <-r.eng.Events():
-			r.evMu.Lock()
-			r.events = append(r.events, ev)
-			r.evMu.Unlock()
+			keep(ev)
 		case <-r.evStop:
 			// Run has returned: take what is left and stop.
 			for {
 				select {
 				case ev := <-r.eng.Events():
-					r.evMu.Lock()
-					r.events = append(r.events, ev)
-					r.evMu.Unlock()
+					keep(ev)
 				default:
 					return
 				}
 			}
 		}
 	}
+}
+
+// eventCount is how many events of kind were collected so far.
+func (r *rig) eventCount(kind poller.EventKind) int {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	return r.evCounts[kind]
 }
 
 // stop ends Run (which waits for its goroutines), then the collector and

@@ -166,11 +166,17 @@ func secretsUnderFaults(t *testing.T, outs *outputs) {
 			home := t.TempDir()
 			s := startSim(t, home, "--token", secretToken, "--faults", f, "--seed", "3")
 			logFile := filepath.Join(home, "faults.log")
-			for _, args := range [][]string{
+			runs := [][]string{
 				{"snapshot", "--host", s.host, "--json", "--timeout", "3s", "--log-file", logFile, "--capacity-probe"},
 				{"snapshot", "--host", s.host, "--timeout", "3s", "--log-file", logFile},
-			} {
-				r := run(t, runOpts{args: args, home: home, env: []string{"DATABRICKS_TOKEN=" + secretToken}})
+			}
+			if os.Getenv("DBXTOP_LONG") == "1" {
+				// The long variant watches each fault for about a minute.
+				runs = append(runs, []string{"snapshot", "--host", s.host, "--watch", "--interval", "1s", "--count", "30",
+					"--timeout", "5s", "--log-file", logFile, "--capacity-probe"})
+			}
+			for _, args := range runs {
+				r := run(t, runOpts{args: args, home: home, env: []string{"DATABRICKS_TOKEN=" + secretToken}, timeout: 5 * time.Minute})
 				outs.addRun("fault "+f+" "+strings.Join(args[3:], " "), r)
 				noStackTrace(t, "stderr", r.stderr)
 				if r.code < 0 || r.code > 3 {

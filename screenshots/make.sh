@@ -71,7 +71,12 @@ key() {
 shot() {
 	local name=$1
 	sleep 0.6 # let the frame that follows the last key land
-	tm capture-pane -e -p -t shots >"$WORK/$name.ansi"
+	# freeze 0.2.2 ignores SGR 39/49 (default colours, which tmux emits to
+	# end a coloured span) and 7 (reverse, the selected row): map them to
+	# explicit colours so the PNG shows what the terminal shows.
+	tm capture-pane -e -p -t shots |
+		perl -pe 's/\e\[0;7m/\e[0;48;5;238m/g; s/\e\[7m/\e[48;5;238m/g; s/\e\[39m/\e[38;5;252m/g; s/\e\[49m//g' \
+			>"$WORK/$name.ansi"
 	"${FREEZE[@]}" "$WORK/$name.ansi" --language ansi --window --padding 20 \
 		--font.family "DejaVu Sans Mono" --font.size 14 -o "$WORK/$name.svg" >/dev/null
 	rsvg-convert --zoom 1.5 "$WORK/$name.svg" -o "$OUT/$name.png"
@@ -111,12 +116,14 @@ wait_for "[Help]" 10
 shot help
 key "?"
 
-# A confirmation dialog: cancel the top operation (answered No).
+# A confirmation dialog: cancel the most severe running operation
+# (answered No). The filter keeps finished ones, which have nothing to
+# cancel, out of the way.
 wait_for "[Operations]" 10
-key g x
+key / R U N N I N G Enter g x
 wait_for "[y/N]" 10
 shot confirm
-key n
+key n Escape
 
 key q
 echo "done: look at every PNG before committing."

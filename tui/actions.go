@@ -67,11 +67,21 @@ func (m *Model) askConfirm(k actionKind) {
 		return
 	}
 	t := actionText[k]
+	effect := t.effect
+	switch {
+	case k == actCancel && op.State.Terminal():
+		// Nothing runs any more: cancel would only confuse. Closing is
+		// what a finished-but-open operation needs.
+		m.setStatus(fmt.Sprintf("%s is %s: nothing to cancel (c re-closes it)", shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.State), false)
+		return
+	case k == actAdopt && op.State.Terminal():
+		effect = "It has already finished: dbxtop closes it on the server now."
+	}
 	m.confirm = &pendingAction{
 		kind: k,
 		id:   op.StatementID,
 		prompt: fmt.Sprintf("%s %s on %s (%s, %s)? %s [y/N]", t.verb,
-			shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.WarehouseID, op.User, op.State, t.effect),
+			shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.WarehouseID, op.User, op.State, effect),
 	}
 }
 

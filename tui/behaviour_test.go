@@ -134,7 +134,7 @@ func TestEveryActionNamesItsEffect(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for k, want := range map[string]string{
-		"a": "Adopt 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? dbxtop will close it on the server as soon as it finishes.",
+		"a": "Adopt 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? It has already finished: dbxtop closes it on the server now.",
 		"c": "Re-close 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? dbxtop sends CloseOperation now",
 	} {
 		press(m, k)
@@ -143,6 +143,14 @@ func TestEveryActionNamesItsEffect(t *testing.T) {
 	}
 	must(t, slices.Equal(e.Calls(), []string{"adopt " + idCloseFailed, "close " + idCloseFailed}) ||
 		slices.Equal(e.Calls(), []string{"close " + idCloseFailed, "adopt " + idCloseFailed}), "calls %v", e.Calls())
+}
+
+func TestCancelOfAFinishedOperationIsNotOffered(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	m := syncModel(t, e, testOptions(), 120, 40) // cursor on the FINISHED close-failed operation
+	must(t, press(m, "x") == nil && m.confirm == nil, "cancel offered for a finished operation")
+	must(t, strings.Contains(plain(m), "01ef2c3d… is FINISHED: nothing to cancel (c re-closes it)"), "status:\n%s", plain(m))
+	must(t, len(e.Calls()) == 0, "engine called: %v", e.Calls())
 }
 
 func TestActionFailureIsShownInRowStatusAndEvents(t *testing.T) {
@@ -190,10 +198,10 @@ func TestEngineRefusalIsShownNotPanicked(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	e.actErr = poller.ErrReadOnly
 	m := syncModel(t, e, testOptions(), 120, 40)
-	press(m, "x")
+	press(m, "c")
 	run(t, m, press(m, "y"))
 	must(t, strings.Contains(plain(m), "read-only mode: dbxtop refuses to change anything on the server"), "refusal not shown:\n%s", plain(m))
-	must(t, strings.Contains(plain(m), "cancel failed"), "row does not show the failure")
+	must(t, strings.Contains(plain(m), "close failed"), "row does not show the failure")
 }
 
 func TestPauseFreezesOrderButNotValues(t *testing.T) {

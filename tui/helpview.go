@@ -30,12 +30,9 @@ func (m *Model) helpView() []string {
 	colW := (m.ctx.width - 4) / 2
 	var cols [][]string
 	for i, grp := range groups {
-		t := ""
+		t := "" // FullHelp keeps its four groups: copy and export never disable
 		if i < len(titles) {
 			t = titles[i]
-		}
-		if len(grp) > 0 && grp[0].Help().Key == "a" || i == len(groups)-1 && len(groups) < 4 {
-			t = titles[3]
 		}
 		c := []string{st.Bold.Render(t)}
 		for _, b := range grp {

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+// The load test (issue 8 item 6; docs/reliability.md "Load"): N live
+// operations on the simulator's "load" scenario, followed by the engine;
+// heap (after GC) and goroutines sampled all along; then a total outage
+// (every request answers 503) during which dbxtop's calls per second must
+// stay under the ceiling of docs/retry-policy.md "Outage".
+//
+// Heap and goroutines are the whole process's: the simulator and its N
+// simulated clients run in-process. The engine's own share is measured
+// at the end by stopping it while the simulator keeps running.
+
+type loadPlan struct {
+	ops      int
+	speed    float64       // sim Speed: how fast the N operations start
+	warmup   time.Duration // discovery of every operation
+	steady   time.Duration // sampled for growth
+	outage   time.Duration // unavailable=1
+	recovery time.Duration
+	every    time.Duration // sampling period
+}
+
+func (p loadPlan) total() time.Duration { return p.warmup + p.steady + p.outage + p.recovery }
+
+type memSample struct {
+	at         time.Duration
+	heap       uint64
+	goroutines int
+	followed   int
+}
+
+func sampleMem(at time.Duration, followed int) memSample {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memSample{at: at, heap: m.HeapAlloc, goroutines: runtime.NumGoroutine(), followed: followed}
+}
+
+func TestLoad(t *testing.T) {
+	plan := loadPlan{ops: 1000, speed: 4, warmup: 8 * time.Second, steady: 8 * time.Second,
+		outage: 6 * time.Second, recovery: 2 * time.Second, every: 2 * time.Second}
+	if longRun() {
+		plan = loadPlan{ops: 10000, speed: 1, warmup: 60 * time.Second, steady: 200 * time.Second,
+			outage: 20 * time.Second, recovery: 20 * time.Second, every: 10 * time.Second}
+	}
+	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioLoad, Ops: plan.ops, Speed: plan.speed, Seed: 8})
+	// Wait for the workload to hold every operation before dbxtop starts,
+	// so the baseline below is the simulator's own.
+	deadline := time.Now().Add(20*time.Second + time.Duration(float64(20*time.Second)/plan.speed))
+	for s.Stats().Operations.Running < int64(plan.ops) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load scenario holds %d running operations after the wait; want %d", s.Stats().Operations.Running, plan.ops)
+		}
+		tm := time.NewTimer(200 * time.Millisecond)
+		<-tm.C
+	}
+	base := sampleMem(0, 0)
+
+	// Discovery must list every live statement: the client's default
+	// (10 pages of 500) would stop at 5,000.
+	rg := startRig(t, s.URL(), s.Token(), rigOptions{MaxPages: plan.ops/500 + 2, CountEvents: true})
+	start := time.Now()
+	var samples []memSample
+	tick := time.NewTicker(plan.every)
+	defer tick.Stop()
+	waitUntil := func(d time.Duration) {
+		for time.Since(start) < d {
+			<-tick.C
+			samples = append(samples, sampleMem(time.Since(start), rg.eng.Health().Followed))
+		}
+	}
+	waitUntil(plan.warmup + plan.steady)
+	if f := rg.eng.Health().Followed; f < plan.ops {
+		t.Errorf("dbxtop follows %d operations after %s; want all %d", f, plan.warmup+plan.steady, plan.ops)
+	}
+
+	// ---- total outage -------------------------------------------------------
+	snap := rg.eng.Snapshot()
+	h0 := rg.eng.Health()
+	now := time.Now()
+	// docs/retry-policy.md "Outage": calls ≤ Σ_ops (⌊T / (interval·0.92)⌋ + 1)
+	// + (T / Refresh + 1) per periodic call + B / RetryCost, with each
+	// operation's interval taken at the outage's start (it only grows).
+	T := plan.outage
+	var pollBound float64
+	young, warm, long := 0, 0, 0
+	for _, o := range snap.Operations {
+		if o.State.Terminal() {
+			continue
+		}
+		iv := 3050 * time.Millisecond
+		switch age := now.Sub(o.StartedAt); {
+		case o.StartedAt.IsZero() || age < 10*time.Second:
+			iv, young = time.Second, young+1
+		case age < time.Minute:
+			iv, warm = 2*time.Second, warm+1
+		default:
+			long++
+		}
+		pollBound += math.Floor(T.Seconds()/(iv.Seconds()*0.92)) + 1
+	}
+	refresh := 5 * time.Second
+	periodic := 2 * (math.Floor(T.Seconds()/refresh.Seconds()) + 1) // discovery + capacity
+	budget := math.Floor(h0.BudgetAvailable / 5)
+	bound := pollBound + periodic + budget
+	calls0, st0 := rg.calls.total(), s.Stats()
+	retries0 := h0.Retries
+	outStart := time.Now()
+	s.SetFaults(mustFaults(t, "unavailable=1"))
+	waitUntil(plan.warmup + plan.steady + plan.outage)
+	s.SetFaults(nil)
+	outDur := time.Since(outStart)
+	calls1, st1 := rg.calls.total(), s.Stats()
+	h1 := rg.eng.Health()
+	calls := float64(calls1 - calls0)
+	rate := calls / outDur.Seconds()
+	ceiling := bound / T.Seconds()
+	// The outage ran a little longer than T (sampling): scale the bound.
+	boundScaled := bound * outDur.Seconds() / T.Seconds()
+	if calls > boundScaled {
+		t.Errorf("outage: dbxtop made %.0f calls in %s (%.0f/s); the bound is %.0f (%.0f/s): polls %.0f + periodic %.0f + budget retries %.0f",
+			calls, outDur.Round(time.Millisecond), rate, boundScaled, ceiling, pollBound, periodic, budget)
+	}
+	if r := h1.Retries - retries0; float64(r) > budget+1 {
+		t.Errorf("outage: %d retries; the budget allowed %.0f", r, budget)
+	}
+	simDelta := sumRequests(st1) - sumRequests(st0)
+	perCall := deltaByCall(st0, st1)
+
+	// ---- recovery: every operation is still followed and polled ok ----------
+	waitUntil(plan.total())
+	after := rg.eng.Snapshot()
+	live, gone := 0, 0
+	for _, o := range after.Operations {
+		if o.Gone {
+			gone++
+		}
+		if o.State.Live() && !o.Gone {
+			live++
+		}
+	}
+	if gone != 0 {
+		t.Errorf("%d operations marked gone after the outage; the simulator never lost one", gone)
+	}
+	if live < plan.ops {
+		t.Errorf("%d live operations followed after the outage; want %d (none dropped)", live, plan.ops)
+	}
+	giveUps := rg.eventCount(poller.EventGiveUp)
+
+	// ---- the engine's own share: stop it, the simulator keeps running -------
+	withEngine := sampleMem(time.Since(start), rg.eng.Health().Followed)
+	rg.stop()
+	without := sampleMem(time.Since(start), 0)
+	engineHeap := int64(withEngine.heap) - int64(without.heap)
+	perOp := float64(engineHeap) / float64(plan.ops)
+
+	// ---- bounded: no growth trend after warm-up ------------------------------
+	var steady []memSample
+	for _, sm := range samples {
+		if sm.at >= plan.warmup && sm.at < plan.warmup+plan.steady {
+			steady = append(steady, sm)
+		}
+	}
+	if len(steady) < 3 {
+		t.Fatalf("only %d samples in the steady window", len(steady))
+	}
+	half := len(steady) / 2
+	maxOf := func(xs []memSample) (h uint64, g int) {
+		for _, x := range xs {
+			h, g = max(h, x.heap), max(g, x.goroutines)
+		}
+		return
+	}
+	h1st, g1st := maxOf(steady[:half])
+	h2nd, g2nd := maxOf(steady[half:])
+	if float64(h2nd) > 1.25*float64(h1st)+8<<20 {
+		t.Errorf("heap grows in the steady window: max %s in the first half, %s in the second", mib(h1st), mib(h2nd))
+	}
+	if g2nd > g1st+64 {
+		t.Errorf("goroutines grow in the steady window: max %d in the first half, %d in the second", g1st, g2nd)
+	}
+	_, gAll := maxOf(samples)
+	// The engine adds at most: its loop, MaxInFlight polls, discovery,
+	// capacity, and two goroutines per HTTP connection it holds.
+	if extra := gAll - base.goroutines; extra > 16+4+2*64 {
+		t.Errorf("goroutines: %d above the simulator's baseline %d (max %d); want a bounded few", extra, base.goroutines, gAll)
+	}
+	// Shutdown left nothing of dbxtop behind: what runs now is the
+	// simulator's (closed by Cleanup; goleak checks the rest below).
+	var b strings.Builder
+	fmt.Fprintf(&b, "ops=%d followed=%d run=%s\n", plan.ops, withEngine.followed, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "baseline (sim only): heap %s, goroutines %d\n", mib(base.heap), base.goroutines)
+	fmt.Fprintf(&b, "steady: heap max %s → %s (1st → 2nd half), goroutines max %d → %d\n", mib(h1st), mib(h2nd), g1st, g2nd)
+	fmt.Fprintf(&b, "engine share at the end: heap %s (%.0f B per followed op); goroutines %d → %d when stopped\n",
+		mib(uint64(max(engineHeap, 0))), perOp, withEngine.goroutines, without.goroutines)
+	fmt.Fprintf(&b, "outage %s (unavailable=1): dbxtop calls %.0f = %.1f/s; ceiling %.0f = %.1f/s (polls %.0f [young %d, warm %d, long %d] + periodic %.0f + budget %.0f); retries %d; give-ups so far %d\n",
+		outDur.Round(time.Millisecond), calls, rate, bound, ceiling, pollBound, young, warm, long, periodic, budget, h1.Retries-retries0, giveUps)
+	fmt.Fprintf(&b, "outage: simulator requests %d (%.1f/s, its own %d clients included); by call %v\n",
+		simDelta, float64(simDelta)/outDur.Seconds(), plan.ops, perCall)
+	for _, sm := range samples {
+		fmt.Fprintf(&b, "  t=%5.1fs heap=%s goroutines=%d followed=%d\n", sm.at.Seconds(), mib(sm.heap), sm.goroutines, sm.followed)
+	}
+	t.Logf("load:\n%s", b.String())
+	closeSim(t, s)
+	goleak.VerifyNone(t, leakOpts...)
+}
+
+func mustFaults(t *testing.T, spec string) sim.Faults {
+	t.Helper()
+	f, err := sim.ParseFaults(spec)
+	if err != nil {
+		t.Fatalf("ParseFaults(%q): %v", spec, err)
+	}
+	return f
+}
+
+func deltaByCall(a, b sim.Stats) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range b.Requests {
+		if d := v - a.Requests[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
