@@ -65,8 +65,10 @@ func TestLoad(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the load scenario holds %d running operations after the wait; want %d", s.Stats().Operations.Running, plan.ops)
 		}
-		tm := time.NewTimer(200 * time.Millisecond)
+		tm := time.NewTimer(time.Second)
 		<-tm.C
+		st := s.Stats()
+		t.Logf("waiting: %+v requests %d", st.Operations, sumRequests(st))
 	}
 	base := sampleMem(0, 0)
 

@@ -19,6 +19,12 @@ func Run(ctx context.Context, e Engine, o Options, in io.Reader, out io.Writer) 
 	}
 	if o.Renderer == nil {
 		o.Renderer = lipgloss.NewRenderer(out)
+		// Ask the terminal for its colour profile and background now,
+		// before Bubble Tea owns the input: asked later, from inside the
+		// first View, the answer goes to the program's key reader and
+		// the query waits for its timeout (seconds of blank screen).
+		o.Renderer.ColorProfile()
+		o.Renderer.HasDarkBackground()
 	}
 	if o.Clipboard == nil {
 		o.Clipboard = out

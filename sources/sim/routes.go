@@ -43,7 +43,7 @@ func (s *Server) routes() http.Handler {
 		writeJSON(w, map[string]any{
 			"oidc_endpoint": s.url + "/oidc",
 			"workspace_id":  "1234567890123456",
-			"host_type":     "WORKSPACE_HOST",
+			"host_type":     "workspace",
 		})
 	})
 	mux.HandleFunc("POST /sql/1.0/warehouses/{id}", s.handleThrift)

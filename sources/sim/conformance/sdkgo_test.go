@@ -469,8 +469,8 @@ func TestSDKHostMetadata(t *testing.T) {
 	}
 	// The SDK normalises host_type from "workspace" / "account" /
 	// "unified" (config.normalizeHostType); any other spelling decodes as
-	// HostTypeUnknown. Reported in docs/conformance.md until fixed.
+	// HostTypeUnknown.
 	if meta.HostType != config.WorkspaceHost {
-		t.Skipf("KNOWN SIMULATOR MISMATCH: host_type decodes as %q, want %q (send \"workspace\")", meta.HostType, config.WorkspaceHost)
+		t.Errorf("host_type decodes as %q, want %q", meta.HostType, config.WorkspaceHost)
 	}
 }
