@@ -32,6 +32,18 @@ benchtable() {
 	}' "$1"
 }
 
+# orphantable FILE: the conformance module's ORPHANS key=value log lines
+# as a Markdown table, sorted by scenario and contender.
+orphantable() {
+	echo "| scenario | contender | n | ok | client errors | abandoned | leaked | requests | status polls |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	grep -o 'ORPHANS .*' "$1" | sort | awk '{
+		delete v
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v["scenario"], v["contender"], v["n"], v["ok"], v["errors"], v["abandoned"], v["leaked"], v["requests"], v["status_polls"]
+	}'
+}
+
 step() { printf '\n== %s\n' "$*" >&2; }
 
 # run FILE CMD...: run a step, keep its output in $OUT/FILE, remember a
@@ -91,8 +103,10 @@ fi
 	echo
 	benchtable "$OUT/frames.txt"
 	echo
-	echo "Side by side (e2e BenchmarkFramesSideBySide):"
+	echo "Side by side (e2e BenchmarkFramesSideBySide; ratio to 1,000 operations):"
 	echo
+	echo "| measure | 1,000 operations | 10,000 | 100,000 |"
+	echo "|---|---|---|---|"
 	cat "$OUT"/frames.md 2>/dev/null || true
 	echo
 	echo "| workload | bytes to the terminal | writes | refreshes |"
@@ -105,8 +119,10 @@ fi
 	echo
 	echo "## Items 1-2: time to a truthful error; orphans under faults (conformance log lines)"
 	echo
+	orphantable "$OUT/conformance.txt"
+	echo
 	echo '```'
-	grep -E 'ANCHOR|DBXTOP|ORPHANS|^(---|ok|FAIL)' "$OUT/conformance.txt" || echo "(no figure lines: see $OUT/conformance.txt)"
+	grep -E 'ANCHOR|DBXTOP|^(--- (PASS|FAIL)|ok|FAIL)' "$OUT/conformance.txt" || echo "(no figure lines: see $OUT/conformance.txt)"
 	echo '```'
 } | tee "$OUT/tables.md"
 

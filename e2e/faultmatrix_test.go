@@ -316,7 +316,10 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	if res.followed == 0 && !c.blind {
 		t.Errorf("dbxtop followed no operation in %s", dur)
 	}
-	for id := range discovered {
+	for id, at := range discovered {
+		if at.After(snap.GeneratedAt) {
+			continue // discovered after the snapshot was taken
+		}
 		if _, ok := inSnap[id]; !ok {
 			desc := "unknown to the simulator's truth"
 			if h := tl.ops[id]; h != nil {
@@ -332,7 +335,14 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 			res.gone++
 			h := tl.ops[o.StatementID]
 			if h != nil && h.lastSeen.After(end.Add(-2*time.Second)) && h.last().Open && h.last().State != "CLOSED" {
-				t.Errorf("operation %s marked gone but the simulator still holds it open (%s)", o.StatementID, h.last().State)
+				var trail []string
+				for _, ev := range events {
+					if ev.StatementID == o.StatementID && ev.Kind != poller.EventFlagRaised && ev.Kind != poller.EventFlagCleared {
+						trail = append(trail, fmt.Sprintf("+%s %s %s", ev.At.Sub(start).Round(10*time.Millisecond), ev.Kind, ev.Message))
+					}
+				}
+				t.Errorf("operation %s (%s) marked gone but the simulator still holds it open (%s); last error %v; events:\n  %s",
+					o.StatementID, h.kind, h.last().State, o.LastError, strings.Join(trail, "\n  "))
 			}
 		}
 	}
@@ -423,7 +433,10 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 					res.blind++
 					continue
 				}
-				if healthyFlagFalse(kind, r.at, h) != "" && healthyFlagFalseAsOf(kind, r.at, p.at, h) == "" {
+				// Judged as of that poll (from its sending, less the
+				// sampling slop, to its answer): a later change could
+				// not be in what it reported.
+				if healthyFlagFalse(kind, r.at, h) != "" && (healthyFlagFalseAsOf(kind, r.at, p.sent.Add(-fmSampleSlop), h) == "" || healthyFlagFalseAsOf(kind, r.at, p.at, h) == "") {
 					// True as of dbxtop's last good poll; what changed after
 					// it dbxtop could not see (its polls were failing).
 					// Counted, not judged.
@@ -436,7 +449,21 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 				res.falsePos++
 				seen := "never polled ok"
 				if polled {
-					seen = fmt.Sprintf("last ok poll at +%s reported activity %v", p.at.Sub(start).Round(10*time.Millisecond), p.activity)
+					act := "unknown"
+					if p.activity != nil {
+						act = "+" + p.activity.Sub(start).Round(10*time.Millisecond).String()
+					}
+					open := "?"
+					if p.open != nil {
+						open = fmt.Sprint(*p.open)
+					}
+					seen = fmt.Sprintf("last ok poll sent at +%s, answered +%s: %s open=%s owner activity %s; truth then: %s",
+						p.sent.Sub(start).Round(10*time.Millisecond), p.at.Sub(start).Round(10*time.Millisecond), p.state, open, act, truthAt(h, p.sent, start))
+					for _, ev := range events {
+						if ev.StatementID == id && ev.Kind == poller.EventGiveUp && ev.At.After(p.at) && !ev.At.After(r.at) {
+							seen += "; then give-up: " + ev.Message
+						}
+					}
 				}
 				t.Errorf("false %s (%s) at +%s on healthy operation %s: %s (%s)",
 					kind, r.sev, r.at.Sub(start).Round(10*time.Millisecond), id, why, seen)
@@ -502,9 +529,10 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 			}
 		}
 	}
-	if !c.blind && !c.restart && (res.abandonsExp == 0 || res.closeExp == 0) {
-		t.Errorf("the run expected %d abandoned and %d leaked operations to be flagged; want at least one of each (run too short?)",
-			res.abandonsExp, res.closeExp)
+	if !c.blind && !c.restart && res.abandonsExp+res.closeExp == 0 {
+		// Faults also hit the simulated clients, so a case may lose the
+		// few abandons/close_fails statements of a short run; not all.
+		t.Errorf("the run expected no abandoned or leaked operation to be flagged (run too short?)")
 	}
 
 	// ---- every give-up carries its cause ------------------------------------
@@ -642,4 +670,12 @@ func TestKnownBugRESTHostRace(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+}
+
+func truthAt(h *opHistory, t, start time.Time) string {
+	o, ok := h.at(t)
+	if !ok {
+		return "not listed"
+	}
+	return fmt.Sprintf("%s open=%t owner activity +%s", o.State, o.Open, o.OwnerLastActivity.Sub(start).Round(10*time.Millisecond))
 }

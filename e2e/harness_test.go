@@ -50,9 +50,10 @@ type countingStatus struct {
 
 func (s countingStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
 	s.n.Add(1)
+	sent := time.Now()
 	st, err := s.StatusSource.Status(ctx, ref)
 	if err == nil && s.log != nil {
-		s.log.add(ref.StatementID, time.Now(), st.ClientLastActivity)
+		s.log.add(ref.StatementID, okPoll{sent: sent, at: time.Now(), activity: st.ClientLastActivity, state: st.State, open: st.Open})
 	}
 	return st, err
 }
@@ -64,17 +65,19 @@ type pollLog struct {
 	ok map[string][]okPoll
 }
 
-// okPoll is one successful status poll: when it returned and the owner
-// activity it reported (nil: the source could not tell).
+// okPoll is one successful status poll: when it was sent and returned,
+// and what it reported (activity nil: the source could not tell).
 type okPoll struct {
-	at       time.Time
+	sent, at time.Time
 	activity *time.Time
+	state    model.State
+	open     *bool
 }
 
-func (l *pollLog) add(id string, at time.Time, activity *time.Time) {
+func (l *pollLog) add(id string, p okPoll) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ok[id] = append(l.ok[id], okPoll{at, activity})
+	l.ok[id] = append(l.ok[id], p)
 }
 
 // lastOK is the last successful poll of id at or before t.

@@ -94,18 +94,21 @@ type perfRecorder struct {
 	mu   sync.Mutex
 	// calls[id] = completion times of every status call on id (each one
 	// HTTP request, failed or not).
-	calls  map[string][]time.Time
-	seen   map[string]time.Time // first answer showing a terminal state
+	calls map[string][]time.Time
+	seen  map[string]time.Time // first answer showing a terminal state
+	// lat[id] is how long that answer took (request sent → answer back):
+	// the part of the detection delay that is not waiting for the poll.
+	lat    map[string]time.Duration
 	failed int
 	done   chan struct{} // closed when every operation was seen terminal
 	want   int
 }
 
 func newPerfRecorder(name string, want int) *perfRecorder {
-	return &perfRecorder{name: name, calls: map[string][]time.Time{}, seen: map[string]time.Time{}, done: make(chan struct{}), want: want}
+	return &perfRecorder{name: name, calls: map[string][]time.Time{}, seen: map[string]time.Time{}, lat: map[string]time.Duration{}, done: make(chan struct{}), want: want}
 }
 
-func (r *perfRecorder) record(id string, st sources.Status, err error) {
+func (r *perfRecorder) record(id string, began time.Time, st sources.Status, err error) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -116,6 +119,7 @@ func (r *perfRecorder) record(id string, st sources.Status, err error) {
 	}
 	if _, ok := r.seen[id]; !ok && st.State.Terminal() {
 		r.seen[id] = now
+		r.lat[id] = now.Sub(began)
 		if len(r.seen) == r.want {
 			close(r.done)
 		}
@@ -130,9 +134,10 @@ type perfStatus struct {
 }
 
 func (s perfStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	began := time.Now()
 	st, err := s.c.Status(ctx, ref)
 	if ctx.Err() == nil {
-		s.rec.record(ref.StatementID, st, err)
+		s.rec.record(ref.StatementID, began, st, err)
 	}
 	return st, err
 }
@@ -162,6 +167,7 @@ type perfPollingResult struct {
 	perLiveMinute        float64    // over the whole live life
 	liveMinutes          [3]float64
 	detect               []time.Duration // FINISHED detection delays, all
+	answer               []time.Duration // how long each detecting answer took
 	detectBand           [3][]time.Duration
 	missed               int
 }
@@ -179,7 +185,7 @@ type perfPollingRun struct {
 func newPerfClient(tb testing.TB, s *sim.Server, ua string) *thrift.Client {
 	tb.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 128 // 100 concurrent fixed pollers must not churn connections
+	tr.MaxIdleConnsPerHost = 128 // one fixed poller per statement: the pool must not churn connections
 	c, err := thrift.NewClient(thrift.Options{Host: s.URL(), Token: s.Token(), UserAgent: ua, Transport: tr})
 	if err != nil {
 		tb.Fatal(err)
@@ -200,11 +206,12 @@ func perfFixedPoller(ctx context.Context, c *thrift.Client, rec *perfRecorder, r
 			return
 		case <-t.C:
 		}
+		began := time.Now()
 		st, err := c.GetOperationStatus(ctx, ref)
 		if ctx.Err() != nil {
 			return
 		}
-		rec.record(ref.StatementID, st, err)
+		rec.record(ref.StatementID, began, st, err)
 		if err == nil && st.State.Terminal() {
 			return
 		}
@@ -377,6 +384,7 @@ func perfSummarise(r *perfRecorder, ops []perfOp, follow time.Time) perfPollingR
 		}
 		d := seen.Sub(op.completed)
 		res.detect = append(res.detect, d)
+		res.answer = append(res.answer, r.lat[op.ref.StatementID])
 		b := perfBandOf(op.completed.Sub(op.started))
 		res.detectBand[b] = append(res.detectBand[b], d)
 	}
@@ -431,6 +439,14 @@ func perfPct(ds []time.Duration, p float64) time.Duration {
 
 func perfSecs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
+// perfMsText is perfPct in milliseconds for a table cell.
+func perfMsText(ds []time.Duration, p float64) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", float64(perfPct(ds, p).Microseconds())/1000)
+}
+
 // perfPctText is perfPct for a table cell: "–" when there is no sample.
 func perfPctText(ds []time.Duration, p float64) string {
 	if len(ds) == 0 {
@@ -445,17 +461,18 @@ func (run perfPollingRun) table() string {
 	base := run.results[0]
 	fmt.Fprintf(&b, "%d statements (`SELECT sleep(S)`, S from %.1f to %.1f s), followed at once by all three for %.0f s; simulator counted %d GetOperationStatus; load average %s before, %s after\n\n",
 		len(run.ops), perfMinSleep(run.ops), perfMaxSleep(run.ops), run.wall.Seconds(), run.simStatus, run.loadBefore, run.loadAfter)
-	b.WriteString("| contender | status calls | per long-running op-minute (nominal) | ×dbxtop | per live op-minute (all ages) | detection p50 | p95 | max | detected |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| contender | status calls | per long-running op-minute (nominal) | ×dbxtop | per live op-minute (all ages) | detection p50 | p95 | max | detected | detecting answer's own time p50 / p95 |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, r := range run.results {
 		all := slices.Clone(r.detect)
 		ratio := "–"
 		if base.perBand[2] > 0 {
 			ratio = fmt.Sprintf("%.1f×", r.perBand[2]/base.perBand[2])
 		}
-		fmt.Fprintf(&b, "| %s | %d (%d on finished operations) | %.1f (%s) | %s | %.1f | %s | %s | %s | %d/%d |\n",
+		ans := slices.Clone(r.answer)
+		fmt.Fprintf(&b, "| %s | %d (%d on finished operations) | %.1f (%s) | %s | %.1f | %s | %s | %s | %d/%d | %s / %s |\n",
 			r.name, r.calls, r.afterTerminal, r.perBand[2], perfNominal[i], ratio, r.perLiveMinute,
-			perfSecs(perfPct(all, 50)), perfSecs(perfPct(all, 95)), perfSecs(perfPct(all, 100)), len(r.detect), len(run.ops))
+			perfSecs(perfPct(all, 50)), perfSecs(perfPct(all, 95)), perfSecs(perfPct(all, 100)), len(r.detect), len(run.ops), perfMsText(ans, 50), perfMsText(ans, 95))
 	}
 	b.WriteString("\nBy age band (calls per operation-minute in the band; FINISHED detection for statements that finished at that age):\n\n")
 	b.WriteString("| contender | band | op-minutes | calls/op-minute | finished | detection p50 | p95 |\n|---|---|---|---|---|---|---|\n")

@@ -33,7 +33,8 @@ func TestE2EDemoInTmux(t *testing.T) {
 
 	sock := fmt.Sprintf("dbxtop-e2e-%d", os.Getpid())
 	tmux := func(args ...string) (string, error) {
-		out, err := exec.CommandContext(ctx, "tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		// -f /dev/null: the caller's tmux configuration must not matter.
+		out, err := exec.CommandContext(ctx, "tmux", append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	// NO_COLOR keeps the capture free of escape codes; TERM is fixed so

@@ -75,7 +75,7 @@ func eventText(e poller.Event) string {
 	if e.Call != "" && e.Err == nil {
 		s = e.Call + ": " + s
 	}
-	if e.Flag != nil {
+	if e.Flag != nil && !strings.Contains(s, string(e.Flag.Kind)) {
 		f := string(e.Flag.Kind) + " (" + string(e.Flag.Severity) + ")"
 		if e.Flag.Detail != "" {
 			f += " " + e.Flag.Detail

@@ -91,7 +91,9 @@ func sevRank(s model.Severity) int {
 func worstFlag(fs []model.Flag) (model.Flag, int) {
 	var w model.Flag
 	for _, f := range fs {
-		if sevRank(f.Severity) > sevRank(w.Severity) || w.Kind == "" {
+		r, wr := sevRank(f.Severity), sevRank(w.Severity)
+		// EXHAUSTED says more than CAPACITY at the same severity.
+		if r > wr || w.Kind == "" || (r == wr && f.Kind == model.FlagExhausted) {
 			w = f
 		}
 	}

@@ -65,7 +65,14 @@ func (m *Model) helpView() []string {
 		if f.act != "" && !m.ctx.readOnly {
 			text += " " + f.act // read-only: never advertise a disabled key
 		}
-		out = append(out, wrapIndent(st.Bold.Render(fit(f.kind, 13, ""))+" "+text, m.ctx.width-2, strings.Repeat(" ", 16))...)
+		// Wrap the text alone: wrapping collapses the padding of the name.
+		for i, l := range wrapWords(text, m.ctx.width-18) {
+			name := strings.Repeat(" ", 13)
+			if i == 0 {
+				name = st.Bold.Render(fit(f.kind, 13, ""))
+			}
+			out = append(out, "  "+name+" "+l)
+		}
 	}
 	if m.ctx.readOnly {
 		out = append(out, "", st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are disabled; the engine refuses them too.")
