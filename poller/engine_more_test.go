@@ -91,9 +91,15 @@ func TestEngineGoneRetainedThenForgotten(t *testing.T) {
 		if ev.Kind == EventGone {
 			gone++
 		}
+		if ev.Kind == EventGiveUp {
+			t.Errorf("a gone operation is an answer, not a give-up: %+v", ev)
+		}
 	}
 	if gone != 1 {
 		t.Fatalf("%d gone events", gone)
+	}
+	if hl := h.e.Health(); hl.GiveUps != 0 || hl.LastError != nil {
+		t.Fatalf("health after a gone operation: give-ups %d, last error %+v", hl.GiveUps, hl.LastError)
 	}
 }
 

@@ -1,10 +1,12 @@
 package poller
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // emit publishes ev without ever blocking: when the buffer is full the
@@ -49,6 +51,9 @@ func (e *Engine) observe(r Report) {
 	if r.GaveUp != nil {
 		if r.GaveUp.Kind == model.KindCanceled {
 			return // shutdown or the caller's choice, not news
+		}
+		if errors.Is(r.Err, sources.ErrHandleGone) {
+			return // an answer, reported by the caller as gone or closed
 		}
 		ev.Kind, ev.Message = EventGiveUp, r.GaveUp.Error()
 		e.logf("%s", ev.Message)

@@ -2,12 +2,14 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // Limit bounds one call: attempts (the first one included) and the total
@@ -286,8 +288,10 @@ func (p *Policy) giveUp(call Call, attempts int, elapsed time.Duration, d Decisi
 	if g.Kind == "" {
 		g.Kind = model.KindPermanent
 	}
-	if g.Kind != model.KindCanceled {
-		p.giveUps.Add(1) // a canceled call did not give up
+	// A canceled call did not give up, and "the server no longer has this
+	// operation" is an answer (the engine marks it gone), not a failure.
+	if g.Kind != model.KindCanceled && !errors.Is(last, sources.ErrHandleGone) {
+		p.giveUps.Add(1)
 	}
 	if p.o.Observe != nil {
 		p.o.Observe(Report{Call: call, Attempt: attempts, Err: last, Decision: d, GaveUp: g})

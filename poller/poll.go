@@ -31,16 +31,18 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		return // shutting down: not a failure of the operation
 	}
 	op := &en.op
-	if err != nil {
+	switch {
+	case errors.Is(err, sources.ErrHandleGone):
+		// The server answered: it no longer has the operation. That is
+		// news about the operation, not a failure of dbxtop's polling.
+		e.markGone(en, now)
+		return
+	case err != nil:
 		op.Poll.Failed++
 		info := ErrorInfoOf(err)
 		op.LastError = info
 		e.lastErr = info
-		if errors.Is(err, sources.ErrHandleGone) {
-			e.markGone(en, now)
-			return
-		}
-	} else {
+	default:
 		e.applyStatus(en, st, now)
 	}
 	if en.retired {
