@@ -181,6 +181,13 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Idle:       c.idle,
 		Logf:       logf,
 	}
+	if simulated {
+		// The demo probes its endpoints (one empty upsert per endpoint per
+		// refresh) so that a full one shows the server's own
+		// RESOURCE_EXHAUSTED message and request id; on a real workspace
+		// probing stays opt-in (snapshot --capacity-probe).
+		opts.Probe = true
+	}
 	if simulated && c.thrift != nil {
 		// The simulator looks operations up by GUID alone, so Thrift
 		// actions are exact there and exercise the same path as status.

@@ -163,14 +163,20 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 	if after-before != 1 {
 		t.Fatalf("%d probe requests in one refresh, want 1", after-before)
 	}
-	var capEv bool
+	// Later probes meet the same full endpoint: one capacity event says
+	// so, and the repeated answers are not news (no give-up per refresh).
+	h.run(20*time.Second, 100*time.Millisecond)
+	var capEv, giveUps int
 	for _, ev := range h.drain() {
 		if ev.Kind == EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
-			capEv = true
+			capEv++
+		}
+		if ev.Kind == EventGiveUp && ev.Endpoint == "vs-1" {
+			giveUps++
 		}
 	}
-	if !capEv {
-		t.Fatal("no capacity event with the request id")
+	if capEv != 1 || giveUps != 0 {
+		t.Fatalf("%d capacity events with the request id (want 1), %d give-up events for the probe (want 0)", capEv, giveUps)
 	}
 }
 

@@ -55,6 +55,11 @@ func (e *Engine) observe(r Report) {
 		if errors.Is(r.Err, sources.ErrHandleGone) {
 			return // an answer, reported by the caller as gone or closed
 		}
+		if r.Call.Name == CallProbe && r.GaveUp.Kind == model.KindPermanent {
+			// A full endpoint answering the probe is the probe's purpose:
+			// the capacity round reports it once, when it changes.
+			return
+		}
 		ev.Kind, ev.Message = EventGiveUp, r.GaveUp.Error()
 		e.logf("%s", ev.Message)
 	} else {
