@@ -22,6 +22,7 @@ export DBXTOP_BIN=${DBXTOP_BIN:-/bin/true}
 # benchtable FILE: go benchmark lines as a Markdown table (every metric of
 # a line, in order: value unit; value unit; ...).
 benchtable() {
+	[ -f "$1" ] || { echo "(no output: the step did not run)"; return 0; }
 	echo "| benchmark | iterations | figures |"
 	echo "|---|---|---|"
 	awk '/^Benchmark/ {
@@ -37,7 +38,7 @@ benchtable() {
 orphantable() {
 	echo "| scenario | contender | n | ok | client errors | abandoned | leaked | requests | status polls |"
 	echo "|---|---|---|---|---|---|---|---|---|"
-	grep -o 'ORPHANS .*' "$1" | sort | awk '{
+	{ grep -o 'ORPHANS .*' "$1" 2>/dev/null || true; } | sort | awk '{
 		delete v
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v["scenario"], v["contender"], v["n"], v["ok"], v["errors"], v["abandoned"], v["leaked"], v["requests"], v["status_polls"]
@@ -122,7 +123,7 @@ fi
 	orphantable "$OUT/conformance.txt"
 	echo
 	echo '```'
-	grep -E 'ANCHOR|DBXTOP|^(--- (PASS|FAIL)|ok|FAIL)' "$OUT/conformance.txt" || echo "(no figure lines: see $OUT/conformance.txt)"
+	grep -E 'ANCHOR|DBXTOP|^(--- (PASS|FAIL)|ok|FAIL)' "$OUT/conformance.txt" 2>/dev/null || echo "(no figure lines: see $OUT/conformance.txt)"
 	echo '```'
 } | tee "$OUT/tables.md"
 

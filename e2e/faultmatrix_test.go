@@ -150,7 +150,7 @@ type fmResult struct {
 	raised               int // INACTIVE/UNCLOSED/REAPED/CLOSE_FAILED flags raised
 	falsePos             int
 	stale, staleHealthy  int
-	blind                int // INACTIVE on a healthy op from activity dbxtop could not see
+	blind                int // INACTIVE/UNCLOSED on a healthy op, true as of dbxtop's last good poll
 	retries, giveUps     int64
 	requests, faults     int64
 	engineCalls          int64
@@ -625,7 +625,7 @@ func hasWSError(s model.Snapshot, code string) bool {
 
 func fmTable(rs []fmResult, dur time.Duration) string {
 	var b strings.Builder
-	b.WriteString("| fault | rate | duration | operations followed | abandons flagged / expected | close_fails flagged / expected | flags raised (false) | INACTIVE while blind | STALE (on healthy) | gone | retries | give-ups | requests (sim) | faults injected | dbxtop calls |\n")
+	b.WriteString("| fault | rate | duration | operations followed | abandons flagged / expected | close_fails flagged / expected | flags raised (false) | raised while blind | STALE (on healthy) | gone | retries | give-ups | requests (sim) | faults injected | dbxtop calls |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d / %d | %d / %d | %d (%d) | %d | %d (%d) | %d | %d | %d | %d | %d | %d |\n",
