@@ -372,6 +372,14 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
+			// Discovery says it ended while we still think it runs: confirm
+			// with a status poll now instead of at the next scheduled one.
+			// Detection becomes the earlier of the two schedules, at no
+			// extra cost for operations that keep running.
+			if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next.After(now) {
+				en.next = now
+				e.heap.reschedule(en)
+			}
 		}
 		en.seen = e.gen
 	}
