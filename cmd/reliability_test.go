@@ -66,22 +66,3 @@ func TestSimErrText(t *testing.T) {
 		t.Fatal(got)
 	}
 }
-
-// The UI's context outlives a signal (Bubble Tea quits on it by itself),
-// and is cancelled after uiSignalGrace only as a fallback.
-func TestSignalSafeUIContext(t *testing.T) {
-	parent, cancel := context.WithCancel(context.Background())
-	ui, done := signalSafeUIContext(parent)
-	cancel()
-	if ui.Err() != nil {
-		t.Fatal("the UI context ended with the signal; Bubble Tea would hang")
-	}
-	<-ui.Done() // the fallback (bounded by the test timeout)
-	done()
-
-	ui, done = signalSafeUIContext(context.Background())
-	done()
-	if ui.Err() == nil {
-		t.Fatal("done did not cancel the UI context")
-	}
-}

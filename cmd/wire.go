@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -100,40 +99,6 @@ func monitor(ctx context.Context, ws WorkspaceConfig, stdout, stderr io.Writer) 
 	return runWorkspaceTUI(ctx, ws, false, stdout, stderr, "dbxtop")
 }
 
-// uiSignalGrace is how long the UI may take to quit on its own after a
-// signal before its context is cancelled.
-const uiSignalGrace = time.Second
-
-// signalSafeUIContext works around a hang in Bubble Tea v1.3.10: the
-// program catches SIGINT/SIGTERM itself, and when its context ends for the
-// same signal (main cancels ctx on them), its signal goroutine blocks
-// sending to the stopped event loop and Program.Run never returns. So the
-// UI gets a context the signal does not cancel: Bubble Tea's own handler
-// quits it. Only if it is still running uiSignalGrace after ctx ended
-// (the signal came before the program listened, or ctx ended for another
-// reason) is its context cancelled; by then the handler has delivered the
-// signal or never received it. done must be called when the UI returned.
-func signalSafeUIContext(ctx context.Context) (ui context.Context, done func()) {
-	ui, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	returned := make(chan struct{})
-	go func() {
-		select {
-		case <-returned:
-			return
-		case <-ctx.Done():
-		}
-		select {
-		case <-returned:
-		case <-time.After(uiSignalGrace):
-			cancel()
-		}
-	}()
-	return ui, func() {
-		close(returned)
-		cancel()
-	}
-}
-
 // simErrText drops the simulator package's own "sim: " prefix: the
 // command's prefix already says who failed.
 func simErrText(err error) string {
@@ -200,18 +165,15 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
 
-	uiCtx, uiDone := signalSafeUIContext(runCtx)
-	uiErr := tui.Run(uiCtx, eng, tui.Options{
+	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
+	// which ends the UI (nil error) and then the engine.
+	uiErr := tui.Run(runCtx, eng, tui.Options{
 		NoColor:   ws.NoColor,
 		ASCII:     ws.ASCII,
 		ReadOnly:  ws.ReadOnly,
 		Workspace: opts.Workspace,
 		Version:   Version,
 	}, os.Stdin, stdout)
-	uiDone()
-	if errors.Is(uiErr, tea.ErrInterrupted) {
-		uiErr = nil // SIGINT: the operator asked to stop
-	}
 	stop()
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)

@@ -33,7 +33,10 @@ func Run(ctx context.Context, e Engine, o Options, in io.Reader, out io.Writer) 
 	done := make(chan struct{})
 	m.done = done
 	defer close(done)
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
+	// Signals are the caller's: it cancels ctx on SIGINT/SIGTERM. Bubble
+	// Tea's own handler would race that cancellation and can block forever
+	// sending to the stopped event loop (v1.3.10).
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithoutSignalHandler())
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ctx done is a normal way to stop
