@@ -63,6 +63,7 @@ const (
 type Client struct {
 	conf      Config
 	sdk       *config.Config
+	host      string
 	dc        *client.DatabricksClient
 	transport *http.Transport
 	now       func() time.Time
@@ -136,8 +137,11 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		return nil, configError(c, err)
 	}
 	return &Client{
-		conf:       c,
-		sdk:        sdk,
+		conf: c,
+		sdk:  sdk,
+		// Resolved once: CanonicalHostName writes to the config, which
+		// other calls read concurrently.
+		host:       strings.TrimRight(sdk.CanonicalHostName(), "/"),
 		dc:         dc,
 		transport:  tr,
 		now:        now,
@@ -159,7 +163,7 @@ func (c *Client) Authenticate(r *http.Request) error { return c.sdk.Authenticate
 func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Host is the resolved workspace URL (scheme and host, no path).
-func (c *Client) Host() string { return strings.TrimRight(c.sdk.CanonicalHostName(), "/") }
+func (c *Client) Host() string { return c.host }
 
 // WarehouseFilter is the configured warehouse filter (empty: all visible).
 func (c *Client) WarehouseFilter() []string { return append([]string(nil), c.conf.Warehouses...) }
