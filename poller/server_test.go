@@ -385,7 +385,9 @@ func parseHTTPError(call string, status int, h http.Header, body []byte, now tim
 	}
 	if ra := strings.TrimSpace(h.Get("Retry-After")); ra != "" {
 		if secs, err := strconv.Atoi(ra); err == nil && secs >= 0 {
-			he.RetryAfter, he.HasRetryAfter = time.Duration(secs)*time.Second, true
+			// Capped like the product parser: a huge value must not
+			// overflow into a negative wait.
+			he.RetryAfter, he.HasRetryAfter = time.Duration(min(secs, 86400))*time.Second, true
 		} else if t, err := http.ParseTime(ra); err == nil {
 			d := t.Sub(now)
 			if d < 0 {
