@@ -38,7 +38,7 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
-	logf, closeLog, err := openLog(cfg.LogFile, cfg.Token)
+	logf, closeLog, err := openLog(cfg.LogFile, cfg.Token, "snapshot")
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: "+redactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
@@ -359,7 +359,7 @@ func redactToken(s, token string) string {
 
 // openLog opens --log-file for appending (0600); without one, logging is
 // a no-op. Lines never contain the token.
-func openLog(path, token string) (func(string, ...any), func(), error) {
+func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	if path == "" {
 		return func(string, ...any) {}, func() {}, nil
 	}
@@ -372,7 +372,7 @@ func openLog(path, token string) (func(string, ...any), func(), error) {
 		line := redactToken(fmt.Sprintf(format, args...), token)
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(f, "%s snapshot %s\n", time.Now().UTC().Format(time.RFC3339Nano), line)
+		fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), who, line)
 	}
 	return logf, func() { _ = f.Close() }, nil
 }

@@ -117,7 +117,7 @@ func needTerminal(name string, stdout, stderr io.Writer) (int, bool) {
 // runWorkspaceTUI connects to a workspace (real or simulated), follows it
 // with the engine and runs the TUI until the operator quits.
 func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, stdout, stderr io.Writer, name string) int {
-	logf, closeLog, err := openLog(ws.LogFile, ws.Token)
+	logf, closeLog, err := openLog(ws.LogFile, ws.Token, strings.TrimPrefix(name, "dbxtop "))
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
 		return 1
