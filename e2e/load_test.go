@@ -66,12 +66,16 @@ func TestLoad(t *testing.T) {
 	var samples []memSample
 	tick := time.NewTicker(plan.every)
 	defer tick.Stop()
+	lastErr := ""
 	sample := func() {
 		<-tick.C
 		h := rg.eng.Health()
 		samples = append(samples, sampleMem(time.Since(start), h.Followed))
 		if h.LastError != nil && testing.Verbose() {
-			t.Logf("t=%s followed=%d last error: %s", time.Since(start).Round(time.Second), h.Followed, h.LastError)
+			if msg := h.LastError.String(); msg != lastErr {
+				lastErr = msg
+				t.Logf("t=%s followed=%d last error: %s", time.Since(start).Round(time.Second), h.Followed, msg)
+			}
 		}
 	}
 	// Warm-up: the simulated clients start their N statements (slow under
