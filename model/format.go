@@ -77,7 +77,11 @@ func (e ErrorInfo) String() string {
 		extra = append(extra, "request_id "+e.RequestID)
 	}
 	if e.Attempts > 0 {
-		extra = append(extra, fmt.Sprintf("%d attempts", e.Attempts))
+		unit := "attempts"
+		if e.Attempts == 1 {
+			unit = "attempt"
+		}
+		extra = append(extra, fmt.Sprintf("%d %s", e.Attempts, unit))
 	}
 	if e.Elapsed > 0 {
 		extra = append(extra, "after "+e.Elapsed.Round(time.Millisecond).String())

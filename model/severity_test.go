@@ -70,7 +70,7 @@ func TestNewSnapshotCopiesAndOrders(t *testing.T) {
 func TestErrorInfoString(t *testing.T) {
 	e := ErrorInfo{Kind: KindPermanent, Call: "UpsertDataVectorIndex", HTTPStatus: 429, ErrorCode: "RESOURCE_EXHAUSTED",
 		Message: "endpoint full", RequestID: "r-1", Attempts: 1, Elapsed: 1234567 * time.Microsecond}
-	want := "UpsertDataVectorIndex: permanent HTTP 429 RESOURCE_EXHAUSTED: endpoint full (request_id r-1, 1 attempts, after 1.235s)"
+	want := "UpsertDataVectorIndex: permanent HTTP 429 RESOURCE_EXHAUSTED: endpoint full (request_id r-1, 1 attempt, after 1.235s)"
 	if got := e.String(); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -116,7 +116,9 @@ func ErrorInfoOf(err error) *model.ErrorInfo {
 	if errors.As(err, &g) {
 		info.Kind, info.Call = g.Kind, g.Call.Name
 		info.Attempts, info.Elapsed = g.Attempts, g.Elapsed
-		info.Message = redact(g.Error())
+		// The other fields carry call, attempts, elapsed, code and
+		// request id: the message is the cause, not the whole chain again.
+		info.Message = redact(describe(g.Last))
 	} else {
 		info.Kind = Classify(Call{Safe: true}, err).Kind
 	}
@@ -125,6 +127,9 @@ func ErrorInfoOf(err error) *model.ErrorInfo {
 		info.ErrorCode, info.HTTPStatus, info.RequestID = he.ErrorCode, he.StatusCode, he.RequestID
 		if info.Call == "" {
 			info.Call = he.Call
+		}
+		if he.Message != "" {
+			info.Message = redact(he.Message) // the server's own words
 		}
 	}
 	var se *sources.ServerError
