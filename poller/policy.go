@@ -17,6 +17,9 @@ import (
 type Limit struct {
 	Attempts int
 	Elapsed  time.Duration
+	// Attempt bounds one attempt; 0 → PolicyOptions.AttemptTimeout. A
+	// discovery attempt reads several pages and gets more time.
+	Attempt time.Duration
 }
 
 // PolicyOptions configures a Policy. The zero value means the documented
@@ -56,8 +59,10 @@ var DefaultLimits = map[string]Limit{
 	"CloseStatement":     {Attempts: 3, Elapsed: 15 * time.Second},
 	"CancelOperation":    {Attempts: 3, Elapsed: 15 * time.Second},
 	"CancelExecution":    {Attempts: 3, Elapsed: 15 * time.Second},
-	"ListQueries":        {Attempts: 3, Elapsed: 10 * time.Second},
-	"ListEndpoints":      {Attempts: 3, Elapsed: 10 * time.Second},
+	// Discovery reads several pages of query history in one attempt.
+	"Discover":      {Attempts: 3, Elapsed: 45 * time.Second, Attempt: 30 * time.Second},
+	"ListQueries":   {Attempts: 3, Elapsed: 45 * time.Second, Attempt: 30 * time.Second},
+	"ListEndpoints": {Attempts: 3, Elapsed: 10 * time.Second},
 	// The probe exists to get RESOURCE_EXHAUSTED in one request.
 	"UpsertDataVectorIndex": {Attempts: 2, Elapsed: 5 * time.Second},
 }
@@ -136,13 +141,16 @@ func (p *Policy) limit(name string) Limit {
 		l, ok = DefaultLimits[name]
 	}
 	if !ok {
-		return p.o.Default
+		l = p.o.Default
 	}
 	if l.Attempts <= 0 {
 		l.Attempts = p.o.Default.Attempts
 	}
 	if l.Elapsed <= 0 {
 		l.Elapsed = p.o.Default.Elapsed
+	}
+	if l.Attempt <= 0 {
+		l.Attempt = p.o.AttemptTimeout
 	}
 	return l
 }
@@ -180,7 +188,7 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 		}
 		// A real-time deadline per attempt: a hung server must not hold a
 		// poll forever.
-		actx, cancel := context.WithTimeout(ctx, p.o.AttemptTimeout)
+		actx, cancel := context.WithTimeout(ctx, lim.Attempt)
 		if fresh {
 			actx = context.WithValue(actx, freshKey{}, true)
 		}
@@ -198,8 +206,8 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 			return attempt, p.giveUp(call, attempt, elapsed, Decision{Kind: model.KindCanceled, Reason: "canceled"}, err, false)
 		case attemptTimedOut:
 			d = safeOnly(call, Decision{Kind: model.KindTransport, FreshConn: true, Timeout: true,
-				Reason: fmt.Sprintf("no answer within the %s attempt timeout", p.o.AttemptTimeout)})
-			err = &attemptTimeoutError{after: p.o.AttemptTimeout, err: err}
+				Reason: fmt.Sprintf("no answer within the %s attempt timeout", lim.Attempt)})
+			err = &attemptTimeoutError{after: lim.Attempt, err: err}
 		default:
 			d = Classify(call, err)
 		}

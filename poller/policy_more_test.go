@@ -122,3 +122,21 @@ func (u *unknownOpenSource) calls() int {
 	defer u.mu.Unlock()
 	return u.n
 }
+
+// Discovery reads several pages in one attempt: it gets a longer attempt
+// timeout than a single status call, and other calls keep the default.
+func TestDiscoveryAttemptTimeoutCoversPages(t *testing.T) {
+	p := NewPolicy(PolicyOptions{})
+	for _, name := range []string{CallDiscover, "ListQueries"} {
+		if got := p.limit(name).Attempt; got != 30*time.Second {
+			t.Fatalf("%s attempt timeout %s, want 30s", name, got)
+		}
+	}
+	if got := p.limit("GetOperationStatus").Attempt; got != 10*time.Second {
+		t.Fatalf("GetOperationStatus attempt timeout %s, want the default 10s", got)
+	}
+	p = NewPolicy(PolicyOptions{AttemptTimeout: 2 * time.Second})
+	if got := p.limit("SomethingElse").Attempt; got != 2*time.Second {
+		t.Fatalf("unnamed call attempt timeout %s, want PolicyOptions.AttemptTimeout", got)
+	}
+}
