@@ -95,6 +95,7 @@ func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
 	}
 	if !op.Gone {
 		if f, ok := unclosedFlag(op, now, th); ok {
+			f.Detail += unverified(op, now, th)
 			flags = append(flags, f)
 		}
 		if op.Close.State == CloseFailed {
@@ -121,7 +122,24 @@ func inactiveFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 		return Flag{}, false
 	}
 	return Flag{Kind: FlagInactive, Severity: sev,
-		Detail: fmt.Sprintf("no client call for %s; %s", FormatDuration(*in), reaperText(*ReapedIn(op, now, th), th))}, true
+		Detail: fmt.Sprintf("no client call for %s; %s", FormatDuration(*in), reaperText(*ReapedIn(op, now, th), th)) + unverified(op, now, th)}, true
+}
+
+// unverified qualifies a flag derived from what the server last told
+// dbxtop when dbxtop has been blind for a while (its polls keep failing):
+// the owner may have acted since, so the flag says how old its evidence is
+// instead of presenting it as current.
+func unverified(op Operation, now time.Time, th Thresholds) string {
+	// Only when polls are failing: an operation dbxtop stopped polling on
+	// purpose (terminal, past its leak window) is not "blind".
+	if op.LastPollOKAt.IsZero() || op.LastError == nil {
+		return ""
+	}
+	age := max(now.Sub(op.LastPollOKAt), 0)
+	if age < th.InactivityWarn {
+		return ""
+	}
+	return fmt.Sprintf(" (as of dbxtop's last successful poll %s ago; unverified since)", FormatDuration(age))
 }
 
 func reaperText(left time.Duration, th Thresholds) string {

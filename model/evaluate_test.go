@@ -305,3 +305,30 @@ func TestReapedInNilWhenGone(t *testing.T) {
 		t.Fatalf("a gone operation has no reaper countdown, got %v", *d)
 	}
 }
+
+func TestFlagsOnOldEvidenceSayHowOld(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	open := true
+	op := Operation{State: StateRunning, ClientActivityKnown: true,
+		ClientLastActivity: now.Add(-90 * time.Second), LastPollOKAt: now.Add(-2 * time.Second), FirstSeenAt: now.Add(-5 * time.Minute)}
+	f := EvaluateOperation(op, now, DefaultThresholds)
+	if len(f) != 1 || f[0].Kind != FlagInactive || strings.Contains(f[0].Detail, "unverified") {
+		t.Fatalf("fresh evidence: %+v", f)
+	}
+	op.LastPollOKAt = now.Add(-75 * time.Second) // blind for longer than --inactivity-warn
+	op.LastError = &ErrorInfo{Kind: KindTransport, Call: "GetOperationStatus", Message: "connection reset"}
+	f = EvaluateOperation(op, now, DefaultThresholds)
+	if len(f) != 2 || f[0].Kind != FlagInactive || !strings.Contains(f[0].Detail, "unverified since") || !strings.Contains(f[0].Detail, "1m15s ago") {
+		t.Fatalf("old evidence: %+v", f)
+	}
+	done := Operation{State: StateFinished, Open: &open, CompletedAt: now.Add(-3 * time.Minute), LastPollOKAt: now.Add(-90 * time.Second)}
+	f = EvaluateOperation(done, now, DefaultThresholds)
+	if len(f) != 1 || f[0].Kind != FlagUnclosed || strings.Contains(f[0].Detail, "unverified") {
+		t.Fatalf("unclosed, no longer polled on purpose, is not unverified: %+v", f)
+	}
+	done.LastError = op.LastError
+	f = EvaluateOperation(done, now, DefaultThresholds)
+	if len(f) != 1 || f[0].Kind != FlagUnclosed || !strings.Contains(f[0].Detail, "unverified since") {
+		t.Fatalf("unclosed on old evidence while polls fail: %+v", f)
+	}
+}
