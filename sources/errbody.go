@@ -62,7 +62,7 @@ func ParseHTTPErrorAt(now time.Time, call string, status int, header http.Header
 
 	// The header wins over RetryInfo: it is what the proxy in front of the
 	// service enforces.
-	if d, ok := parseRetryAfter(header.Get("Retry-After"), now); ok {
+	if d, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
 		e.RetryAfter, e.HasRetryAfter = d, true
 	}
 	if e.RequestID == "" {
@@ -166,9 +166,10 @@ func secondsToDuration(f float64, err error) (time.Duration, bool) {
 	return time.Duration(f * float64(time.Second)), true
 }
 
-// parseRetryAfter reads Retry-After as delay-seconds or an HTTP-date
-// (RFC 9110 §10.2.3). A date in the past means "now": zero delay.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+// ParseRetryAfter reads Retry-After as delay-seconds or an HTTP-date
+// (RFC 9110 §10.2.3). A date in the past means "now": zero delay; absurd
+// values are capped instead of overflowing. Every source uses it.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false

@@ -11,6 +11,8 @@ import (
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 func TestUnknownProfileNamesProfileAndFile(t *testing.T) {
@@ -98,7 +100,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseRetryAfter(s, now)
+		d, ok := sources.ParseRetryAfter(s, now)
 		if d < 0 || d > 24*time.Hour {
 			t.Fatalf("%q → %v", s, d)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +68,7 @@ func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now tim
 	}
 	if ae.ResponseWrapper != nil && ae.ResponseWrapper.Response != nil {
 		h := ae.ResponseWrapper.Response.Header
-		if d, ok := parseRetryAfter(h.Get("Retry-After"), now); ok {
+		if d, ok := sources.ParseRetryAfter(h.Get("Retry-After"), now); ok {
 			he.RetryAfter, he.HasRetryAfter = d, true
 		}
 		if he.RequestID == "" {
@@ -94,38 +93,6 @@ func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now tim
 		he.Message = msg
 	}
 	return he
-}
-
-// parseRetryAfter reads Retry-After as delay-seconds or an HTTP-date
-// (RFC 9110 §10.2.3). A date in the past means "now" (0, true).
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		// Cap absurd values instead of overflowing: one day is already
-		// far beyond any policy's Retry-After cap.
-		if secs > 86400 {
-			secs = 86400
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	d := t.Sub(now)
-	if d < 0 {
-		d = 0
-	}
-	if d > 24*time.Hour {
-		d = 24 * time.Hour
-	}
-	return d, true
 }
 
 func firstHeader(h http.Header, keys ...string) string {
