@@ -236,7 +236,11 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 		tick := time.NewTicker(fmSample)
 		defer tick.Stop()
 		for {
-			tl.record(time.Now(), cur.Load().Truth())
+			// nil while the simulator restarts: a closed server's truth,
+			// recorded after restartAt, would look like the new one's.
+			if at, srv := time.Now(), cur.Load(); srv != nil {
+				tl.record(at, srv.Truth())
+			}
 			select {
 			case <-sampStop:
 				return
@@ -280,6 +284,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 		st := s1.Stats()
 		prevRequests, prevFaults = sumRequests(st), sumFaults(st)
 		tl.record(time.Now(), s1.Truth())
+		cur.Store(nil)
 		closeSim(t, s1)
 		restartAt = time.Now()
 		o2 := opts
