@@ -40,14 +40,14 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 	}
 	logf, closeLog, err := openLog(cfg.LogFile, cfg.Token, "snapshot")
 	if err != nil {
-		fmt.Fprintln(stderr, "dbxtop snapshot: "+redactToken(err.Error(), cfg.Token))
+		fmt.Fprintln(stderr, "dbxtop snapshot: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
 	}
 	defer closeLog()
 
 	obs, err := newObserver(runCtx, cfg, logf)
 	if err != nil {
-		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+redactToken(err.Error(), cfg.Token))
+		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
 	}
 	defer obs.close()
@@ -323,7 +323,7 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 	}
 	line := fmt.Sprintf("dbxtop snapshot: could not observe the workspace: %s failed: %s [error_code=%s request_id=%s]",
 		call, cause, orNone(code), orNone(reqID))
-	return redactToken(line, cfg.Token)
+	return sources.RedactToken(line, cfg.Token)
 }
 
 // causeText is the policy's account (attempts, elapsed, cause) without the
@@ -350,13 +350,6 @@ func orNone(s string) string {
 	return s
 }
 
-func redactToken(s, token string) string {
-	if len(token) >= 4 {
-		s = strings.ReplaceAll(s, token, "[redacted]")
-	}
-	return s
-}
-
 // openLog opens --log-file for appending (0600); without one, logging is
 // a no-op. Lines never contain the token.
 func openLog(path, token, who string) (func(string, ...any), func(), error) {
@@ -369,7 +362,7 @@ func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
-		line := redactToken(fmt.Sprintf(format, args...), token)
+		line := sources.RedactToken(fmt.Sprintf(format, args...), token)
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), who, line)

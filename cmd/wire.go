@@ -13,6 +13,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -119,7 +120,7 @@ func needTerminal(name string, stdout, stderr io.Writer) (int, bool) {
 func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, stdout, stderr io.Writer, name string) int {
 	logf, closeLog, err := openLog(ws.LogFile, ws.Token, strings.TrimPrefix(name, "dbxtop "))
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
 		return 1
 	}
 	defer closeLog()
@@ -127,7 +128,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 
 	c, err := connect(ctx, ws, logf)
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+redactToken(err.Error(), ws.Token))
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
 		return 1
 	}
 	defer c.close()
@@ -185,7 +186,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		fmt.Fprintf(stderr, "%s: adopted operation %s is still open on the server (its close did not succeed before exit)\n", name, id)
 	}
 	if uiErr != nil {
-		fmt.Fprintln(stderr, name+": "+redactToken(uiErr.Error(), ws.Token))
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(uiErr.Error(), ws.Token))
 		return 1
 	}
 	return 0

@@ -407,7 +407,7 @@ func (e *Engine) retire(en *entry, now time.Time) {
 
 func (e *Engine) logf(format string, args ...any) {
 	if e.o.Logf != nil {
-		e.o.Logf("%s", redact(fmt.Sprintf(format, args...)))
+		e.o.Logf("%s", sources.Redact(fmt.Sprintf(format, args...)))
 	}
 }
 

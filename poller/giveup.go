@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -47,7 +46,7 @@ func (e *GiveUpError) Error() string {
 	if e.Reason != "" && !e.Permanent {
 		s += " (" + e.Reason + ")"
 	}
-	return redact(s + ": " + describe(e.Last))
+	return sources.Redact(s + ": " + describe(e.Last))
 }
 
 func plural(n int) string {
@@ -98,27 +97,20 @@ func describe(err error) string {
 	return err.Error()
 }
 
-var secretRE = regexp.MustCompile(`(?i)(bearer\s+|token[=:]\s*|dapi)[A-Za-z0-9._\-]+`)
-
-// redact removes anything that looks like a bearer token.
-func redact(s string) string {
-	return secretRE.ReplaceAllString(s, "${1}[redacted]")
-}
-
 // ErrorInfoOf summarises any error chain for the model: kind, call, code,
 // status, message, request_id, attempts and elapsed. nil for nil.
 func ErrorInfoOf(err error) *model.ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	info := &model.ErrorInfo{Message: redact(describe(err)), Attempts: 1}
+	info := &model.ErrorInfo{Message: sources.Redact(describe(err)), Attempts: 1}
 	var g *GiveUpError
 	if errors.As(err, &g) {
 		info.Kind, info.Call = g.Kind, g.Call.Name
 		info.Attempts, info.Elapsed = g.Attempts, g.Elapsed
 		// The other fields carry call, attempts, elapsed, code and
 		// request id: the message is the cause, not the whole chain again.
-		info.Message = redact(describe(g.Last))
+		info.Message = sources.Redact(describe(g.Last))
 	} else {
 		info.Kind = Classify(Call{Safe: true}, err).Kind
 	}
@@ -129,7 +121,7 @@ func ErrorInfoOf(err error) *model.ErrorInfo {
 			info.Call = he.Call
 		}
 		if he.Message != "" {
-			info.Message = redact(he.Message) // the server's own words
+			info.Message = sources.Redact(he.Message) // the server's own words
 		}
 	}
 	var se *sources.ServerError

@@ -196,8 +196,18 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(authorization|proxy-authorization|x-databricks-authorization)\s*[:=]\s*"?[^"\r\n,}]*`),
 	regexp.MustCompile(`(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`),
-	regexp.MustCompile(`dapi[0-9a-f]{16,}(-\d+)?`),
-	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]{4,}`),
+	regexp.MustCompile(`(?i)dapi[A-Za-z0-9._-]{8,}`),
+	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]+`),
+}
+
+// RedactToken removes a known secret (the configured token) from s, then
+// anything else that looks like a credential (Redact). Every place that
+// writes text an operator or a log will see goes through one of the two.
+func RedactToken(s, token string) string {
+	if len(token) >= 4 {
+		s = strings.ReplaceAll(s, token, "<redacted>")
+	}
+	return Redact(s)
 }
 
 // Redact replaces credentials in s with "[REDACTED]".

@@ -23,6 +23,8 @@ import (
 	"github.com/databricks/databricks-sdk-go/httpclient"
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // Config says which workspace to reach and how. Zero values follow
@@ -215,7 +217,7 @@ func checkProfile(c Config) error {
 // configError says which configuration could not be resolved, without any
 // secret (the SDK's own debug suffix masks tokens; redact is a second guard).
 func configError(c Config, err error) error {
-	return &redactedError{msg: "databricks configuration: " + redact(err.Error(), c.Token), cause: err}
+	return &redactedError{msg: "databricks configuration: " + sources.RedactToken(err.Error(), c.Token), cause: err}
 }
 
 // noKeepAlive is tr without connection reuse, for retries that must not

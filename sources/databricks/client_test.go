@@ -81,7 +81,7 @@ func TestAuthenticateAddsBearer(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	got := redact(`refused "Authorization: Bearer abc.def" and tok-12345 again tok-12345`, "tok-12345")
+	got := sources.RedactToken(`refused "Authorization: Bearer abc.def" and tok-12345 again tok-12345`, "tok-12345")
 	mustNotContain(t, got, "abc.def", "tok-12345")
 	mustContain(t, got, "<redacted>")
 }

@@ -36,7 +36,7 @@ func (c *Client) wrapErr(call string, err error) error {
 		}
 		text = strings.ToUpper(ue.Op) + " " + path + ": " + ue.Err.Error()
 	}
-	return &CallError{Call: call, msg: call + ": " + redact(text, c.conf.Token), Err: err}
+	return &CallError{Call: call, msg: call + ": " + sources.RedactToken(text, c.conf.Token), Err: err}
 }
 
 // CallError is a failed SDK call that got no HTTP answer (transport error,
@@ -59,7 +59,7 @@ func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now tim
 		Call:       call,
 		StatusCode: ae.StatusCode,
 		ErrorCode:  ae.ErrorCode,
-		Message:    redact(ae.Message, token),
+		Message:    sources.RedactToken(ae.Message, token),
 		Cause:      ae,
 	}
 	details := ae.ErrorDetails()
@@ -75,7 +75,7 @@ func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now tim
 			he.RequestID = firstHeader(h, "X-Request-Id", "X-Databricks-Request-Id")
 		}
 		if b := ae.ResponseWrapper.DebugBytes; len(b) > 0 {
-			he.Body = redact(truncate(string(b), 512), token)
+			he.Body = sources.RedactToken(truncate(string(b), 512), token)
 		}
 	}
 	if !he.HasRetryAfter && details.RetryInfo != nil && details.RetryInfo.RetryDelay > 0 {
@@ -109,25 +109,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// redact removes the token (and anything shaped like a bearer credential)
-// from text that may reach output, logs or exports.
-func redact(s, token string) string {
-	if token != "" && len(token) >= 4 {
-		s = strings.ReplaceAll(s, token, "<redacted>")
-	}
-	if i := strings.Index(strings.ToLower(s), "bearer "); i >= 0 {
-		end := i + len("bearer ")
-		j := end
-		for j < len(s) && s[j] != ' ' && s[j] != '"' && s[j] != ',' {
-			j++
-		}
-		if j > end {
-			s = s[:end] + "<redacted>" + s[j:]
-		}
-	}
-	return s
 }
 
 // redactedError carries a sanitised message while keeping the cause for
