@@ -266,37 +266,34 @@ func (t *thriftService) GetOperationStatus(ctx context.Context, req *tc.TGetOper
 }
 
 func (t *thriftService) CancelOperation(ctx context.Context, req *tc.TCancelOperationReq) (*tc.TCancelOperationResp, error) {
-	ci := callFrom(ctx)
-	done := false
-	if g, ok := opGUID(req.GetOperationHandle()); ok {
-		t.s.store.withOp(g, !ci.observer, func(op *operation, now time.Time) {
-			if op.open {
-				t.s.store.cancelLocked(op, now)
-				done = true
-			}
-		})
-	}
-	if !done {
+	if !t.onOpenOp(ctx, req.GetOperationHandle(), t.s.store.cancelLocked) {
 		return &tc.TCancelOperationResp{Status: invalidHandle("operation")}, nil
 	}
 	return &tc.TCancelOperationResp{Status: okStatus()}, nil
 }
 
 func (t *thriftService) CloseOperation(ctx context.Context, req *tc.TCloseOperationReq) (*tc.TCloseOperationResp, error) {
+	if !t.onOpenOp(ctx, req.GetOperationHandle(), t.s.store.closeLocked) {
+		return &tc.TCloseOperationResp{Status: invalidHandle("operation")}, nil
+	}
+	return &tc.TCloseOperationResp{Status: okStatus()}, nil
+}
+
+// onOpenOp applies f to the operation behind h if the server still holds
+// it; false means the handle is unknown or already closed (INVALID_HANDLE).
+// Only the owner's calls count as its activity.
+func (t *thriftService) onOpenOp(ctx context.Context, h *tc.TOperationHandle, f func(*operation, time.Time)) bool {
 	ci := callFrom(ctx)
 	done := false
-	if g, ok := opGUID(req.GetOperationHandle()); ok {
+	if g, ok := opGUID(h); ok {
 		t.s.store.withOp(g, !ci.observer, func(op *operation, now time.Time) {
 			if op.open {
-				t.s.store.closeLocked(op, now)
+				f(op, now)
 				done = true
 			}
 		})
 	}
-	if !done {
-		return &tc.TCloseOperationResp{Status: invalidHandle("operation")}, nil
-	}
-	return &tc.TCloseOperationResp{Status: okStatus()}, nil
+	return done
 }
 
 func columnType(p plan) tc.TTypeId {
