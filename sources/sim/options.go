@@ -31,7 +31,7 @@ type Options struct {
 	// StartDelay is how long a started warehouse stays STARTING (default
 	// 5s, divided by Speed in the demo).
 	StartDelay time.Duration
-	Logf        func(string, ...any)
+	Logf       func(string, ...any)
 
 	// Clock drives every server-side timestamp, the state machine and the
 	// reaper; nil is the wall clock. Tests inject a ManualClock.

@@ -107,4 +107,3 @@ func TestDemoHasAStoppedWarehouseWithHistory(t *testing.T) {
 		t.Fatal("no history on the stopped warehouse")
 	}
 }
-
