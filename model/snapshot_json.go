@@ -47,6 +47,8 @@ type operationWire struct {
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
 	Adopted            bool     `json:"adopted"`
 	Gone               bool     `json:"gone"`
+	StatusSource       string   `json:"status_source,omitempty"`
+	StatusNote         string   `json:"status_note,omitempty"`
 }
 
 type closeWire struct {
@@ -72,6 +74,9 @@ type endpointWire struct {
 	// Additions beyond §9.
 	ObservedAt jsonTime     `json:"observed_at"`
 	Samples    []sampleWire `json:"samples"`
+	// ListingError: the last endpoint listing failed; the figures are
+	// those of observed_at (absent when the last listing succeeded).
+	ListingError *ErrorInfo `json:"listing_error,omitempty"`
 }
 
 type indexWire struct {
@@ -177,6 +182,7 @@ func (v OperationView) wire() operationWire {
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+		StatusSource: v.StatusSource, StatusNote: v.StatusNote,
 	}
 }
 
@@ -207,6 +213,7 @@ func (w operationWire) view() (OperationView, error) {
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+			StatusSource: w.StatusSource, StatusNote: w.StatusNote,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -224,9 +231,10 @@ func (v EndpointView) wire() endpointWire {
 		Name: v.Name, Type: v.Type, State: v.State, Rows: v.Rows, RowLimit: v.RowLimit,
 		Usage: usage, GrowthRowsPerMin: v.GrowthPerMin, ETAFullS: secondsOf(v.ETAFull),
 		Exhausted: v.Exhausted, LastError: v.LastError, Flags: nonNil(v.Flags),
-		Indexes:    make([]indexWire, 0, len(v.Indexes)),
-		ObservedAt: jsonTime{v.ObservedAt},
-		Samples:    make([]sampleWire, 0, len(v.Samples)),
+		Indexes:      make([]indexWire, 0, len(v.Indexes)),
+		ObservedAt:   jsonTime{v.ObservedAt},
+		Samples:      make([]sampleWire, 0, len(v.Samples)),
+		ListingError: v.ListingError,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -244,7 +252,7 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
 		Flags: nilIfEmpty(w.Flags),

@@ -51,6 +51,8 @@ type Config struct {
 	HTTPTimeout time.Duration
 	// Now is the clock for the discovery window and samples; nil → time.Now.
 	Now func() time.Time
+	// MaxBody bounds every REST answer's body; 0 → MaxBody (32 MiB).
+	MaxBody int64
 }
 
 const (
@@ -117,7 +119,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		// so the SDK's loop makes one attempt and returns.
 		RetryTimeoutSeconds: 1,
 		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
-		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr)},
+		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr), maxBody: c.MaxBody},
 	}
 	// Host metadata (/.well-known/databricks-config) only matters for OAuth
 	// discovery on real https hosts; skip it for plain-http hosts (the
