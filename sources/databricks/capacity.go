@@ -8,6 +8,7 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // SDK method names of the Vector Search calls.
@@ -19,27 +20,46 @@ const (
 )
 
 // Endpoints lists Vector Search endpoints with their indexes' row counts:
-// ListEndpoints (paged), then per endpoint ListIndexes and GetIndex per
-// index (the listing carries no status). The row limit is the endpoint's
-// custom tag dbxtop_row_limit when present, else the published default for
-// its type. The first failed request ends the call with its error: a
-// partial capacity picture would understate usage.
-func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+// ListEndpoints (every page), then per endpoint ListIndexes (every page)
+// and GetIndex per index (the listing carries no status). Each request
+// goes through retry on its own, and every listing is bounded by the page
+// cap and the repeated-token check. The row limit is the endpoint's custom
+// tag dbxtop_row_limit when present, else the published default for its
+// type. The first failed request ends the call with its error: a partial
+// capacity picture would understate usage (the engine keeps the last
+// complete one, marked with its age and this error).
+func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
 	now := c.now()
 	var infos []vectorsearch.EndpointInfo
-	it := c.endpoints.ListEndpoints(ctx, vectorsearch.ListEndpointsRequest{})
-	for it.HasNext(ctx) {
-		info, err := it.Next(ctx)
+	pager := sources.Pager{Call: CallListEndpoints, What: "endpoints", MaxPages: c.conf.MaxPages, Now: c.now}
+	req := vectorsearch.ListEndpointsRequest{}
+	for {
+		var resp vectorsearch.ListEndpointResponse
+		err := retry(ctx, CallListEndpoints, func(ctx context.Context) error {
+			resp = vectorsearch.ListEndpointResponse{}
+			return c.wrapErr(CallListEndpoints, c.getJSON(ctx, "/api/2.0/vector-search/endpoints", req, &resp))
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallListEndpoints, err)
+			return nil, err
 		}
-		infos = append(infos, info)
+		infos = append(infos, resp.Endpoints...)
+		more, trunc := pager.Next(resp.NextPageToken, len(infos))
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
+			break
+		}
+		req.PageToken = resp.NextPageToken
 	}
 	out := make([]model.Endpoint, 0, len(infos))
 	first := map[string]string{}
 	for _, info := range infos {
 		ep := endpointFrom(info)
-		ixs, err := c.endpointIndexes(ctx, info.Name)
+		ixs, err := c.endpointIndexes(ctx, retry, info.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -57,35 +77,54 @@ func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
 	return out, nil
 }
 
-func (c *Client) endpointIndexes(ctx context.Context, endpoint string) ([]model.Index, error) {
-	names, err := c.indexNames(ctx, endpoint)
+func (c *Client) endpointIndexes(ctx context.Context, retry sources.Retry, endpoint string) ([]model.Index, error) {
+	names, err := c.indexNames(ctx, retry, endpoint)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]model.Index, 0, len(names))
 	for _, name := range names {
-		vi, err := c.indexes.GetIndex(ctx, vectorsearch.GetIndexRequest{IndexName: name})
+		var vi *vectorsearch.VectorIndex
+		err := retry(ctx, CallGetIndex, func(ctx context.Context) error {
+			v, err := c.indexes.GetIndex(ctx, vectorsearch.GetIndexRequest{IndexName: name})
+			vi = v
+			return c.wrapErr(CallGetIndex, err)
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallGetIndex, err)
+			return nil, err
 		}
 		out = append(out, indexFrom(name, vi))
 	}
 	return out, nil
 }
 
-func (c *Client) indexNames(ctx context.Context, endpoint string) ([]string, error) {
+func (c *Client) indexNames(ctx context.Context, retry sources.Retry, endpoint string) ([]string, error) {
 	var names []string
-	it := c.indexes.ListIndexes(ctx, vectorsearch.ListIndexesRequest{EndpointName: endpoint})
-	for it.HasNext(ctx) {
-		mi, err := it.Next(ctx)
+	pager := sources.Pager{Call: CallListIndexes, What: "indexes", MaxPages: c.conf.MaxPages, Now: c.now}
+	req := vectorsearch.ListIndexesRequest{EndpointName: endpoint}
+	for {
+		var resp vectorsearch.ListVectorIndexesResponse
+		err := retry(ctx, CallListIndexes, func(ctx context.Context) error {
+			resp = vectorsearch.ListVectorIndexesResponse{}
+			return c.wrapErr(CallListIndexes, c.getJSON(ctx, "/api/2.0/vector-search/indexes", req, &resp))
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallListIndexes, err)
+			return nil, err
 		}
-		if mi.Name != "" {
-			names = append(names, mi.Name)
+		for _, mi := range resp.VectorIndexes {
+			if mi.Name != "" {
+				names = append(names, mi.Name)
+			}
 		}
+		more, trunc := pager.Next(resp.NextPageToken, len(names))
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
+			return names, nil
+		}
+		req.PageToken = resp.NextPageToken
 	}
-	return names, nil
 }
 
 // Probe sends one empty upsert (inputs_json "[]") to the endpoint's first
@@ -97,7 +136,7 @@ func (c *Client) Probe(ctx context.Context, endpoint string) error {
 	index, ok := c.firstIndex[endpoint]
 	c.mu.Unlock()
 	if !ok {
-		names, err := c.indexNames(ctx, endpoint)
+		names, err := c.indexNames(ctx, sources.Once, endpoint)
 		if err != nil {
 			return err
 		}
