@@ -237,11 +237,14 @@ func callFrom(ctx context.Context) *callInfo {
 	return &callInfo{}
 }
 
-// isObserver says whether a User-Agent belongs to dbxtop: its calls never
-// count as the owning client's activity (dbxtop watches, it does not own).
+// isObserver says whether a User-Agent belongs to dbxtop (dbxtop/ for the
+// TUI, snapshot and serve; dbxtop-proxy/ for the proxy's own calls): its
+// calls never count as the owning client's activity (dbxtop watches, it
+// does not own). The proxy forwards its clients' User-Agents unchanged, so
+// their calls through it still count as theirs.
 func isObserver(ua string) bool {
 	for _, tok := range strings.Fields(ua) {
-		if strings.HasPrefix(tok, "dbxtop/") {
+		if strings.HasPrefix(tok, "dbxtop/") || strings.HasPrefix(tok, "dbxtop-proxy/") {
 			return true
 		}
 	}
