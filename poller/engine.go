@@ -42,6 +42,7 @@ type Options struct {
 	Status      StatusSource   // required
 	Actions     ActionSource   // nil → every action refused with ErrNoActions
 	Capacity    CapacitySource // nil → no endpoints
+	Settle      Settler        // final state of a gone operation; nil → UNKNOWN unless already final
 	Probe       bool           // --capacity-probe: one empty upsert per endpoint per refresh
 	Thresholds  model.Thresholds
 	Refresh     time.Duration // discovery + capacity period; 0 → 5s
@@ -77,6 +78,7 @@ type entry struct {
 	closeFails int       // consecutive failed close rounds
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
+	readRound  uint64    // the RunOnce round that last read its status
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -94,6 +96,8 @@ type Engine struct {
 	heap        pollHeap
 	eps         []model.Endpoint
 	wsErrs      map[string]model.ErrorInfo
+	discKeys    map[string]bool // wsErrs keys the last discovery set
+	round       uint64          // RunOnce rounds
 	lastErr     *model.ErrorInfo
 	polls       int64
 	inflight    int
@@ -264,6 +268,9 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
+	e.mu.Lock()
+	e.round++
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -292,22 +299,36 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	e.mu.Lock()
+	e.roundStatus(due, errCtx(ctx))
+	e.mu.Unlock()
 	e.evalFlags()
 	return derr
 }
 
-// discoverRound runs one discovery and merges its result.
+// discoverRound runs one discovery and merges its result. Each request
+// of the discovery goes through the policy on its own (e.retry). A
+// partial result (a truncated listing, a failed side listing) is merged
+// and its problems become workspace errors; only a discovery that read
+// nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
 	now := e.clk.Now()
-	if err != nil {
-		e.recordWSError(CallDiscover, err)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		if ctx.Err() == nil || len(e.discKeys) == 0 {
+			e.setDiscoveryErrors([]error{err})
+		}
 		return fmt.Errorf("discovering operations: %w", err)
 	}
-	delete(e.wsErrs, CallDiscover)
+	var problems []error
+	if partial != nil {
+		problems = partial.Errs
+	}
+	e.setDiscoveryErrors(problems)
 	e.merge(ds, now)
 	return nil
 }

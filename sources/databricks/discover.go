@@ -25,8 +25,9 @@ var (
 // or running statement (whatever its age: a long-running orphan is exactly
 // what dbxtop exists for), plus statements that finished, failed or were
 // canceled within the discovery window (UNCLOSED and REAPED candidates).
-// First it refreshes the warehouse gate (ListWarehouses), so that the
-// round's status polls know which warehouses may be asked over Thrift.
+// Between the two listings it refreshes the warehouse gate
+// (ListWarehouses), so that the round's status polls know which
+// warehouses may be asked over Thrift.
 //
 // Every request goes through retry on its own: a throttled page is retried
 // alone. The live listing is read to the end unless a bound stops it (the
@@ -43,12 +44,6 @@ func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.D
 	}
 	now := c.now()
 	var problems []error
-	if err := c.refreshGate(ctx, retry); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		problems = append(problems, err)
-	}
 	seen := map[string]int{}
 	var out []sources.Discovered
 	add := func(q sql.QueryInfo) {
@@ -68,6 +63,14 @@ func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.D
 	live := &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses}
 	if err := c.listHistory(ctx, retry, live, "live statements", c.conf.DiscoveryBudget, add); err != nil {
 		if _, ok := sources.IsTruncated(err); !ok {
+			return nil, err
+		}
+		problems = append(problems, err)
+	}
+	// After the first listing, so that a refused token or an exhausted
+	// quota still costs exactly one request.
+	if err := c.refreshGate(ctx, retry); err != nil {
+		if ctx.Err() != nil {
 			return nil, err
 		}
 		problems = append(problems, err)
@@ -170,4 +173,45 @@ func msTime(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// Settle reads the final state of a statement the server no longer holds
+// (its handle is gone) from query history: one ListQueries request
+// filtered by statement id. Query history keeps the execution status of
+// closed statements (FINISHED, FAILED, CANCELED). The status has Open
+// false; its State is UNKNOWN when history has no row for it, or still
+// lists it as live (a closed statement cannot be running).
+func (c *Client) Settle(ctx context.Context, retry sources.Retry, ref sources.Ref) (sources.Status, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
+	closed := false
+	st := sources.Status{State: model.StateUnknown, Open: &closed, Source: model.StatusViaHistory}
+	req := sql.ListQueryHistoryRequest{FilterBy: &sql.QueryFilter{StatementIds: []string{ref.StatementID}}, MaxResults: 10}
+	var resp *sql.ListQueriesResponse
+	err := retry(ctx, CallListQueries, func(ctx context.Context) error {
+		r, err := c.history.List(ctx, req)
+		resp = r
+		return c.wrapErr(CallListQueries, err)
+	})
+	if err != nil {
+		return st, err
+	}
+	for _, q := range resp.Res {
+		if q.QueryId != ref.StatementID {
+			continue
+		}
+		d, _ := discoveredFrom(q)
+		if d.Op.State.Terminal() {
+			st.State = d.Op.State
+			st.CompletedAt = d.Op.CompletedAt
+			st.StartedAt = d.Op.StartedAt
+			st.ErrorMessage = d.Op.ServerError
+		} else {
+			st.Note = "query history still lists it " + string(q.Status) + " although the server has no handle"
+		}
+		return st, nil
+	}
+	st.Note = "query history has no row for it"
+	return st, nil
 }
