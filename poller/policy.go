@@ -51,7 +51,7 @@ type PolicyOptions struct {
 }
 
 // listingLimit is the limit of one request of a paginated listing.
-var listingLimit = Limit{Attempts: 16, Elapsed: 20 * time.Second}
+var listingLimit = Limit{Attempts: 12, Elapsed: 15 * time.Second}
 
 // DefaultLimits are the per-call limits applied when PolicyOptions.Limits
 // does not name a call.
@@ -66,7 +66,9 @@ var DefaultLimits = map[string]Limit{
 	// long as its elapsed limit allows: pages are cheap, idempotent GETs,
 	// a page given up loses the listing's rest, and the budget bounds the
 	// total. Under a 50 % throttle with Retry-After: 1 a page then fails
-	// with probability 2^-16 instead of 1/8 at 3 attempts.
+	// with probability 2^-12 instead of 1/8 at 3 attempts; an unreachable
+	// host is reported after about 8 s (6 attempts: the next backoff would
+	// pass 15 s).
 	"ListQueries":    listingLimit,
 	"ListWarehouses": listingLimit,
 	"ListEndpoints":  listingLimit,

@@ -128,8 +128,8 @@ func (u *unknownOpenSource) calls() int {
 func TestListingRequestsRetriedAlone(t *testing.T) {
 	p := NewPolicy(PolicyOptions{})
 	for _, name := range []string{"ListQueries", "ListWarehouses", "ListEndpoints", "ListIndexes", "GetIndex"} {
-		if got := p.limit(name); got.Attempts < 16 || got.Elapsed != 20*time.Second || got.Attempt != 10*time.Second {
-			t.Fatalf("%s limit %+v, want ≥16 attempts within 20s, 10s each", name, got)
+		if got := p.limit(name); got.Attempts != 12 || got.Elapsed != 15*time.Second || got.Attempt != 10*time.Second {
+			t.Fatalf("%s limit %+v, want 12 attempts within 15s, 10s each", name, got)
 		}
 	}
 	if got := p.limit("GetOperationStatus").Attempt; got != 10*time.Second {
