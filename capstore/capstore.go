@@ -118,7 +118,9 @@ func (s *Store) warnf(format string, a ...any) {
 // corruptError is a file that exists but is not a learned-limits file.
 type corruptError struct{ path, why string }
 
-func (e *corruptError) Error() string { return e.path + " is not a learned-limits file (" + e.why + ")" }
+func (e *corruptError) Error() string {
+	return e.path + " is not a learned-limits file (" + e.why + ")"
+}
 
 func (s *Store) read() (map[string]map[string]model.LearnedLimit, error) {
 	fh, err := os.Open(s.path)
