@@ -224,4 +224,3 @@ func TestEngineKeepsLastKnownEndpointsOnListingFailure(t *testing.T) {
 		t.Fatalf("listing error kept after success: %+v", ep.ListingError)
 	}
 }
-

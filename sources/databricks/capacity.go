@@ -2,6 +2,9 @@ package databricks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -19,13 +22,71 @@ const (
 	CallUpsertData    = "UpsertDataVectorIndex"
 )
 
-// Endpoints lists Vector Search endpoints with their indexes' row counts:
-// ListEndpoints (every page), then per endpoint ListIndexes (every page)
-// and GetIndex per index (the listing carries no status). Each request
-// goes through retry on its own, and every listing is bounded by the page
-// cap and the repeated-token check. The row limit is the endpoint's custom
-// tag dbxtop_row_limit when present, else the published default for its
-// type. The first failed request ends the call with its error: a partial
+// endpointInfo is the SDK's EndpointInfo plus throughput_info, which the
+// REST API returns but databricks-sdk-go v0.182.0 does not model.
+type endpointInfo struct {
+	vectorsearch.EndpointInfo
+	Throughput *float64
+}
+
+// listEndpoints pages through GET /api/2.0/vector-search/endpoints, keeping
+// each raw entry so that throughput_info is read as well as the SDK's
+// fields. Each page goes through retry on its own; the listing is bounded
+// by the page cap and the repeated-token check, and stopping early is an
+// error (a *sources.TruncatedError): capacity is not shown partial.
+func (c *Client) listEndpoints(ctx context.Context, retry sources.Retry) ([]endpointInfo, error) {
+	var out []endpointInfo
+	token := ""
+	pager := sources.Pager{Call: CallListEndpoints, What: "endpoints", MaxPages: c.conf.MaxPages, Now: c.now}
+	for {
+		var resp struct {
+			Endpoints     []json.RawMessage `json:"endpoints"`
+			NextPageToken string            `json:"next_page_token"`
+		}
+		q := map[string]any{}
+		if token != "" {
+			q["page_token"] = token
+		}
+		err := retry(ctx, CallListEndpoints, func(ctx context.Context) error {
+			resp.Endpoints, resp.NextPageToken = nil, ""
+			return c.wrapErr(CallListEndpoints, c.dc.Do(ctx, http.MethodGet, "/api/2.0/vector-search/endpoints", map[string]string{"Accept": "application/json"}, q, nil, &resp))
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, raw := range resp.Endpoints {
+			var ei endpointInfo
+			var extra struct {
+				ThroughputInfo *struct {
+					Pct *float64 `json:"current_concurrency_utilization_percentage"`
+				} `json:"throughput_info"`
+			}
+			if err := json.Unmarshal(raw, &ei.EndpointInfo); err != nil {
+				return nil, fmt.Errorf("%s: decoding an endpoint: %w", CallListEndpoints, err)
+			}
+			if json.Unmarshal(raw, &extra) == nil && extra.ThroughputInfo != nil {
+				ei.Throughput = extra.ThroughputInfo.Pct
+			}
+			out = append(out, ei)
+		}
+		more, trunc := pager.Next(resp.NextPageToken, len(out))
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
+			return out, nil
+		}
+		token = resp.NextPageToken
+	}
+}
+
+// Endpoints lists Vector Search endpoints with their indexes' row counts,
+// types and dimensions: ListEndpoints (paged), then per endpoint
+// ListIndexes and GetIndex per index (the listing carries no status). The
+// row limit is resolved from what the endpoint holds and its custom tag
+// dbxtop_row_limit (model.ResolveRowLimit); the poller adds the config
+// file's and learned limits. Each request goes through retry on its own.
+// The first failed request ends the call with its error: a partial
 // capacity picture would understate usage (the engine keeps the last
 // complete one, marked with its age and this error).
 func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
@@ -33,27 +94,9 @@ func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.En
 		retry = sources.Once
 	}
 	now := c.now()
-	var infos []vectorsearch.EndpointInfo
-	pager := sources.Pager{Call: CallListEndpoints, What: "endpoints", MaxPages: c.conf.MaxPages, Now: c.now}
-	req := vectorsearch.ListEndpointsRequest{}
-	for {
-		var resp vectorsearch.ListEndpointResponse
-		err := retry(ctx, CallListEndpoints, func(ctx context.Context) error {
-			resp = vectorsearch.ListEndpointResponse{}
-			return c.wrapErr(CallListEndpoints, c.getJSON(ctx, "/api/2.0/vector-search/endpoints", req, &resp))
-		})
-		if err != nil {
-			return nil, err
-		}
-		infos = append(infos, resp.Endpoints...)
-		more, trunc := pager.Next(resp.NextPageToken, len(infos))
-		if trunc != nil {
-			return nil, trunc
-		}
-		if !more {
-			break
-		}
-		req.PageToken = resp.NextPageToken
+	infos, err := c.listEndpoints(ctx, retry)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]model.Endpoint, 0, len(infos))
 	first := map[string]string{}
@@ -69,7 +112,7 @@ func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.En
 		}
 		ep.ObservedAt = now
 		ep.Samples = []model.Sample{{At: now, Rows: ep.TotalRows()}}
-		out = append(out, ep)
+		out = append(out, ep.WithRowLimit())
 	}
 	c.mu.Lock()
 	c.firstIndex = first
@@ -98,6 +141,8 @@ func (c *Client) endpointIndexes(ctx context.Context, retry sources.Retry, endpo
 	return out, nil
 }
 
+// indexNames pages through ListIndexes (each page through retry, within
+// the page cap and the repeated-token check).
 func (c *Client) indexNames(ctx context.Context, retry sources.Retry, endpoint string) ([]string, error) {
 	var names []string
 	pager := sources.Pager{Call: CallListIndexes, What: "indexes", MaxPages: c.conf.MaxPages, Now: c.now}
@@ -149,14 +194,14 @@ func (c *Client) Probe(ctx context.Context, endpoint string) error {
 	return c.wrapErr(CallUpsertData, err)
 }
 
-func endpointFrom(info vectorsearch.EndpointInfo) model.Endpoint {
-	ep := model.Endpoint{Name: info.Name, Type: string(info.EndpointType)}
+func endpointFrom(info endpointInfo) model.Endpoint {
+	ep := model.Endpoint{Name: info.Name, Type: string(info.EndpointType), NumIndexes: info.NumIndexes, Throughput: info.Throughput}
 	if info.EndpointStatus != nil {
 		ep.State = string(info.EndpointStatus.State)
+		ep.StateMessage = info.EndpointStatus.Message
 	}
-	ep.RowLimit = model.DefaultRowLimit(ep.Type)
 	if n, ok := rowLimitTag(info.CustomTags); ok {
-		ep.RowLimit = n
+		ep.TagLimit = n
 	}
 	return ep
 }
@@ -185,6 +230,18 @@ func indexFrom(name string, vi *vectorsearch.VectorIndex) model.Index {
 	}
 	if vi.Name != "" {
 		ix.Name = vi.Name
+	}
+	ix.Type = string(vi.IndexType)
+	var cols []vectorsearch.EmbeddingVectorColumn
+	switch {
+	case vi.DirectAccessIndexSpec != nil:
+		cols = vi.DirectAccessIndexSpec.EmbeddingVectorColumns
+	case vi.DeltaSyncIndexSpec != nil:
+		cols = vi.DeltaSyncIndexSpec.EmbeddingVectorColumns
+	}
+	// The largest vector column decides the storage per row.
+	for _, col := range cols {
+		ix.Dimension = max(ix.Dimension, col.EmbeddingDimension)
 	}
 	if vi.Status != nil {
 		ix.Rows = vi.Status.IndexedRowCount

@@ -56,9 +56,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	o = o.withDefaults()
 	switch o.Scenario {
-	case ScenarioDemo, ScenarioQuiet, ScenarioLoad:
+	case ScenarioDemo, ScenarioQuiet, ScenarioLoad, ScenarioVectorIncident:
 	default:
-		return nil, fmt.Errorf("sim: unknown scenario %q (demo, quiet, load)", o.Scenario)
+		return nil, fmt.Errorf("sim: unknown scenario %q (demo, quiet, load, vector-incident)", o.Scenario)
 	}
 	faults, err := ParseFaults(o.Faults)
 	if err != nil {
@@ -80,7 +80,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		o: o, token: token, ln: ln,
 		url:     "http://" + ln.Addr().String(),
 		store:   newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
-		vec:     newVectors(o.Clock.Now()),
+		vec:     newVectors(o.Clock, o.Scenario, o.Speed),
 		inj:     newInjector(o.Seed, faults),
 		started: time.Now(),
 	}
@@ -394,6 +394,8 @@ type Stats struct {
 	// WarehouseStarts counts stopped warehouses started by a Thrift
 	// request, by who sent it (an addition beyond the Databricks API).
 	WarehouseStarts WarehouseStarts `json:"warehouse_starts"`
+	// Writer is the vector-incident writer's progress (absent without one).
+	Writer *WriterStats `json:"vector_writer,omitempty"`
 }
 
 // Truth is the /sim/v1/truth document.
@@ -422,11 +424,14 @@ type TruthEndpoint struct {
 	Rows      int64  `json:"rows"`
 	RowLimit  int64  `json:"row_limit"`
 	Exhausted bool   `json:"exhausted"`
+	// FirstRefusedAt is when the endpoint first answered
+	// RESOURCE_EXHAUSTED (null before).
+	FirstRefusedAt *time.Time `json:"first_refused_at"`
 }
 
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
-	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults),
+	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults), Writer: s.vec.writerStats(),
 		WarehouseStarts: WarehouseStarts{Observer: s.starts.Observer.Load(), Clients: s.starts.Clients.Load()}}
 }
 
@@ -444,8 +449,13 @@ func (s *Server) Truth() Truth {
 		})
 	}
 	for _, e := range s.vec.list() {
-		t.Endpoints = append(t.Endpoints, TruthEndpoint{Name: e.Name, Rows: e.Rows, RowLimit: e.Limit,
-			Exhausted: e.Exhausted || e.Rows >= e.Limit || s.inj.exhausted(e.Name)})
+		te := TruthEndpoint{Name: e.Name, Rows: e.Rows, RowLimit: e.Limit,
+			Exhausted: e.Exhausted || e.Rows >= e.Limit || s.inj.exhausted(e.Name)}
+		if !e.FirstRefusal.IsZero() {
+			at := e.FirstRefusal.UTC()
+			te.FirstRefusedAt = &at
+		}
+		t.Endpoints = append(t.Endpoints, te)
 	}
 	sort.Slice(t.Endpoints, func(i, j int) bool { return t.Endpoints[i].Name < t.Endpoints[j].Name })
 	return t
