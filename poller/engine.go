@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,20 +320,44 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.capacityRound(ctx) }()
 	}
-	if e.batchMode() {
-		e.runBatch(ctx, e.o.MaxInFlight)
+	start := e.clk.Now()
+	if !e.batchMode() {
+		e.pollWhere(ctx, func(*entry) bool { return true })
+	} else {
+		// Probes and due openness polls first: they tell whether the
+		// source reports client activity.
+		e.pollWhere(ctx, func(en *entry) bool { return !en.next.After(start) })
+		if e.activity {
+			e.pollWhere(ctx, func(*entry) bool { return true })
+		} else {
+			e.runBatch(ctx, e.o.MaxInFlight)
+			// What no listing confirmed this round is asked one by one.
+			e.pollWhere(ctx, func(en *entry) bool {
+				return !en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)
+			})
+		}
 	}
+	wg.Wait()
+	e.evalFlags()
+	return derr
+}
+
+// pollWhere polls, once each and within MaxInFlight, the scheduled
+// operations that match (RunOnce).
+func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	e.mu.Lock()
 	var due []*entry
-	now := e.clk.Now()
-	for len(e.heap) > 0 && (!e.batchMode() || !e.heap[0].next.After(now)) {
-		en := e.heap.popMin()
-		en.polling = true
-		e.inflight++
-		due = append(due, en)
+	for _, en := range slices.Clone(e.heap) {
+		if match(en) {
+			e.heap.remove(en)
+			en.polling = true
+			e.inflight++
+			due = append(due, en)
+		}
 	}
 	e.mu.Unlock()
 	sem := make(chan struct{}, e.o.MaxInFlight)
+	var wg sync.WaitGroup
 	for _, en := range due {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -343,8 +368,6 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	e.evalFlags()
-	return derr
 }
 
 // discoverRound runs one discovery and merges its result.
