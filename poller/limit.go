@@ -25,7 +25,8 @@ type limiter struct {
 	ceiling     int
 	cap         float64
 	lat         time.Duration // EWMA of answered attempts; 0 = none yet
-	throttledAt time.Time
+	throttledAt time.Time // the last throttled answer
+	cutAt       time.Time // the last multiplicative decrease
 	throttles   int64
 }
 
@@ -49,8 +50,9 @@ func (l *limiter) observe(now time.Time, d time.Duration, err error) {
 	defer l.mu.Unlock()
 	if throttledErr(err) {
 		l.throttles++
-		if now.Sub(l.throttledAt) >= time.Second || l.throttledAt.IsZero() {
+		if l.cutAt.IsZero() || now.Sub(l.cutAt) >= time.Second {
 			l.cap = math.Max(1, l.cap/2)
+			l.cutAt = now
 		}
 		l.throttledAt = now
 		return
