@@ -44,6 +44,11 @@ type Options struct {
 	Actions    ActionSource   // nil → every action refused with ErrNoActions
 	Capacity   CapacitySource // nil → no endpoints
 	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	// RowLimits are the config file's per-endpoint row limits (by name).
+	RowLimits map[string]int64
+	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
+	// nil keeps them in memory for the engine's life.
+	Learned    LearnedLimits
 	Thresholds model.Thresholds
 	Refresh    time.Duration // discovery + capacity period; 0 → 5s
 	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
@@ -118,6 +123,7 @@ type Engine struct {
 	gen         uint64
 	discovering bool
 	capRunning  bool
+	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
 
@@ -154,15 +160,16 @@ func NewEngine(o Options) *Engine {
 		o.Thresholds = model.DefaultThresholds
 	}
 	e := &Engine{
-		o:      o,
-		clk:    clockOr(o.Clock),
-		events: make(chan Event, 4096),
-		ops:    map[string]*entry{},
-		wsErrs: map[string]model.ErrorInfo{},
-		flags:  map[string]map[model.FlagKind]model.Severity{},
-		wake:   make(chan struct{}, 1),
-		closeQ: map[string]*entry{},
-		lim:    newLimiter(o.MaxInFlight),
+		o:          o,
+		clk:        clockOr(o.Clock),
+		events:     make(chan Event, 4096),
+		ops:        map[string]*entry{},
+		wsErrs:     map[string]model.ErrorInfo{},
+		flags:      map[string]map[model.FlagKind]model.Severity{},
+		wake:       make(chan struct{}, 1),
+		closeQ:     map[string]*entry{},
+		memLearned: memLearned{},
+		lim:        newLimiter(o.MaxInFlight),
 	}
 	po := o.Policy
 	if po.Clock == nil {

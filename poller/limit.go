@@ -25,8 +25,8 @@ type limiter struct {
 	ceiling     int
 	cap         float64
 	lat         time.Duration // EWMA of answered attempts; 0 = none yet
-	throttledAt time.Time // the last throttled answer
-	cutAt       time.Time // the last multiplicative decrease
+	throttledAt time.Time     // the last throttled answer
+	cutAt       time.Time     // the last multiplicative decrease
 	throttles   int64
 }
 
