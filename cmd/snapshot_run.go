@@ -144,6 +144,7 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	o.engine = poller.NewEngine(poller.Options{
 		Discoverer: gatedDiscoverer{d: rest, g: gate},
 		Status:     status,
+		Batch:      rest,
 		Capacity:   gatedCapacity{c: rest, g: gate},
 		Settle:     rest,
 		Probe:      cfg.CapacityProbe,

@@ -1,9 +1,16 @@
 package poller
 
-import "github.com/dbxtop/dbxtop/sources"
+import (
+	"context"
+
+	"github.com/dbxtop/dbxtop/sources"
+)
 
 // The engine's view of its sources; the interfaces live in sources so that
-// sources/* need not import the poller.
+// sources/* need not import the poller. Each method makes ONE attempt and
+// returns the raw outcome (a *sources.HTTPError, *sources.ServerError,
+// sources.ErrHandleGone, or a transport error from net/http); the policy
+// around it decides about retries. Sources never retry on their own.
 type (
 	Discoverer     = sources.Discoverer
 	Discovered     = sources.Discovered
@@ -12,3 +19,12 @@ type (
 	CapacitySource = sources.CapacitySource
 	IdleCloser     = sources.IdleCloser
 )
+
+// BatchStatusSource confirms many operations' states per request (query
+// history filtered by statement ids). StatusBatch makes ONE request for at
+// most BatchLimit refs and returns the status of each statement the
+// server listed, by statement id; an absent id is not confirmed.
+type BatchStatusSource interface {
+	StatusBatch(ctx context.Context, refs []sources.Ref) (map[string]sources.Status, error)
+	BatchLimit() int
+}
