@@ -13,6 +13,7 @@ type Endpoint struct {
 	LastError  *ErrorInfo
 	Samples    []Sample // successive (time, rows) observations, oldest first
 	ObservedAt time.Time
+	Workspace  string // the watched workspace (context) when several are watched
 }
 
 // Index is one Vector Search index on an endpoint.

@@ -35,6 +35,9 @@ type Operation struct {
 	Adopted      bool
 	// Gone is set when the operation disappeared from every source.
 	Gone bool
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string
 }
 
 // PollStats counts dbxtop's own status polls of an operation.
@@ -84,4 +87,7 @@ type ErrorInfo struct {
 	RequestID  string        `json:"request_id"`
 	Attempts   int           `json:"attempts"`
 	Elapsed    time.Duration `json:"-"`
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string `json:"-"`
 }

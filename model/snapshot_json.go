@@ -17,6 +17,9 @@ type snapshotWire struct {
 	Operations  []operationWire `json:"operations"`
 	Endpoints   []endpointWire  `json:"endpoints"`
 	Errors      []ErrorInfo     `json:"errors"`
+	Clients     []ClientStats   `json:"clients"`
+	// Workspaces is present when several workspaces are watched.
+	Workspaces []WorkspaceStatus `json:"workspaces,omitempty"`
 }
 
 type workspaceWire struct {
@@ -47,6 +50,7 @@ type operationWire struct {
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
 	Adopted            bool     `json:"adopted"`
 	Gone               bool     `json:"gone"`
+	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
 }
 
 type closeWire struct {
@@ -72,6 +76,7 @@ type endpointWire struct {
 	// Additions beyond §9.
 	ObservedAt jsonTime     `json:"observed_at"`
 	Samples    []sampleWire `json:"samples"`
+	Workspace  string       `json:"workspace,omitempty"`
 }
 
 type indexWire struct {
@@ -97,6 +102,8 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 		Operations:  make([]operationWire, 0, len(s.Operations)),
 		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
 		Errors:      nonNil(s.Errors),
+		Clients:     nonNil(s.Clients),
+		Workspaces:  s.Workspaces,
 	}
 	for _, o := range s.Operations {
 		w.Operations = append(w.Operations, o.wire())
@@ -122,6 +129,8 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		GeneratedAt: w.GeneratedAt.Time,
 		Workspace:   Workspace{Host: w.Workspace.Host, Warehouses: nilIfEmpty(w.Workspace.Warehouses)},
 		Errors:      nilIfEmpty(w.Errors),
+		Clients:     nilIfEmpty(w.Clients),
+		Workspaces:  nilIfEmpty(w.Workspaces),
 	}
 	for i, ow := range w.Operations {
 		v, err := ow.view()
@@ -176,7 +185,7 @@ func (v OperationView) wire() operationWire {
 			NextTryAt: jsonTime{v.Close.NextTry}},
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
-		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone, Workspace: v.Workspace,
 	}
 }
 
@@ -206,7 +215,7 @@ func (w operationWire) view() (OperationView, error) {
 			Poll: w.Poll,
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
-			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone, Workspace: w.Workspace,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -227,6 +236,7 @@ func (v EndpointView) wire() endpointWire {
 		Indexes:    make([]indexWire, 0, len(v.Indexes)),
 		ObservedAt: jsonTime{v.ObservedAt},
 		Samples:    make([]sampleWire, 0, len(v.Samples)),
+		Workspace:  v.Workspace,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -245,6 +255,7 @@ func (w endpointWire) view() (EndpointView, error) {
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
 			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			Workspace: w.Workspace,
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
 		Flags: nilIfEmpty(w.Flags),

@@ -52,6 +52,9 @@ type Options struct {
 	Policy      PolicyOptions // zero value = documented defaults
 	Idle        []IdleCloser  // transports to drop idle connections of on transport errors
 	Logf        func(format string, args ...any)
+	// ClientsWindow is how far back the snapshot's clients[] aggregates
+	// (--window); 0 → 1h.
+	ClientsWindow time.Duration
 }
 
 // Health is the poller's own state for the TUI header.
@@ -116,6 +119,9 @@ type Engine struct {
 func NewEngine(o Options) *Engine {
 	if o.Refresh <= 0 {
 		o.Refresh = 5 * time.Second
+	}
+	if o.ClientsWindow <= 0 {
+		o.ClientsWindow = time.Hour
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 16
