@@ -64,6 +64,10 @@ type Health struct {
 	Polls, Retries, GiveUps         int64
 	LastError                       *model.ErrorInfo
 	EventsDropped                   int64
+	// LastDiscovery is when discovery last succeeded (zero: never);
+	// DiscoveryFailures counts the rounds that failed.
+	LastDiscovery     time.Time
+	DiscoveryFailures int64
 }
 
 // entry is one followed operation with its scheduling state.
@@ -102,6 +106,8 @@ type Engine struct {
 	inflight    int
 	gen         uint64
 	discovering bool
+	lastDisc    time.Time // last successful discovery
+	discFails   int64     // failed discovery rounds
 	capRunning  bool
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
@@ -310,10 +316,12 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	e.discovering = false
 	now := e.clk.Now()
 	if err != nil {
+		e.discFails++
 		e.recordWSError(CallDiscover, err)
 		return fmt.Errorf("discovering operations: %w", err)
 	}
 	delete(e.wsErrs, CallDiscover)
+	e.lastDisc = now
 	e.merge(ds, now)
 	return nil
 }

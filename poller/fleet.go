@@ -131,6 +131,10 @@ func (f *Fleet) Health() Health {
 		h.Retries += mh.Retries
 		h.GiveUps += mh.GiveUps
 		h.EventsDropped += mh.EventsDropped
+		h.DiscoveryFailures += mh.DiscoveryFailures
+		if mh.LastDiscovery.After(h.LastDiscovery) {
+			h.LastDiscovery = mh.LastDiscovery
+		}
 		if h.LastError == nil && mh.LastError != nil {
 			le := *mh.LastError
 			if len(f.members) > 1 {
@@ -183,6 +187,11 @@ func (f *Fleet) Cancel(ctx context.Context, id string) error {
 }
 
 func (f *Fleet) owner(id string) (*Engine, error) {
+	// Read-only refuses before looking: the answer must not depend on
+	// whether the id is known.
+	if f.ReadOnly() {
+		return nil, ErrReadOnly
+	}
 	for _, m := range f.members {
 		if m.Engine.Follows(id) {
 			return m.Engine, nil

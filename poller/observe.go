@@ -173,7 +173,7 @@ func (e *Engine) Health() Health {
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
 		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
-		EventsDropped: e.dropped.Load()}
+		EventsDropped: e.dropped.Load(), LastDiscovery: e.lastDisc, DiscoveryFailures: e.discFails}
 	for _, en := range e.ops {
 		if !en.retired {
 			h.Followed++
