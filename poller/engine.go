@@ -38,11 +38,16 @@ var ErrNoActions = errors.New("this workspace source cannot cancel or close oper
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer  Discoverer     // required
-	Status      StatusSource   // required
-	Actions     ActionSource   // nil → every action refused with ErrNoActions
-	Capacity    CapacitySource // nil → no endpoints
-	Probe       bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	Discoverer Discoverer     // required
+	Status     StatusSource   // required
+	Actions    ActionSource   // nil → every action refused with ErrNoActions
+	Capacity   CapacitySource // nil → no endpoints
+	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	// RowLimits are the config file's per-endpoint row limits (by name).
+	RowLimits map[string]int64
+	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
+	// nil keeps them in memory for the engine's life.
+	Learned     LearnedLimits
 	Thresholds  model.Thresholds
 	Refresh     time.Duration // discovery + capacity period; 0 → 5s
 	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
@@ -109,6 +114,7 @@ type Engine struct {
 	lastDisc    time.Time // last successful discovery
 	discFails   int64     // failed discovery rounds
 	capRunning  bool
+	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
 
@@ -136,14 +142,15 @@ func NewEngine(o Options) *Engine {
 		o.Thresholds = model.DefaultThresholds
 	}
 	e := &Engine{
-		o:      o,
-		clk:    clockOr(o.Clock),
-		events: make(chan Event, 4096),
-		ops:    map[string]*entry{},
-		wsErrs: map[string]model.ErrorInfo{},
-		flags:  map[string]map[model.FlagKind]model.Severity{},
-		wake:   make(chan struct{}, 1),
-		closeQ: map[string]*entry{},
+		o:          o,
+		clk:        clockOr(o.Clock),
+		events:     make(chan Event, 4096),
+		ops:        map[string]*entry{},
+		wsErrs:     map[string]model.ErrorInfo{},
+		flags:      map[string]map[model.FlagKind]model.Severity{},
+		wake:       make(chan struct{}, 1),
+		closeQ:     map[string]*entry{},
+		memLearned: memLearned{},
 	}
 	po := o.Policy
 	if po.Clock == nil {
