@@ -136,6 +136,7 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	o.engine = poller.NewEngine(poller.Options{
 		Discoverer: gatedDiscoverer{d: rest, g: gate},
 		Status:     status,
+		Batch:      rest,
 		Capacity:   gatedCapacity{c: rest, g: gate},
 		Probe:      cfg.CapacityProbe,
 		Thresholds: cfg.Thresholds,

@@ -43,6 +43,9 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		IdleTimeout: c.IdleTimeout,
 		LeakTimeout: c.LeakTimeout,
 		Ops:         c.Ops,
+		Latency:     c.Latency,
+		HistoryLag:  c.HistoryLag,
+		LoadRun:     c.LoadRun,
 		Logf:        logf,
 	}
 }
@@ -135,6 +138,9 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	opts := poller.Options{
 		Discoverer: c.rest,
 		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
 		// On a real workspace actions go through the Statement Execution
 		// API: a Thrift handle rebuilt from a statement id lacks its secret,
 		// and a server that refuses it would make a close look done.
