@@ -14,6 +14,7 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -146,6 +147,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		// and a server that refuses it would make a close look done.
 		Actions:    c.rest,
 		Capacity:   c.rest,
+		Settle:     c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
 		ReadOnly:   ws.ReadOnly,
@@ -163,7 +165,9 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	if simulated && c.thrift != nil {
 		// The simulator looks operations up by GUID alone, so Thrift
 		// actions are exact there and exercise the same path as status.
-		opts.Actions = c.thrift
+		// Never to a warehouse that is not running: those go through the
+		// Statement Execution API.
+		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 	}
 	eng := poller.NewEngine(opts)
 

@@ -50,6 +50,8 @@ type operationWire struct {
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
 	Adopted            bool     `json:"adopted"`
 	Gone               bool     `json:"gone"`
+	StatusSource       string   `json:"status_source,omitempty"`
+	StatusNote         string   `json:"status_note,omitempty"`
 	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
 }
 
@@ -84,7 +86,10 @@ type endpointWire struct {
 	ForecastWindowS float64       `json:"forecast_window_s"`
 	ObservedAt      jsonTime      `json:"observed_at"`
 	Samples         []sampleWire  `json:"samples"`
-	Workspace       string        `json:"workspace,omitempty"`
+	// ListingError: the last endpoint listing failed; the figures are
+	// those of observed_at (absent when the last listing succeeded).
+	ListingError *ErrorInfo `json:"listing_error,omitempty"`
+	Workspace    string     `json:"workspace,omitempty"`
 }
 
 type indexWire struct {
@@ -195,7 +200,8 @@ func (v OperationView) wire() operationWire {
 			NextTryAt: jsonTime{v.Close.NextTry}},
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
-		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone, Workspace: v.Workspace,
+		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
 	}
 }
 
@@ -225,7 +231,8 @@ func (w operationWire) view() (OperationView, error) {
 			Poll: w.Poll,
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
-			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone, Workspace: w.Workspace,
+			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -247,9 +254,10 @@ func (v EndpointView) wire() endpointWire {
 		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
 		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
 		WriteRowsPerMin: v.WriteRowsPerMin, ForecastWindowS: ForecastWindow.Seconds(),
-		ObservedAt: jsonTime{v.ObservedAt},
-		Samples:    make([]sampleWire, 0, len(v.Samples)),
-		Workspace:  v.Workspace,
+		ObservedAt:   jsonTime{v.ObservedAt},
+		Samples:      make([]sampleWire, 0, len(v.Samples)),
+		ListingError: v.ListingError,
+		Workspace:    v.Workspace,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -267,7 +275,7 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
 			Workspace: w.Workspace,

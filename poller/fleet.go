@@ -85,25 +85,14 @@ func (f *Fleet) forward(ctx context.Context, m Member) {
 func (f *Fleet) Events() <-chan Event { return f.events }
 
 // Snapshots are the members' own snapshots, each with whether its last
-// discovery succeeded (Up).
+// discovery round succeeded (Up; false before the first).
 func (f *Fleet) Snapshots() []model.NamedSnapshot {
 	out := make([]model.NamedSnapshot, len(f.members))
 	for i, m := range f.members {
 		s := m.Engine.Snapshot()
-		out[i] = model.NamedSnapshot{Name: m.Name, Up: DiscoveryOK(s), Snapshot: s}
+		out[i] = model.NamedSnapshot{Name: m.Name, Up: m.Engine.Health().DiscoveryUp, Snapshot: s}
 	}
 	return out
-}
-
-// DiscoveryOK reports whether a workspace snapshot shows its operations
-// (no failed discovery): the observe-up of a workspace.
-func DiscoveryOK(s model.Snapshot) bool {
-	for _, e := range s.Errors {
-		if e.Call == CallDiscover {
-			return false
-		}
-	}
-	return true
 }
 
 // Snapshot merges the members' snapshots (model.Merge) with the clients[]

@@ -179,7 +179,8 @@ func (e *Engine) Health() Health {
 		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
 		EventsDropped: e.dropped.Load(), BatchCalls: e.batchCalls,
 		LastDiscovery: e.lastDisc, DiscoveryFailures: e.discFails,
-		Capacity: e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+		DiscoveryUp: !e.lastDisc.IsZero() && !e.discFailed,
+		Capacity:    e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
 	h.Capacity.Limit = e.lim.limit(e.rateSum, avail/max(capa, 1))
 	for _, en := range e.ops {
 		if !en.retired {

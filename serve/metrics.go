@@ -36,7 +36,7 @@ type gauge struct {
 var gauges = []gauge{
 	{"dbxtop_observe_up", "1 when dbxtop's last discovery of the workspace succeeded, 0 when it cannot observe it.", nil,
 		func(ws model.NamedSnapshot, h poller.Health, out func(float64, ...string)) {
-			out(boolF(ws.Up && !h.LastDiscovery.IsZero()))
+			out(boolF(ws.Up))
 		}},
 	{"dbxtop_operations", "Operations dbxtop shows, by warehouse and server state.", []string{"warehouse", "state"},
 		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {

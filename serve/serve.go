@@ -226,11 +226,10 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	out.Ready = true
 	for _, m := range s.o.Fleet.Members() {
 		h := m.Engine.Health()
-		up := !h.LastDiscovery.IsZero() && poller.DiscoveryOK(m.Engine.Snapshot())
 		if h.LastDiscovery.IsZero() && h.DiscoveryFailures == 0 {
 			out.Ready = false
 		}
-		out.Workspaces = append(out.Workspaces, ws{Name: m.Name, Up: up})
+		out.Workspaces = append(out.Workspaces, ws{Name: m.Name, Up: h.DiscoveryUp})
 	}
 	code := http.StatusOK
 	if !out.Ready {
