@@ -109,6 +109,9 @@ func (m *Model) header() []string {
 	h := m.health
 	l2 := fmt.Sprintf("poller  followed %d  in flight %d  retry budget %.0f/%.0f  polls %d  retries %d  give-ups %d",
 		h.Followed, h.InFlight, h.BudgetAvailable, h.BudgetCapacity, h.Polls, h.Retries, h.GiveUps)
+	if h.BatchCalls > 0 {
+		l2 += fmt.Sprintf("  batches %d", h.BatchCalls)
+	}
 	if h.EventsDropped > 0 {
 		l2 += fmt.Sprintf("  events dropped %d", h.EventsDropped)
 	}
@@ -117,6 +120,11 @@ func (m *Model) header() []string {
 	l2e := "last error: none"
 	if h.LastError != nil {
 		l2e = "last error: " + st.Crit.Render(errorLine(h.LastError))
+	}
+	if f := h.Freshness; f.Goal > 0 && !f.Held {
+		// The schedule cannot hold its freshness goal: say so, and why,
+		// before the last error (which is often the cause).
+		l2e = st.Warn.Render(g.Warn+" "+f.String()) + "  " + l2e
 	}
 
 	c := &m.counts
