@@ -67,12 +67,12 @@ func (c *Client) Discover(ctx context.Context) ([]poller.Discovered, error) {
 func (c *Client) listHistory(ctx context.Context, f *sql.QueryFilter, add func(sql.QueryInfo)) error {
 	req := sql.ListQueryHistoryRequest{FilterBy: f, MaxResults: c.conf.PageSize}
 	for page := 0; page < c.conf.MaxPages; page++ {
-		resp, err := c.history.List(ctx, req)
+		resp, err := c.historyList(ctx, req) // encoding/json, not the SDK's slow decoder
 		if err != nil {
 			return c.wrapErr(CallListQueries, err)
 		}
-		for _, q := range resp.Res {
-			add(q)
+		for i := range resp.Res {
+			add(resp.Res[i].info())
 		}
 		if !resp.HasNextPage || resp.NextPageToken == "" {
 			return nil
