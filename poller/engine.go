@@ -43,6 +43,7 @@ type Options struct {
 	Status     StatusSource   // required
 	Actions    ActionSource   // nil → every action refused with ErrNoActions
 	Capacity   CapacitySource // nil → no endpoints
+	Settle     Settler        // final state of a gone operation; nil → UNKNOWN unless already final
 	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
 	// RowLimits are the config file's per-endpoint row limits (by name).
 	RowLimits map[string]int64
@@ -68,6 +69,9 @@ type Options struct {
 	Policy     PolicyOptions // zero value = documented defaults
 	Idle       []IdleCloser  // transports to drop idle connections of on transport errors
 	Logf       func(format string, args ...any)
+	// ClientsWindow is how far back the snapshot's clients[] aggregates
+	// (--window); 0 → 1h.
+	ClientsWindow time.Duration
 }
 
 // Health is the poller's own state for the TUI header.
@@ -82,6 +86,12 @@ type Health struct {
 	BatchCalls int64
 	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
 	Freshness  Freshness // whether the freshness goal holds, and why not
+	// LastDiscovery is when discovery last succeeded (zero: never);
+	// DiscoveryFailures counts the rounds that failed.
+	// DiscoveryUp: the last round succeeded (the workspace is observed).
+	LastDiscovery     time.Time
+	DiscoveryFailures int64
+	DiscoveryUp       bool
 }
 
 // entry is one followed operation with its scheduling state.
@@ -100,6 +110,7 @@ type entry struct {
 	queued     bool      // in the close queue
 	rate       float64   // expected per-operation polls per second (demand)
 	probe      bool      // an activity probe is due (batch mode)
+	readRound  uint64    // the RunOnce round that last read its status
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -117,11 +128,16 @@ type Engine struct {
 	heap        pollHeap
 	eps         []model.Endpoint
 	wsErrs      map[string]model.ErrorInfo
+	discKeys    map[string]bool // wsErrs keys the last discovery set
+	round       uint64          // RunOnce rounds
 	lastErr     *model.ErrorInfo
 	polls       int64
 	inflight    int
 	gen         uint64
 	discovering bool
+	lastDisc    time.Time // last successful discovery
+	discFails   int64     // failed discovery rounds
+	discFailed  bool      // the last discovery round failed
 	capRunning  bool
 	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
@@ -150,6 +166,9 @@ type Engine struct {
 func NewEngine(o Options) *Engine {
 	if o.Refresh <= 0 {
 		o.Refresh = 5 * time.Second
+	}
+	if o.ClientsWindow <= 0 {
+		o.ClientsWindow = time.Hour
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 64
@@ -320,6 +339,11 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
+	e.mu.Lock()
+	e.round++
+	// What this round must read: every operation scheduled for polls.
+	want := slices.Clone(e.heap)
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -346,6 +370,9 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
+	e.mu.Lock()
+	e.roundStatus(want, errCtx(ctx))
+	e.mu.Unlock()
 	e.evalFlags()
 	return derr
 }
@@ -378,18 +405,32 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	wg.Wait()
 }
 
-// discoverRound runs one discovery and merges its result.
+// discoverRound runs one discovery and merges its result. Each request
+// of the discovery goes through the policy on its own (e.retry). A
+// partial result (a truncated listing, a failed side listing) is merged
+// and its problems become workspace errors; only a discovery that read
+// nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
 	now := e.clk.Now()
-	if err != nil {
-		e.recordWSError(CallDiscover, err)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		e.discFails++
+		e.discFailed = true
+		if ctx.Err() == nil || len(e.discKeys) == 0 {
+			e.setDiscoveryErrors([]error{err})
+		}
 		return fmt.Errorf("discovering operations: %w", err)
 	}
-	delete(e.wsErrs, CallDiscover)
+	var problems []error
+	if partial != nil {
+		problems = partial.Errs
+	}
+	e.setDiscoveryErrors(problems)
+	e.lastDisc, e.discFailed = now, false
 	e.merge(ds, now)
 	return nil
 }

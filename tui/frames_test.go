@@ -40,7 +40,7 @@ func TestEventsCoalescedIntoFrames(t *testing.T) {
 	// Update takes a whole frame into the Events ring.
 	m := New(newFakeEngine(fixtureSnapshot()), testOptions()).(*Model)
 	m.Update(eventMsg{evs: msg.evs[:50], ok: true})
-	if got := m.ring.len(); got != 50 {
+	if got := m.ctx.ring.len(); got != 50 {
 		t.Errorf("ring holds %d events after a frame of 50", got)
 	}
 }

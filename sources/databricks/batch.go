@@ -52,7 +52,8 @@ func (c *Client) ListLive(ctx context.Context, token string) (map[string]sources
 }
 
 func statusOf(op model.Operation) sources.Status {
-	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}
+	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
+		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
 }
 
 // BatchLimit reports how many refs one StatusBatch call may carry.
