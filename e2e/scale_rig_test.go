@@ -111,7 +111,7 @@ func (w *scaleWorld) engineContender(t testing.TB, batch bool, warm, window time
 	}
 	defer rest.CloseIdleConnections()
 	defer tc.CloseIdleConnections()
-	o := poller.Options{Discoverer: rest, Status: databricks.StatusWithFallback(tc, rest), ReadOnly: true,
+	o := poller.Options{Discoverer: rest, Status: realServerStatus{databricks.StatusWithFallback(tc, rest)}, ReadOnly: true,
 		Thresholds: model.DefaultThresholds, Idle: []poller.IdleCloser{rest, tc}}
 	name := "dbxtop"
 	if batch {
@@ -251,4 +251,16 @@ func quantiles(xs []time.Duration) (p50, p95, mx time.Duration) {
 	slices.Sort(xs)
 	at := func(q float64) time.Duration { return xs[int(math.Ceil(q*float64(len(xs))))-1] }
 	return at(0.5), at(0.95), xs[len(xs)-1]
+}
+
+// realServerStatus answers as a real server does: no owning client's
+// activity (the simulator volunteers it only as an opt-in extension; a
+// source that reports it keeps live operations on per-operation polls,
+// docs/retry-policy.md "Status: batch first").
+type realServerStatus struct{ sources.StatusSource }
+
+func (r realServerStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	st, err := r.StatusSource.Status(ctx, ref)
+	st.ClientLastActivity = nil
+	return st, err
 }
