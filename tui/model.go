@@ -149,7 +149,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !msg.ok {
 			return m, nil // the engine closed its channel: it stopped
 		}
-		m.ctx.ring.push(msg.ev)
+		for _, ev := range msg.evs {
+			m.ctx.ring.push(ev)
+		}
 		return m, waitEvent(m.events, m.done)
 	case actionDoneMsg:
 		m.actionDone(msg)
