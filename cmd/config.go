@@ -19,6 +19,7 @@ type WorkspaceConfig struct {
 	ReadOnly   bool
 	NoColor    bool
 	ASCII      bool
+	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
 }
 
@@ -43,5 +44,8 @@ type SimConfig struct {
 	Warehouses  int
 	IdleTimeout time.Duration
 	LeakTimeout time.Duration
-	Ops         int // scenario load
+	Ops         int           // scenario load
+	Latency     time.Duration // every answer ± 20 %
+	HistoryLag  time.Duration // query history trails the engine
+	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
 }

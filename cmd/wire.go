@@ -14,6 +14,7 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -43,6 +44,9 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		IdleTimeout: c.IdleTimeout,
 		LeakTimeout: c.LeakTimeout,
 		Ops:         c.Ops,
+		Latency:     c.Latency,
+		HistoryLag:  c.HistoryLag,
+		LoadRun:     c.LoadRun,
 		Logf:        logf,
 	}
 }
@@ -135,11 +139,15 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	opts := poller.Options{
 		Discoverer: c.rest,
 		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
 		// On a real workspace actions go through the Statement Execution
 		// API: a Thrift handle rebuilt from a statement id lacks its secret,
 		// and a server that refuses it would make a close look done.
 		Actions:    c.rest,
 		Capacity:   c.rest,
+		Settle:     c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
 		ReadOnly:   ws.ReadOnly,
@@ -157,9 +165,15 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	if simulated && c.thrift != nil {
 		// The simulator looks operations up by GUID alone, so Thrift
 		// actions are exact there and exercise the same path as status.
-		opts.Actions = c.thrift
+		// Never to a warehouse that is not running: those go through the
+		// Statement Execution API.
+		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 	}
 	eng := poller.NewEngine(opts)
+	actionPath := ""
+	if opts.Actions == c.thrift && c.thrift != nil {
+		actionPath = "thrift"
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -169,11 +183,14 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
 	uiErr := tui.Run(runCtx, eng, tui.Options{
-		NoColor:   ws.NoColor,
-		ASCII:     ws.ASCII,
-		ReadOnly:  ws.ReadOnly,
-		Workspace: opts.Workspace,
-		Version:   Version,
+		NoColor:    ws.NoColor,
+		ASCII:      ws.ASCII,
+		ReadOnly:   ws.ReadOnly,
+		Mouse:      ws.Mouse,
+		Refresh:    ws.Refresh, // the header shows the engine's real period
+		ActionPath: actionPath,
+		Workspace:  opts.Workspace,
+		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,21 +43,32 @@ type Options struct {
 	Status     StatusSource   // required
 	Actions    ActionSource   // nil → every action refused with ErrNoActions
 	Capacity   CapacitySource // nil → no endpoints
+	Settle     Settler        // final state of a gone operation; nil → UNKNOWN unless already final
 	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
 	// RowLimits are the config file's per-endpoint row limits (by name).
 	RowLimits map[string]int64
 	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
 	// nil keeps them in memory for the engine's life.
-	Learned     LearnedLimits
-	Thresholds  model.Thresholds
-	Refresh     time.Duration // discovery + capacity period; 0 → 5s
-	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
-	Workspace   model.Workspace
-	MaxInFlight int // bounded concurrency of status polls; 0 → 16
-	Clock       Clock
-	Policy      PolicyOptions // zero value = documented defaults
-	Idle        []IdleCloser  // transports to drop idle connections of on transport errors
-	Logf        func(format string, args ...any)
+	Learned    LearnedLimits
+	Thresholds model.Thresholds
+	Refresh    time.Duration // discovery + capacity period; 0 → 5s
+	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
+	Workspace  model.Workspace
+	// MaxInFlight is the ceiling of calls in flight (per-operation polls
+	// and batch requests); 0 → 64. Below it the limiter sizes concurrency
+	// from latency and demand (limit.go).
+	MaxInFlight int
+	// Batch, when set, confirms live operations in batches (query history
+	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
+	// are then kept for what only they tell (batch.go). Discovery listings
+	// count as confirmations too: with Batch set, the Discoverer is
+	// assumed to read the same query history.
+	Batch      BatchStatusSource
+	BatchEvery time.Duration
+	Clock      Clock
+	Policy     PolicyOptions // zero value = documented defaults
+	Idle       []IdleCloser  // transports to drop idle connections of on transport errors
+	Logf       func(format string, args ...any)
 }
 
 // Health is the poller's own state for the TUI header.
@@ -66,6 +78,11 @@ type Health struct {
 	Polls, Retries, GiveUps         int64
 	LastError                       *model.ErrorInfo
 	EventsDropped                   int64
+	// BatchCalls counts batch confirmation requests (query history by
+	// statement ids); Polls counts per-operation status polls.
+	BatchCalls int64
+	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
+	Freshness  Freshness // whether the freshness goal holds, and why not
 }
 
 // entry is one followed operation with its scheduling state.
@@ -82,6 +99,9 @@ type entry struct {
 	closeFails int       // consecutive failed close rounds
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
+	rate       float64   // expected per-operation polls per second (demand)
+	probe      bool      // an activity probe is due (batch mode)
+	readRound  uint64    // the RunOnce round that last read its status
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -99,6 +119,8 @@ type Engine struct {
 	heap        pollHeap
 	eps         []model.Endpoint
 	wsErrs      map[string]model.ErrorInfo
+	discKeys    map[string]bool // wsErrs keys the last discovery set
+	round       uint64          // RunOnce rounds
 	lastErr     *model.ErrorInfo
 	polls       int64
 	inflight    int
@@ -108,6 +130,15 @@ type Engine struct {
 	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+
+	lim          *limiter
+	rateSum      float64         // Σ entry.rate
+	batchQ       [][]sources.Ref // chunks of the current round not yet sent
+	batchPending int             // chunks of the current round not yet answered
+	batchCalls   int64
+	activity     bool // the status source reports client activity
+	probes       int  // activity probes made
+	fresh        Freshness
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -124,7 +155,10 @@ func NewEngine(o Options) *Engine {
 		o.Refresh = 5 * time.Second
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 16
+		o.MaxInFlight = 64
+	}
+	if o.BatchEvery <= 0 {
+		o.BatchEvery = defaultBatchEvery
 	}
 	if o.Thresholds == (model.Thresholds{}) {
 		o.Thresholds = model.DefaultThresholds
@@ -139,6 +173,7 @@ func NewEngine(o Options) *Engine {
 		wake:       make(chan struct{}, 1),
 		closeQ:     map[string]*entry{},
 		memLearned: memLearned{},
+		lim:        newLimiter(o.MaxInFlight),
 	}
 	po := o.Policy
 	if po.Clock == nil {
@@ -185,6 +220,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	nextRefresh := e.clk.Now()
 	nextFlags := nextRefresh
+	nextBatch := nextRefresh
 	for {
 		gen := e.sigGen.Load()
 		now := e.clk.Now()
@@ -200,13 +236,29 @@ func (e *Engine) Run(ctx context.Context) error {
 				spawn(e.capacityRound)
 			}
 		}
-		for e.inflight < e.o.MaxInFlight && len(e.heap) > 0 && !e.heap[0].next.After(now) {
+		if e.batchMode() && !now.Before(nextBatch) {
+			nextBatch = now.Add(e.o.BatchEvery)
+			if e.batchPending == 0 {
+				e.queueBatch()
+			}
+		}
+		limit := e.lim.limit(e.demand(), e.budgetShare())
+		for e.inflight < limit && len(e.batchQ) > 0 {
+			c := e.batchQ[0]
+			e.batchQ = e.batchQ[1:]
+			e.inflight++
+			spawn(func(ctx context.Context) { e.confirmChunk(ctx, c) })
+		}
+		for e.inflight < limit && len(e.heap) > 0 && !e.heap[0].next.After(now) {
 			en := e.heap.popMin()
 			en.polling = true
 			e.inflight++
 			spawn(func(ctx context.Context) { e.pollOne(ctx, en) })
 		}
 		next := nextRefresh
+		if e.batchMode() && nextBatch.Before(next) {
+			next = nextBatch
+		}
 		for _, en := range e.closeQ {
 			if !en.closing {
 				if !en.op.Close.NextTry.After(now) {
@@ -217,7 +269,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(e.heap) > 0 && e.inflight < e.o.MaxInFlight && e.heap[0].next.Before(next) {
+		if len(e.heap) > 0 && e.inflight < limit && e.heap[0].next.Before(next) {
 			next = e.heap[0].next
 		}
 		e.mu.Unlock()
@@ -271,6 +323,11 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
+	e.mu.Lock()
+	e.round++
+	// What this round must read: every operation scheduled for polls.
+	want := slices.Clone(e.heap)
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -279,16 +336,47 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.capacityRound(ctx) }()
 	}
+	start := e.clk.Now()
+	if !e.batchMode() {
+		e.pollWhere(ctx, func(*entry) bool { return true })
+	} else {
+		// Probes and due openness polls first: they tell whether the
+		// source reports client activity.
+		e.pollWhere(ctx, func(en *entry) bool { return !en.next.After(start) })
+		if e.activity {
+			e.pollWhere(ctx, func(*entry) bool { return true })
+		} else {
+			e.runBatch(ctx, e.o.MaxInFlight)
+			// What no listing confirmed this round is asked one by one.
+			e.pollWhere(ctx, func(en *entry) bool {
+				return !en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)
+			})
+		}
+	}
+	wg.Wait()
+	e.mu.Lock()
+	e.roundStatus(want, errCtx(ctx))
+	e.mu.Unlock()
+	e.evalFlags()
+	return derr
+}
+
+// pollWhere polls, once each and within MaxInFlight, the scheduled
+// operations that match (RunOnce).
+func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	e.mu.Lock()
 	var due []*entry
-	for len(e.heap) > 0 {
-		en := e.heap.popMin()
-		en.polling = true
-		e.inflight++
-		due = append(due, en)
+	for _, en := range slices.Clone(e.heap) {
+		if match(en) {
+			e.heap.remove(en)
+			en.polling = true
+			e.inflight++
+			due = append(due, en)
+		}
 	}
 	e.mu.Unlock()
 	sem := make(chan struct{}, e.o.MaxInFlight)
+	var wg sync.WaitGroup
 	for _, en := range due {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -299,22 +387,31 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	e.evalFlags()
-	return derr
 }
 
-// discoverRound runs one discovery and merges its result.
+// discoverRound runs one discovery and merges its result. Each request
+// of the discovery goes through the policy on its own (e.retry). A
+// partial result (a truncated listing, a failed side listing) is merged
+// and its problems become workspace errors; only a discovery that read
+// nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
 	now := e.clk.Now()
-	if err != nil {
-		e.recordWSError(CallDiscover, err)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		if ctx.Err() == nil || len(e.discKeys) == 0 {
+			e.setDiscoveryErrors([]error{err})
+		}
 		return fmt.Errorf("discovering operations: %w", err)
 	}
-	delete(e.wsErrs, CallDiscover)
+	var problems []error
+	if partial != nil {
+		problems = partial.Errs
+	}
+	e.setDiscoveryErrors(problems)
 	e.merge(ds, now)
 	return nil
 }
@@ -359,6 +456,16 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			e.ops[id] = en
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
 				en.retired, en.retiredAt = true, now
+			} else if e.batchMode() && op.State != model.StateUnknown {
+				// Listed by query history: that is a confirmation. A few
+				// first operations get one poll of their own, to learn
+				// whether the status source reports client activity.
+				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}, now)
+				if e.probes < activityProbes && !en.retired {
+					e.probes++
+					en.probe, en.next = true, now
+					e.heap.reschedule(en)
+				}
 			} else {
 				en.next = now
 				e.heap.push(en)
@@ -376,7 +483,10 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			if len(d.Ref.Secret) > 0 {
 				en.ref.Secret = d.Ref.Secret
 			}
-			if o.LastPollOKAt.IsZero() && d.Op.State != "" {
+			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
+				// A listing of query history confirms like a batch.
+				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError}, now)
+			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
 			// Discovery says it ended while we still think it runs: confirm
@@ -409,6 +519,7 @@ func (e *Engine) retire(en *entry, now time.Time) {
 	if en.idx >= 0 {
 		e.heap.remove(en)
 	}
+	e.setRate(en, 0)
 	en.retired, en.retiredAt = true, now
 }
 
