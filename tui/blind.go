@@ -15,7 +15,12 @@ import (
 // plain words and what to check, instead of "no operations". nil when
 // dbxtop can see.
 func blindBanner(ctx *programContext, width int) []string {
-	errs := ctx.snap.Errors
+	var errs []model.ErrorInfo
+	for _, e := range ctx.snap.Errors {
+		if e.Kind != model.KindTruncated { // a cut listing is not blindness
+			errs = append(errs, e)
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}

@@ -188,14 +188,6 @@ func (m *Model) header() []string {
 	if h.EventsDropped > 0 {
 		l2 = append(l2, seg{st.Warn.Render(fmt.Sprintf("events dropped %d", h.EventsDropped)), prioCritical})
 	}
-	// A listing that left operations out outranks the last error: what
-	// the screen shows is not everything (never a silent cap).
-	for i := range m.snap.Errors {
-		if e := &m.snap.Errors[i]; e.Kind == model.KindTruncated {
-			l2e = st.Crit.Render("INCOMPLETE: " + e.Call + " " + e.Message)
-			break
-		}
-	}
 
 	c := &m.counts
 	l3 := []seg{{"flags", prioCritical}}
@@ -253,6 +245,13 @@ func (m *Model) header() []string {
 // away: ! opens it in the Events view.
 func (m *Model) lastErrorLine() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
+	// A listing that left operations out outranks the last error: what
+	// the screen shows is not everything (never a silent cap).
+	for i := range m.ctx.snap.Errors {
+		if e := &m.ctx.snap.Errors[i]; e.Kind == model.KindTruncated {
+			return truncLine(st.Crit.Render("INCOMPLETE: "+e.Call+" "+e.Message), m.ctx.width, g.Ellipsis)
+		}
+	}
 	e := m.ctx.health.LastError
 	if e == nil {
 		return "last error: none"
