@@ -232,7 +232,7 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 	var details []string
 	for _, e := range s.Endpoints {
 		if e.RowLimitWhy != "" {
-			details = append(details, fmt.Sprintf("  %s  row limit: %s", clean(e.Name, opt.ASCII), clean(e.RowLimitWhy, opt.ASCII)))
+			details = append(details, fmt.Sprintf("  %s  %s", clean(e.Name, opt.ASCII), clean(model.LimitLine(e.RowLimitWhy), opt.ASCII)))
 		}
 		for _, f := range e.Flags {
 			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(e.Name, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
