@@ -21,11 +21,15 @@ func TestErrorTextsAreOneBoundedLine(t *testing.T) {
 	})
 	c := f.client(t)
 	_, err := c.Discover(context.Background(), nil)
-	if s := err.Error(); s != "ListQueries: HTTP 502 UNKNOWN: HTML page: 502 Bad Gateway" { t.Errorf("502: %q", s) }
+	if s := err.Error(); s != "ListQueries: HTTP 502 UNKNOWN: HTML page: 502 Bad Gateway" {
+		t.Errorf("502: %q", s)
+	}
 	f.handle("GET /api/2.0/sql/history/queries", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("this is not json\nline2\x1b[2J"))
 	})
 	_, err = c.Discover(context.Background(), nil)
-	if s := err.Error(); strings.ContainsAny(s, "\n\x1b") || strings.Contains(s, "Request log") || !strings.HasPrefix(s, "ListQueries: failed to unmarshal response body") { t.Errorf("non-JSON 200: %q", s) }
+	if s := err.Error(); strings.ContainsAny(s, "\n\x1b") || strings.Contains(s, "Request log") || !strings.HasPrefix(s, "ListQueries: failed to unmarshal response body") {
+		t.Errorf("non-JSON 200: %q", s)
+	}
 }
