@@ -133,7 +133,7 @@ func TestHostileTextEveryView(t *testing.T) {
 					}
 					m := syncModel(t, e, o, sz[0], sz[1])
 					for _, ev := range hostileEvents() {
-						m.Update(eventMsg{ev: ev, ok: true})
+						m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
 					}
 					press(m, v.keys...)
 					frame := m.View()
@@ -166,7 +166,7 @@ func FuzzRenderer(f *testing.F) {
 		e := newFakeEngine(s)
 		o := testOptions()
 		m := syncModel(t, e, o, 80, 24)
-		m.Update(eventMsg{ev: poller.Event{At: fixedNow, Kind: poller.EventRetry, Message: msg, Call: user, StatementID: sql}, ok: true})
+		m.Update(eventMsg{evs: []poller.Event{{At: fixedNow, Kind: poller.EventRetry, Message: msg, Call: user, StatementID: sql}}, ok: true})
 		checkFrame(t, m.View(), false)
 		press(m, "enter")
 		checkFrame(t, m.View(), false)
