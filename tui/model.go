@@ -201,7 +201,7 @@ func (m *Model) trackLastError() {
 		m.lastErr = lastErrorState{}
 		return
 	}
-	k := e.Call + "\x00" + e.Message + "\x00" + e.RequestID + "\x00" + e.ErrorCode
+	k := e.Call + "\x00" + e.Message + "\x00" + e.ErrorCode // not the request id: each retry has its own
 	if k != m.lastErr.key {
 		m.lastErr = lastErrorState{key: k, since: now}
 	}
