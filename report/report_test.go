@@ -355,7 +355,7 @@ func TestTableFitsWidthAndWideKeepsAll(t *testing.T) {
 	}
 	var b bytes.Buffer
 	_ = Table(&b, fixture(), TableOptions{Width: 80, Wide: true})
-	for _, col := range []string{"RETRIES", "REAPER", "CLOSE", "WAREHOUSE", "GROWTH/MIN"} {
+	for _, col := range []string{"RETRIES", "REAPER", "CLOSE", "WAREHOUSE", "WRITES/MIN", "THROUGHPUT"} {
 		if !strings.Contains(b.String(), col) {
 			t.Errorf("--wide lost %s", col)
 		}
