@@ -73,7 +73,10 @@ type operation struct {
 	lastActivity time.Time // owner calls on the operation
 	fetchPos     int64
 
-	observerCloseFailed bool // scripted: the first observer close of a close_fails op
+	// observerCloseFailUntil: scripted, observer closes of a close_fails
+	// op fail until then (set by the first one), long enough for the
+	// observer's retries to give up and show CLOSE_FAILED.
+	observerCloseFailUntil time.Time
 	pruned              bool // forgotten by the reaper (left store.order)
 }
 
