@@ -3,7 +3,7 @@ package cmd
 import (
 	"context"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -14,8 +14,8 @@ import (
 type conn struct {
 	rest   *databricks.Client
 	thrift *thrift.Client // nil when Thrift is unavailable
-	status poller.StatusSource
-	idle   []poller.IdleCloser
+	status sources.StatusSource
+	idle   []sources.IdleCloser
 }
 
 // connect resolves the workspace's auth and builds its sources. It makes
@@ -32,7 +32,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{rest: rest, status: rest, idle: []poller.IdleCloser{rest}}
+	c := &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}}
 	// Thrift reports the owning client's last activity (INACTIVE needs it);
 	// the Statement Execution API answers when Thrift cannot.
 	tc, terr := thrift.NewClient(thrift.Options{

@@ -174,18 +174,18 @@ func (g *authGate) check() error {
 }
 
 type gatedDiscoverer struct {
-	d poller.Discoverer
+	d sources.Discoverer
 	g *authGate
 }
 
-func (d gatedDiscoverer) Discover(ctx context.Context) ([]poller.Discovered, error) {
+func (d gatedDiscoverer) Discover(ctx context.Context) ([]sources.Discovered, error) {
 	ds, err := d.d.Discover(ctx)
 	d.g.record(err)
 	return ds, err
 }
 
 type gatedCapacity struct {
-	c poller.CapacitySource
+	c sources.CapacitySource
 	g *authGate
 }
 

@@ -71,7 +71,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		}
 		if !known || old.Exhausted != ep.Exhausted {
 			msg := fmt.Sprintf("%s: %d rows", ep.Name, rows)
-			ev := Event{At: now, Kind: EventCapacity, Endpoint: ep.Name, Message: msg}
+			ev := model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: msg}
 			if ep.Exhausted {
 				ev.Message += "; EXHAUSTED"
 				if ep.LastError != nil {

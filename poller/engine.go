@@ -33,24 +33,24 @@ var ErrReadOnly = errors.New("read-only mode: dbxtop refuses to change anything 
 // not follow.
 var ErrUnknownOperation = errors.New("dbxtop does not follow this operation")
 
-// ErrNoActions is returned when no ActionSource was configured.
+// ErrNoActions is returned when no sources.ActionSource was configured.
 var ErrNoActions = errors.New("this workspace source cannot cancel or close operations")
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer  Discoverer     // required
-	Status      StatusSource   // required
-	Actions     ActionSource   // nil → every action refused with ErrNoActions
-	Capacity    CapacitySource // nil → no endpoints
-	Probe       bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	Discoverer  sources.Discoverer     // required
+	Status      sources.StatusSource   // required
+	Actions     sources.ActionSource   // nil → every action refused with ErrNoActions
+	Capacity    sources.CapacitySource // nil → no endpoints
+	Probe       bool                   // --capacity-probe: one empty upsert per endpoint per refresh
 	Thresholds  model.Thresholds
 	Refresh     time.Duration // discovery + capacity period; 0 → 5s
 	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
 	Workspace   model.Workspace
 	MaxInFlight int // bounded concurrency of status polls; 0 → 16
 	Clock       Clock
-	Policy      PolicyOptions // zero value = documented defaults
-	Idle        []IdleCloser  // transports to drop idle connections of on transport errors
+	Policy      PolicyOptions        // zero value = documented defaults
+	Idle        []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf        func(format string, args ...any)
 }
 
@@ -85,7 +85,7 @@ type Engine struct {
 	clk Clock
 	pol *Policy
 
-	events  chan Event
+	events  chan model.Event
 	emitMu  sync.Mutex
 	dropped atomic.Int64
 
@@ -126,7 +126,7 @@ func NewEngine(o Options) *Engine {
 	e := &Engine{
 		o:      o,
 		clk:    clockOr(o.Clock),
-		events: make(chan Event, 4096),
+		events: make(chan model.Event, 4096),
 		ops:    map[string]*entry{},
 		wsErrs: map[string]model.ErrorInfo{},
 		flags:  map[string]map[model.FlagKind]model.Severity{},
@@ -137,7 +137,7 @@ func NewEngine(o Options) *Engine {
 	if po.Clock == nil {
 		po.Clock = e.clk
 	}
-	po.Idle = append(append([]IdleCloser(nil), po.Idle...), o.Idle...)
+	po.Idle = append(append([]sources.IdleCloser(nil), po.Idle...), o.Idle...)
 	userObs := po.Observe
 	po.Observe = func(r Report) {
 		e.observe(r)
@@ -151,7 +151,7 @@ func NewEngine(o Options) *Engine {
 
 // Events is the engine's event stream. It is buffered and the engine never
 // blocks on it: when full, the oldest event is dropped and counted.
-func (e *Engine) Events() <-chan Event { return e.events }
+func (e *Engine) Events() <-chan model.Event { return e.events }
 
 // ReadOnly reports whether mutating actions are refused.
 func (e *Engine) ReadOnly() bool { return e.o.ReadOnly }
@@ -324,7 +324,7 @@ func (e *Engine) recordWSError(call string, err error) {
 // merge adds newly discovered operations and refreshes descriptive fields
 // of known ones. An operation missing from discovery is not dropped: it is
 // followed until it is closed or gone, then retained for a while.
-func (e *Engine) merge(ds []Discovered, now time.Time) {
+func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 	e.gen++
 	for _, d := range ds {
 		id := d.Op.StatementID
@@ -356,7 +356,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 				en.next = now
 				e.heap.push(en)
 			}
-			e.emit(Event{At: now, Kind: EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
+			e.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
 		} else {
 			o := &en.op
 			setIf(&o.WarehouseID, d.Op.WarehouseID)

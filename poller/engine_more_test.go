@@ -39,7 +39,7 @@ func TestEngineStateChangeDetectionP95(t *testing.T) {
 			}
 			h.run(20*time.Millisecond, 20*time.Millisecond)
 			for _, ev := range h.drain() {
-				if at, ok := changed[ev.StatementID]; ok && ev.Kind == EventStateChange && !seen[ev.StatementID] {
+				if at, ok := changed[ev.StatementID]; ok && ev.Kind == model.EventStateChange && !seen[ev.StatementID] {
 					seen[ev.StatementID] = true
 					delays = append(delays, ev.At.Sub(at))
 				}
@@ -88,10 +88,10 @@ func TestEngineGoneRetainedThenForgotten(t *testing.T) {
 	}
 	var gone int
 	for _, ev := range h.drain() {
-		if ev.Kind == EventGone {
+		if ev.Kind == model.EventGone {
 			gone++
 		}
-		if ev.Kind == EventGiveUp {
+		if ev.Kind == model.EventGiveUp {
 			t.Errorf("a gone operation is an answer, not a give-up: %+v", ev)
 		}
 	}
@@ -168,10 +168,10 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 	h.run(20*time.Second, 100*time.Millisecond)
 	var capEv, giveUps int
 	for _, ev := range h.drain() {
-		if ev.Kind == EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
+		if ev.Kind == model.EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
 			capEv++
 		}
-		if ev.Kind == EventGiveUp && ev.Endpoint == "vs-1" {
+		if ev.Kind == model.EventGiveUp && ev.Endpoint == "vs-1" {
 			giveUps++
 		}
 	}
@@ -198,7 +198,7 @@ func TestEngineDiscoveryErrorIsReported(t *testing.T) {
 	}
 	var giveUp bool
 	for _, ev := range h.drain() {
-		giveUp = giveUp || (ev.Kind == EventGiveUp && ev.Call == CallDiscover && ev.RequestID == "req-403")
+		giveUp = giveUp || (ev.Kind == model.EventGiveUp && ev.Call == CallDiscover && ev.RequestID == "req-403")
 	}
 	if !giveUp {
 		t.Fatal("no give-up event")

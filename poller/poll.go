@@ -93,7 +93,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if op.ServerError != "" && op.State == model.StateFailed {
 			msg += ": " + op.ServerError
 		}
-		e.emit(Event{At: now, Kind: EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
 	if op.State.Terminal() && en.terminalAt.IsZero() {
@@ -121,7 +121,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 func (e *Engine) markGone(en *entry, now time.Time) {
 	op := &en.op
 	if !op.Gone {
-		e.emit(Event{At: now, Kind: EventGone, StatementID: op.StatementID, Call: CallStatus,
+		e.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus,
 			Message: "the server no longer has this operation (closed or reaped)"})
 	}
 	op.Gone = true

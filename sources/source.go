@@ -1,10 +1,11 @@
 // Package sources holds what every source of operations and endpoints
-// shares: references, status reports and the errors they return. The
-// poller defines the interfaces; sources/thrift, sources/databricks and
-// the simulator's clients implement them with these types.
+// shares: references, status reports, the errors they return, and the
+// interfaces the poller drives them through; sources/thrift,
+// sources/databricks and the simulator's clients implement them.
 package sources
 
 import (
+	"context"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -31,4 +32,46 @@ type Status struct {
 	// Open reports whether the server still holds the operation; nil when
 	// unknown.
 	Open *bool
+}
+
+// The poller's view of its sources. Each method makes ONE attempt and
+// returns the raw outcome (a *HTTPError, *ServerError, ErrHandleGone, or a
+// transport error from net/http); the poller's policy decides about
+// retries. Sources never retry on their own.
+
+// Discoverer lists the operations to follow (query history, or the
+// simulator's own list).
+type Discoverer interface {
+	Discover(ctx context.Context) ([]Discovered, error)
+}
+
+// Discovered is one operation found by discovery, with how to reach it.
+type Discovered struct {
+	Op  model.Operation
+	Ref Ref
+}
+
+// StatusSource reports one operation's status.
+type StatusSource interface {
+	Status(ctx context.Context, ref Ref) (Status, error)
+}
+
+// ActionSource cancels and closes operations.
+type ActionSource interface {
+	Cancel(ctx context.Context, ref Ref) error
+	Close(ctx context.Context, ref Ref) error
+}
+
+// CapacitySource lists Vector Search endpoints with their indexes.
+// Probe sends one empty upsert to an endpoint's index (opt-in).
+type CapacitySource interface {
+	Endpoints(ctx context.Context) ([]model.Endpoint, error)
+	Probe(ctx context.Context, endpoint string) error
+}
+
+// IdleCloser is implemented by sources whose HTTP transport can drop its
+// idle pooled connections; the policy calls it before retrying after a
+// transport error so the retry never reuses the connection that failed.
+type IdleCloser interface {
+	CloseIdleConnections()
 }

@@ -127,7 +127,7 @@ func TestConfirmationDefaultsToNo(t *testing.T) {
 	must(t, slices.Equal(e.Calls(), []string{"cancel " + idInactive}), "engine calls %v", e.Calls())
 	must(t, strings.Contains(plain(m), "Cancel 01ef2c3a…: cancel sent"), "no result status:\n%s", plain(m))
 	evs := m.ring.newest(10, idInactive)
-	must(t, len(evs) == 2 && evs[0].Kind == poller.EventAction && strings.Contains(evs[0].Message, "cancel sent"), "events %+v", evs)
+	must(t, len(evs) == 2 && evs[0].Kind == model.EventAction && strings.Contains(evs[0].Message, "cancel sent"), "events %+v", evs)
 }
 
 func TestEveryActionNamesItsEffect(t *testing.T) {
@@ -417,7 +417,7 @@ func TestColumnsCollapseByPriority(t *testing.T) {
 func TestEventsRingKeepsNewest(t *testing.T) {
 	r := newRing(eventRing)
 	for i := range 1500 {
-		r.push(poller.Event{Message: string(rune('a' + i%26)), At: fixedNow.Add(time.Duration(i) * time.Second)})
+		r.push(model.Event{Message: string(rune('a' + i%26)), At: fixedNow.Add(time.Duration(i) * time.Second)})
 	}
 	must(t, r.len() == eventRing, "len %d", r.len())
 	must(t, r.at(0).At.Equal(fixedNow.Add(1499*time.Second)), "newest %v", r.at(0).At)

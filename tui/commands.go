@@ -26,7 +26,7 @@ type tickMsg time.Time
 
 // eventMsg is one engine event; ok is false once the channel is closed.
 type eventMsg struct {
-	ev poller.Event
+	ev model.Event
 	ok bool
 }
 
@@ -62,7 +62,7 @@ func (m *Model) tick() tea.Cmd {
 // the engine's channel feeds the program one message at a time.
 // done (closed by Run when the program ends) releases the reader so no
 // goroutine outlives the program.
-func waitEvent(ch <-chan poller.Event, done <-chan struct{}) tea.Cmd {
+func waitEvent(ch <-chan model.Event, done <-chan struct{}) tea.Cmd {
 	if ch == nil {
 		return nil
 	}

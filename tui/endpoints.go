@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // endpointsView: one line per endpoint with its capacity bar, %, rows and
@@ -73,14 +74,14 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 	}
 	eta := "not growing"
 	if ep.ETAFull != nil {
-		eta = "full in " + fmtDur(*ep.ETAFull)
+		eta = "full in " + textfmt.Duration(*ep.ETAFull)
 	}
 	if ep.Usage >= 1 || ep.Exhausted {
 		eta = "full"
 	}
 	limit := "?"
 	if ep.RowLimit > 0 {
-		limit = fmtCount(ep.RowLimit)
+		limit = textfmt.CountShort(ep.RowLimit)
 	}
 	name := fit(ep.Name, 18, g.Ellipsis)
 	if sel {
@@ -97,7 +98,7 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 	} else {
 		line += fit("", 15, "")
 	}
-	line += " " + fit(fmtCount(ep.Rows)+"/"+limit, 13, "") + " " + fit(eta, 14, "") + " " +
+	line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 13, "") + " " + fit(eta, 14, "") + " " +
 		fit(ep.State, 10, g.Ellipsis) + " " + ep.Type
 	out := []string{line}
 	if ep.LastError != nil {
@@ -116,7 +117,7 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 			if !ix.Ready {
 				ready = "NOT READY"
 			}
-			l := fmt.Sprintf("      - %s  %s  %s", fit(ix.Name, 28, g.Ellipsis), fit(fmtCount(ix.Rows)+" rows", 12, ""), ready)
+			l := fmt.Sprintf("      - %s  %s  %s", fit(ix.Name, 28, g.Ellipsis), fit(textfmt.CountShort(ix.Rows)+" rows", 12, ""), ready)
 			if ix.Message != "" {
 				l += "  " + ix.Message
 			}

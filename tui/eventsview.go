@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // eventsView lists engine and operator events, newest first: time, kind,
@@ -49,10 +49,10 @@ func (m *Model) eventsView() []string {
 		}
 		style := lipgloss.NewStyle()
 		switch {
-		case e.Kind == poller.EventGiveUp || e.Kind == poller.EventCloseFailed ||
-			(e.Flag != nil && e.Flag.Severity == "critical" && e.Kind == poller.EventFlagRaised):
+		case e.Kind == model.EventGiveUp || e.Kind == model.EventCloseFailed ||
+			(e.Flag != nil && e.Flag.Severity == "critical" && e.Kind == model.EventFlagRaised):
 			style = st.Crit
-		case e.Kind == poller.EventRetry || e.Kind == poller.EventFlagRaised:
+		case e.Kind == model.EventRetry || e.Kind == model.EventFlagRaised:
 			style = st.Warn
 		}
 		for j, p := range parts {
@@ -70,7 +70,7 @@ func (m *Model) eventsView() []string {
 const eventLines = 3
 
 // eventText is an event's message with its call, flag and error.
-func eventText(e poller.Event) string {
+func eventText(e model.Event) string {
 	s := e.Message
 	if e.Call != "" && e.Err == nil {
 		s = e.Call + ": " + s
@@ -97,7 +97,7 @@ func eventText(e poller.Event) string {
 
 // eventRequestID is the event's request id (or its error's) unless the
 // message already carries it.
-func eventRequestID(e poller.Event) string {
+func eventRequestID(e model.Event) string {
 	id := e.RequestID
 	if id == "" && e.Err != nil {
 		id = e.Err.RequestID

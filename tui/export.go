@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/report"
 )
 
@@ -41,7 +40,7 @@ func (m *Model) export() tea.Cmd {
 // writeExport writes dbxtop-snapshot-<time>.json (the §9 object, as
 // `snapshot --json` prints it) and dbxtop-incident-<time>.md, through
 // report's atomic 0600 writer.
-func writeExport(dir string, now time.Time, snap model.Snapshot, events []poller.Event) ([]string, error) {
+func writeExport(dir string, now time.Time, snap model.Snapshot, events []model.Event) ([]string, error) {
 	stamp := now.Format("20060102T150405Z")
 	var js, md bytes.Buffer
 	if err := report.JSON(&js, snap); err != nil {

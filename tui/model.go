@@ -43,7 +43,7 @@ type programContext struct {
 type Model struct {
 	ctx    *programContext
 	eng    Engine
-	events <-chan poller.Event
+	events <-chan model.Event
 	done   <-chan struct{} // closed by Run when the program ends
 
 	view         viewID

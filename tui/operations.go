@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // column is one Operations table column. Widths are fixed except SQL,
@@ -174,7 +175,7 @@ func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool
 		case colAge:
 			a := "?"
 			if !op.StartedAt.IsZero() {
-				a = fmtDur(m.snap.GeneratedAt.Sub(op.StartedAt))
+				a = textfmt.Duration(max(m.snap.GeneratedAt.Sub(op.StartedAt), 0))
 			}
 			v = fit(a, w, "")
 		case colInactive:
@@ -215,9 +216,9 @@ func (m *Model) idleCell(op *model.OperationView) string {
 		}
 		return "?"
 	}
-	s := fmtDur(*op.InactiveFor)
+	s := textfmt.Duration(*op.InactiveFor)
 	if op.ReapedIn != nil {
-		s += " " + m.ctx.glyphs.Reaper + fmtDur(*op.ReapedIn)
+		s += " " + m.ctx.glyphs.Reaper + textfmt.Duration(*op.ReapedIn)
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Layout: a fixed header, the body of the current view, and a two-line
@@ -97,7 +98,7 @@ func (m *Model) header() []string {
 	if len(ws.Warehouses) > 0 {
 		whs = strings.Join(ws.Warehouses, ",")
 	}
-	l1 := st.Title.Render(title) + "  " + orDash(ws.Host) + "  warehouses " + whs +
+	l1 := st.Title.Render(title) + "  " + textfmt.OrDash(ws.Host) + "  warehouses " + whs +
 		"  refresh " + m.ctx.opts.Refresh.String()
 	if m.ctx.readOnly {
 		l1 += "  " + st.Badge.Render(" READ-ONLY ")
@@ -234,11 +235,4 @@ func (m *Model) shortHelp() string {
 	}
 	parts = append(parts, render(len(bs)-2), render(len(bs)-1))
 	return strings.Join(parts, st.HelpDesc.Render(sep))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

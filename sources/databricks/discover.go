@@ -7,7 +7,6 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/sql"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -28,10 +27,10 @@ var (
 // canceled within the discovery window (UNCLOSED and REAPED candidates).
 // It stops at the first failed request and returns that error, so a
 // permanent error costs exactly one request.
-func (c *Client) Discover(ctx context.Context) ([]poller.Discovered, error) {
+func (c *Client) Discover(ctx context.Context) ([]sources.Discovered, error) {
 	now := c.now()
 	seen := map[string]int{}
-	var out []poller.Discovered
+	var out []sources.Discovered
 	add := func(q sql.QueryInfo) {
 		d, ok := discoveredFrom(q)
 		if !ok {
@@ -85,9 +84,9 @@ func (c *Client) listHistory(ctx context.Context, f *sql.QueryFilter, add func(s
 
 // discoveredFrom maps one query-history row; rows without an id are
 // skipped (nothing could poll them).
-func discoveredFrom(q sql.QueryInfo) (poller.Discovered, bool) {
+func discoveredFrom(q sql.QueryInfo) (sources.Discovered, bool) {
 	if q.QueryId == "" {
-		return poller.Discovered{}, false
+		return sources.Discovered{}, false
 	}
 	wh := q.WarehouseId
 	if wh == "" {
@@ -111,7 +110,7 @@ func discoveredFrom(q sql.QueryInfo) (poller.Discovered, bool) {
 	if op.CompletedAt.IsZero() && op.State.Terminal() {
 		op.CompletedAt = msTime(q.ExecutionEndTimeMs)
 	}
-	return poller.Discovered{Op: op, Ref: sources.Ref{StatementID: q.QueryId, WarehouseID: wh}}, true
+	return sources.Discovered{Op: op, Ref: sources.Ref{StatementID: q.QueryId, WarehouseID: wh}}, true
 }
 
 func msTime(ms int64) time.Time {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -19,7 +18,7 @@ import (
 // statement running or held open that primary called gone, primary is no
 // longer asked, so an observer never reports a live statement as gone. Transport errors and throttling
 // are returned as they are: the poller retries them.
-func StatusWithFallback(primary poller.StatusSource, rest *Client) poller.StatusSource {
+func StatusWithFallback(primary sources.StatusSource, rest *Client) sources.StatusSource {
 	if primary == nil {
 		return rest
 	}
@@ -27,7 +26,7 @@ func StatusWithFallback(primary poller.StatusSource, rest *Client) poller.Status
 }
 
 type statusRouter struct {
-	primary  poller.StatusSource
+	primary  sources.StatusSource
 	rest     *Client
 	disabled atomic.Bool  // primary proved unable to see live statements
 	verified atomic.Int32 // primary "gone" answers the REST API confirmed

@@ -2,7 +2,13 @@ module github.com/dbxtop/dbxtop/sources/sim/conformance
 
 go 1.26.8
 
-require github.com/dbxtop/dbxtop v0.0.0
+require (
+	github.com/apache/thrift v0.23.0
+	github.com/databricks/databricks-sdk-go v0.182.0
+	github.com/databricks/databricks-sql-go v1.14.0
+	github.com/dbxtop/dbxtop v0.0.0
+	go.uber.org/goleak v1.3.0
+)
 
 require (
 	cloud.google.com/go/auth v0.4.2 // indirect
@@ -10,12 +16,8 @@ require (
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	github.com/andybalholm/brotli v1.0.4 // indirect
 	github.com/apache/arrow/go/v12 v12.0.1 // indirect
-	github.com/apache/thrift v0.23.0 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-oidc/v3 v3.5.0 // indirect
-	github.com/databricks/databricks-sdk-go v0.182.0 // indirect
-	github.com/databricks/databricks-sql-go v1.14.0 // indirect
 	github.com/dnephin/pflag v1.0.7 // indirect
 	github.com/fatih/color v1.16.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
@@ -54,7 +56,6 @@ require (
 	go.opentelemetry.io/otel v1.39.0 // indirect
 	go.opentelemetry.io/otel/metric v1.39.0 // indirect
 	go.opentelemetry.io/otel/trace v1.39.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.52.0 // indirect
 	golang.org/x/exp v0.0.0-20240222234643-814bf88cf225 // indirect
 	golang.org/x/mod v0.35.0 // indirect
