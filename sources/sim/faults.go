@@ -186,12 +186,6 @@ func (in *injector) set(f Faults) {
 	in.mu.Unlock()
 }
 
-func (in *injector) get() Faults {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.faults
-}
-
 func (in *injector) rng(call string) *rand.Rand {
 	r := in.rngs[call]
 	if r == nil {

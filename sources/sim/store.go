@@ -85,14 +85,6 @@ func (op *operation) ownerLast() time.Time {
 	return t
 }
 
-// truthState is the state /sim/v1/truth reports: CLOSED once closed.
-func (op *operation) truthState() model.State {
-	if !op.open {
-		return model.StateClosed
-	}
-	return op.state
-}
-
 // counters are cumulative (they survive pruning).
 type counters struct {
 	closed, canceled, reapedInactive, reapedUnclosed int64

@@ -129,14 +129,6 @@ func (st stats) totalRequests() int64 {
 	return n
 }
 
-func (st stats) totalFaults() int64 {
-	var n int64
-	for _, v := range st.Faults {
-		n += v
-	}
-	return n
-}
-
 // minus returns the per-call request counts of st that happened after base.
 func (st stats) minus(base stats) stats {
 	out := stats{Operations: st.Operations, Requests: map[string]int64{}, Faults: map[string]int64{}}
