@@ -24,7 +24,7 @@ import (
 )
 
 // runSnapshot observes the workspace and prints; it returns the Nagios
-// exit code (PRODUCT.md §3): 0 nothing flagged, 1 warnings, 2 critical,
+// exit code (docs/snapshot.md, Exit codes): 0 nothing flagged, 1 warnings, 2 critical,
 // 3 could not observe (one line on stderr with the call, cause, error_code
 // and request_id). --timeout bounds the whole command, or each observation
 // with --watch (a watch runs until --count or an interrupt).

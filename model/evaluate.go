@@ -78,7 +78,7 @@ func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
 	return &d
 }
 
-// EvaluateOperation raises the flags of PRODUCT.md §4 for one operation
+// EvaluateOperation raises the flags of docs/model.md (Operation flags) for one operation
 // at instant now. It is pure: the same inputs always give the same flags,
 // in the fixed order INACTIVE, STALE, UNCLOSED, CLOSE_FAILED, REAPED.
 // Operations that vanished from every source (Gone) only keep REAPED, the

@@ -334,7 +334,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	must(t, msg.err != nil && strings.Contains(plain(m), "missing"), "export error not shown: %v\n%s", msg.err, plain(m))
 }
 
-// checkSection9 asserts the PRODUCT.md §9 top-level shape.
+// checkSection9 asserts the snapshot JSON top-level shape (docs/model.md).
 func checkSection9(t *testing.T, raw []byte) {
 	t.Helper()
 	var obj map[string]any
@@ -342,7 +342,7 @@ func checkSection9(t *testing.T, raw []byte) {
 	must(t, obj["schema"] == model.SnapshotSchema, "schema %v; keys %v", obj["schema"], keys(obj))
 	for _, k := range []string{"generated_at", "workspace", "summary", "operations", "endpoints", "errors"} {
 		_, ok := obj[k]
-		must(t, ok, "§9 key %q missing", k)
+		must(t, ok, "snapshot JSON key %q missing", k)
 	}
 }
 

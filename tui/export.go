@@ -21,7 +21,7 @@ type exportDoneMsg struct {
 // exportEvents is how many recent events the incident report lists.
 const exportEvents = 100
 
-// export writes the current snapshot as §9 JSON and a Markdown incident
+// export writes the current snapshot as snapshot JSON and a Markdown incident
 // report, both mode 0600 (they name users and SQL text), in ExportDir.
 func (m *Model) export() tea.Cmd {
 	if !m.loaded {
@@ -37,7 +37,7 @@ func (m *Model) export() tea.Cmd {
 	}
 }
 
-// writeExport writes dbxtop-snapshot-<time>.json (the §9 object, as
+// writeExport writes dbxtop-snapshot-<time>.json (the snapshot JSON object, as
 // `snapshot --json` prints it) and dbxtop-incident-<time>.md, through
 // report's atomic 0600 writer.
 func writeExport(dir string, now time.Time, snap model.Snapshot, events []model.Event) ([]string, error) {

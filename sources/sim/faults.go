@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Fault kinds of the --faults grammar (PRODUCT.md §7).
+// Fault kinds of the --faults grammar (docs/simulator.md, Fault injection).
 const (
 	FaultReset        = "reset"
 	FaultStale        = "stale"

@@ -20,7 +20,7 @@ const (
 )
 
 // InactivityMessage is what the reaper fails an orphaned operation with
-// (PRODUCT.md §1; dbxtop recognises REAPED from it).
+// (docs/simulator.md, The reaper; dbxtop recognises REAPED from it, docs/model.md).
 const InactivityMessage = "Query has been timed out due to inactivity."
 
 type guid = [16]byte

@@ -220,7 +220,7 @@ func waitFor(t testing.TB, s *sim.Server, within time.Duration, what string, con
 	}
 }
 
-// isTerminal reports PRODUCT §9 terminal states.
+// isTerminal reports the terminal states of docs/model.md (States).
 func isTerminal(state string) bool {
 	switch state {
 	case "FINISHED", "FAILED", "CANCELED", "CLOSED":
