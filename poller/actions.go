@@ -106,7 +106,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	}
 	en.closeFails++
 	info := ErrorInfoOf(err)
-	wait := equalJitter(ceiling(closeBase, closeCap, en.closeFails), e.pol.o.Rand())
+	wait := CloseRetryWait(en.closeFails, e.pol.o.Rand())
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
 	en.op.LastError, e.lastErr = info, info

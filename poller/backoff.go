@@ -33,3 +33,11 @@ func equalJitter(c time.Duration, r float64) time.Duration {
 }
 
 func randFloat() float64 { return rand.Float64() }
+
+// CloseRetryWait is the close queue's wait before the next try of a close
+// that failed fails times: equal jitter over 2 s doubling to 60 s. The
+// engine's queue and the proxy's share it, so a failed close is retried
+// alike wherever it is queued.
+func CloseRetryWait(fails int, r float64) time.Duration {
+	return equalJitter(ceiling(closeBase, closeCap, fails), r)
+}

@@ -1,0 +1,83 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+func TestProxyFlagRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy"}, "needs --upstream"},
+		{[]string{"proxy", "--upstream", "http://example.com"}, "plain http only to a loopback address"},
+		{[]string{"proxy", "--upstream", "https://x", "--listen", "0.0.0.0:8444"}, "not loopback"},
+		{[]string{"proxy", "--upstream", "https://x", "--admin-listen", "10.0.0.1:1"}, "not loopback"},
+		{[]string{"proxy", "--upstream", "https://x", "--tls-cert", "c.pem"}, "go together"},
+		{[]string{"proxy", "--upstream", "https://x", "--heal", "maybe"}, "want on or off"},
+		{[]string{"proxy", "--upstream", "https://x", "--close-abandoned", "5"}, "missing unit"},
+	} {
+		r := runCLI(t, nil, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want one line with %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// TestProxyFirstLine runs `dbxtop proxy` on free ports in front of a
+// simulator and checks the first line scripts parse, then that the admin
+// URL and token on it work.
+func TestProxyFirstLine(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		a := &app{stdout: pw, stderr: &errb, getenv: func(string) (string, bool) { return "", false }}
+		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^listen=(http://127\.0\.0\.1:\d+) admin=(http://127\.0\.0\.1:\d+) admin_token=([0-9a-f]{32})\n$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	req, _ := http.NewRequest(http.MethodGet, m[2]+"/v1/health", nil)
+	req.Header.Set("Authorization", "Bearer "+m[3])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("admin health: HTTP %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("dbxtop proxy did not stop")
+	}
+}

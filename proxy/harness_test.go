@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
+)
+
+// startSim starts a quiet simulator (no workload): only what the test's
+// clients execute.
+func startSim(t *testing.T, faults string) *sim.Server {
+	t.Helper()
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Faults: faults, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+// startProxy starts a proxy in front of upstream on free loopback ports.
+func startProxy(t *testing.T, upstream string, o Options) *Server {
+	t.Helper()
+	o.Upstream = upstream
+	if o.Tick == 0 {
+		o.Tick = 50 * time.Millisecond
+	}
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("proxy close: %v", err)
+		}
+	})
+	return p
+}
+
+// fastPolicy keeps the project's policy but with short backoff, so tests
+// do not wait seconds between attempts.
+func fastPolicy() poller.PolicyOptions {
+	return poller.PolicyOptions{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, AttemptTimeout: 2 * time.Second}
+}
+
+// client is a Thrift client as an outside application: its own
+// User-Agent, the simulator's token, pointed at host.
+func client(t *testing.T, host, token, ua string) *thrift.Client {
+	t.Helper()
+	c, err := thrift.NewClient(thrift.Options{Host: host, Token: token, UserAgent: ua, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+func adminGet(t *testing.T, s *Server, path string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.AdminURL()+path, nil)
+	req.Header.Set("Authorization", "Bearer "+s.AdminToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("admin %s: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitFor polls cond (reading state over HTTP, never sleeping a fixed
+// time as the assertion) until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
+)
+
+// ErrNoCredentials: the proxy holds neither the owning client's
+// credentials (its session closed or was never seen) nor its own.
+var ErrNoCredentials = errors.New("no credentials: the client's session is gone and the proxy has no workspace credentials (--profile or DATABRICKS_TOKEN)")
+
+// ErrUnknownOperation: the proxy never saw this operation.
+var ErrUnknownOperation = errors.New("the proxy has not seen this operation")
+
+type credKey struct{}
+
+// ownAuth signs the proxy's own calls: with the client's Authorization
+// header when the call carries it, else with the workspace credentials.
+func (p *Proxy) ownAuth(r *http.Request) error {
+	if a, _ := r.Context().Value(credKey{}).(string); a != "" {
+		r.Header.Set("Authorization", a)
+		return nil
+	}
+	if p.o.Authenticate != nil {
+		return p.o.Authenticate(r)
+	}
+	return ErrNoCredentials
+}
+
+// creds picks the credentials of an own call on o: the client's while its
+// session lives, else the proxy's. Called with the store locked.
+func (p *Proxy) creds(ctx context.Context, o *op) (context.Context, string, error) {
+	if o.sess != nil && o.sess.auth != "" {
+		return context.WithValue(ctx, credKey{}, o.sess.auth), "client", nil
+	}
+	if p.o.Authenticate != nil {
+		return ctx, "proxy", nil
+	}
+	return ctx, "", ErrNoCredentials
+}
+
+func (o *op) ref() sources.Ref {
+	return sources.Ref{StatementID: o.f.StatementID, WarehouseID: o.f.HTTPPath, Secret: o.secret}
+}
+
+// tick runs due queued closes and, with --close-abandoned, acts on
+// abandoned operations. Each action runs in its own goroutine, bounded by
+// ownSem; an operation is never acted on twice at once.
+func (p *Proxy) tick(ctx context.Context) {
+	now := p.clk.Now()
+	type job struct {
+		o   *op
+		why string
+	}
+	var jobs []job
+	p.st.mu.Lock()
+	for _, o := range p.st.ops {
+		if o.busy || !o.open() {
+			continue
+		}
+		switch {
+		case o.queued && !o.f.Close.NextTry.After(now):
+			jobs = append(jobs, job{o, ""})
+		case !o.queued && p.o.CloseAbandoned > 0:
+			last := o.f.LastClientRPCAt
+			if o.sess != nil && o.sess.lastRPC.After(last) {
+				last = o.sess.lastRPC
+			}
+			if idle := now.Sub(last); idle >= p.o.CloseAbandoned && !o.abandonLook.After(now) {
+				jobs = append(jobs, job{o, fmt.Sprintf("abandoned: no client call on the operation or its session for %s (--close-abandoned %s)",
+					textfmt.Duration(idle), p.o.CloseAbandoned)})
+			}
+		}
+	}
+	for _, j := range jobs {
+		j.o.busy = true
+	}
+	p.st.mu.Unlock()
+	for _, j := range jobs {
+		select {
+		case p.ownSem <- struct{}{}:
+		case <-ctx.Done():
+			p.release(j.o)
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.ownSem }()
+			defer p.release(j.o)
+			if j.why == "" {
+				_ = p.closeOwn(ctx, j.o, "queue")
+			} else {
+				p.abandon(ctx, j.o, j.why)
+			}
+		}()
+	}
+}
+
+func (p *Proxy) release(o *op) {
+	p.st.mu.Lock()
+	o.busy = false
+	p.st.mu.Unlock()
+}
+
+// closeOwn makes one policy-wrapped close of o with the best credentials
+// and records the outcome; a failure is (re)queued with the close queue's
+// backoff. who says why: "queue", "abandoned", "dbxtop".
+func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
+	p.st.mu.Lock()
+	cctx, cred, cerr := p.creds(ctx, o)
+	ref := o.ref()
+	p.st.mu.Unlock()
+	var err error
+	attempts := 0
+	if cerr == nil {
+		err = p.pol.Do(cctx, poller.Call{Name: "CloseOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+			attempts++
+			p.stats.ownCalls.Add(1)
+			return p.own.CloseOperation(actx, ref)
+		})
+	} else {
+		err = cerr
+	}
+	now := p.clk.Now()
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	o.f.Close.ProxyAttempts += attempts
+	switch {
+	case err == nil:
+		if o.open() {
+			o.setClosed(sources.ProxyClosedByProxy, now)
+		}
+		p.stats.closedByProxy.Add(1)
+		o.event(now, "closed", "closed by the proxy ("+who+")", cred)
+		p.o.Logf("proxy: %s: closed by the proxy (%s, %s credentials)", o.f.StatementID, who, cred)
+		return nil
+	case errors.Is(err, sources.ErrHandleGone):
+		p.markGone(o)
+		o.event(now, "gone", "the server no longer has the operation ("+who+")", cred)
+		return nil
+	case ctx.Err() != nil:
+		return err
+	}
+	info := poller.ErrorInfoOf(err)
+	info.Message = clean(info.Message)
+	o.f.Close.LastError = info
+	o.closeFails++
+	if o.f.Close.Outcome == sources.ProxyOpen {
+		o.f.Close.Outcome = sources.ProxyCloseFailed
+	}
+	o.queued, o.f.Close.Queued = true, true
+	o.f.Close.NextTry = now.Add(poller.CloseRetryWait(o.closeFails, rand.Float64()))
+	o.event(now, "close-failed", fmt.Sprintf("close by the proxy (%s) failed: %s; next try at %s", who, info.Message, o.f.Close.NextTry.UTC().Format(time.RFC3339)), cred)
+	return err
+}
+
+// abandon acts on an operation its client left: a status call first (with
+// the real handle), then close when terminal, or cancel and close when
+// running.
+func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
+	p.stats.abandonActions.Add(1)
+	p.st.mu.Lock()
+	cctx, cred, cerr := p.creds(ctx, o)
+	ref := o.ref()
+	o.event(p.clk.Now(), "abandoned", why, cred)
+	p.st.mu.Unlock()
+	p.o.Logf("proxy: %s: %s", ref.StatementID, why)
+	if cerr != nil {
+		p.st.mu.Lock()
+		o.event(p.clk.Now(), "abandoned", "no action: "+cerr.Error(), "")
+		// Not retried every tick: the next look is after another period.
+		o.abandonLook = p.clk.Now().Add(p.o.CloseAbandoned)
+		p.st.mu.Unlock()
+		return
+	}
+	st, err := poller.Do(cctx, p.pol, poller.Call{Name: "GetOperationStatus", Safe: true, OpID: ref.StatementID},
+		func(actx context.Context) (sources.Status, error) {
+			p.stats.ownCalls.Add(1)
+			return p.own.GetOperationStatus(actx, ref)
+		})
+	if errors.Is(err, sources.ErrHandleGone) {
+		p.st.mu.Lock()
+		p.markGone(o)
+		p.st.mu.Unlock()
+		return
+	}
+	if err == nil && st.State.Live() {
+		cerr := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+			p.stats.ownCalls.Add(1)
+			return p.own.CancelOperation(actx, ref)
+		})
+		p.st.mu.Lock()
+		msg := "canceled by the proxy (abandoned)"
+		if cerr != nil {
+			msg = "cancel by the proxy failed: " + clean(poller.ErrorInfoOf(cerr).Message)
+		} else {
+			o.f.State = model.StateCanceled
+		}
+		o.event(p.clk.Now(), "canceled", msg, cred)
+		p.st.mu.Unlock()
+	} else if err == nil {
+		p.st.mu.Lock()
+		o.f.State = st.State
+		p.st.mu.Unlock()
+	}
+	_ = p.closeOwn(ctx, o, "abandoned")
+}
+
+// Close closes a proxied operation for dbxtop with its real handle (the
+// admin API's POST …/close); a failure is queued like a client's.
+func (p *Proxy) Close(ctx context.Context, statementID string) error {
+	o, err := p.claim(statementID)
+	if err != nil {
+		return err
+	}
+	defer p.release(o)
+	return p.closeOwn(ctx, o, "dbxtop")
+}
+
+// Cancel cancels a proxied operation for dbxtop with its real handle.
+func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
+	p.st.mu.Lock()
+	o := p.st.ops[statementID]
+	if o == nil {
+		p.st.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
+	}
+	cctx, cred, cerr := p.creds(ctx, o)
+	ref := o.ref()
+	p.st.mu.Unlock()
+	if cerr != nil {
+		return cerr
+	}
+	err := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+		p.stats.ownCalls.Add(1)
+		return p.own.CancelOperation(actx, ref)
+	})
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	msg := "canceled for dbxtop"
+	if err != nil {
+		msg = "cancel for dbxtop failed: " + clean(poller.ErrorInfoOf(err).Message)
+	}
+	o.event(p.clk.Now(), "canceled", msg, cred)
+	return err
+}
+
+// claim marks o busy for a dbxtop action (waiting for a queue attempt in
+// flight would block the operator; refusing says why).
+func (p *Proxy) claim(id string) (*op, error) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	o := p.st.ops[id]
+	if o == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, id)
+	}
+	if o.busy {
+		return nil, fmt.Errorf("a close of %s by the proxy is already in flight", id)
+	}
+	o.busy = true
+	return o, nil
+}

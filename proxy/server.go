@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ServeOptions says where a Server listens.
+type ServeOptions struct {
+	Listen      string // client side; "127.0.0.1:8444" when empty
+	AdminListen string // admin API; "127.0.0.1:8445" when empty
+	AdminToken  string // "" → 32 random hex characters
+	// TLSCert and TLSKey serve both listeners over TLS.
+	TLSCert, TLSKey string
+	// InsecureListen allows plain HTTP on a non-loopback address (clients'
+	// tokens would cross the network in clear).
+	InsecureListen bool
+}
+
+// Server is a running proxy: the client listener, the admin listener and
+// the close queue.
+type Server struct {
+	*Proxy
+	url, adminURL, token string
+	srv, admin           *http.Server
+	cancel               context.CancelFunc
+	wg                   sync.WaitGroup
+	closeOnce            sync.Once
+}
+
+// CheckListen refuses plain HTTP on a non-loopback address unless
+// insecure is set: clients send their tokens to the proxy.
+func CheckListen(addr string, tls, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: want HOST:PORT", addr)
+	}
+	if tls || insecure || isLoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("listen address %s is not loopback: clients' tokens would cross the network in clear; add --tls-cert/--tls-key (or --insecure-listen)", addr)
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Start builds the proxy, listens on both addresses and serves until Close.
+func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if so.Listen == "" {
+		so.Listen = "127.0.0.1:8444"
+	}
+	if so.AdminListen == "" {
+		so.AdminListen = "127.0.0.1:8445"
+	}
+	useTLS := so.TLSCert != "" || so.TLSKey != ""
+	var tcfg *tls.Config
+	if useTLS {
+		cert, err := tls.LoadX509KeyPair(so.TLSCert, so.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: TLS certificate: %w", err)
+		}
+		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	for _, a := range []string{so.Listen, so.AdminListen} {
+		if err := CheckListen(a, useTLS, so.InsecureListen); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
+	token := so.AdminToken
+	if token == "" {
+		var b [16]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("proxy: generating the admin token: %w", err)
+		}
+		token = hex.EncodeToString(b[:])
+	}
+	p, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", so.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listening on %s: %w", so.Listen, err)
+	}
+	aln, err := net.Listen("tcp", so.AdminListen)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("proxy: admin API: listening on %s: %w", so.AdminListen, err)
+	}
+	scheme := "http"
+	if tcfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tcfg)
+		aln = tls.NewListener(aln, tcfg.Clone())
+	}
+	s := &Server{Proxy: p, token: token,
+		url:      scheme + "://" + ln.Addr().String(),
+		adminURL: scheme + "://" + aln.Addr().String(),
+	}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}
+	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	rctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		serve(s.srv, ln, o.Logf)
+	}()
+	go func() {
+		defer s.wg.Done()
+		serve(s.admin, aln, o.Logf)
+	}()
+	go func() {
+		defer s.wg.Done()
+		p.Run(rctx)
+	}()
+	return s, nil
+}
+
+func serve(srv *http.Server, ln net.Listener, logf func(string, ...any)) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logf != nil {
+		logf("proxy: serve %s: %v", ln.Addr(), err)
+	}
+}
+
+// URL is where clients connect, AdminURL the admin API, AdminToken its
+// bearer token.
+func (s *Server) URL() string        { return s.url }
+func (s *Server) AdminURL() string   { return s.adminURL }
+func (s *Server) AdminToken() string { return s.token }
+
+// FirstLine is the proxy's first line of stdout.
+func (s *Server) FirstLine() string {
+	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
+}
+
+// Close stops both listeners (ctx bounds the graceful part) and the close
+// queue, and waits for every goroutine the server started.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.cancel()
+		err = errors.Join(shutdown(ctx, s.srv), shutdown(ctx, s.admin))
+		s.wg.Wait()
+		s.CloseIdleConnections()
+	})
+	return err
+}
+
+func shutdown(ctx context.Context, srv *http.Server) error {
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+		if strings.Contains(err.Error(), "context") {
+			return fmt.Errorf("proxy: shutdown cut connections that were still busy: %w", err)
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// counters are the proxy's own figures (admin API /v1/stats).
+type counters struct {
+	requests         atomic.Int64 // every client request
+	untouched        atomic.Int64 // not a Thrift POST: forwarded without looking
+	unknown          atomic.Int64 // a POST whose body is not a Thrift message
+	otherCalls       atomic.Int64 // Thrift RPCs the proxy does not follow (forwarded, counted)
+	undecodable      atomic.Int64 // a followed RPC whose request or answer did not decode
+	tooLarge         atomic.Int64 // requests streamed without decoding (over 1 MiB)
+	healed           atomic.Int64
+	healFailed       atomic.Int64
+	freshConns       atomic.Int64
+	upstreamFailures atomic.Int64 // answered 502 by the proxy
+	clientGone       atomic.Int64
+	closesQueued     atomic.Int64
+	closedByProxy    atomic.Int64
+	abandonActions   atomic.Int64
+	ownCalls         atomic.Int64
+
+	mu    sync.Mutex
+	calls map[string]*atomic.Int64
+}
+
+func (c *counters) call(name string) {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]*atomic.Int64{}
+	}
+	n := c.calls[name]
+	if n == nil {
+		if len(c.calls) >= 64 {
+			name = "other"
+			n = c.calls[name]
+		}
+		if n == nil {
+			n = new(atomic.Int64)
+			c.calls[name] = n
+		}
+	}
+	c.mu.Unlock()
+	n.Add(1)
+}
+
+// Stats is the JSON of GET /v1/stats.
+type Stats struct {
+	Requests         int64            `json:"requests"`
+	Calls            map[string]int64 `json:"calls"`
+	Untouched        int64            `json:"untouched"`
+	NotThrift        int64            `json:"not_thrift"`
+	OtherCalls       int64            `json:"other_calls"`
+	Undecodable      int64            `json:"undecodable"`
+	TooLarge         int64            `json:"too_large_to_observe"`
+	Healed           int64            `json:"healed"`
+	HealFailed       int64            `json:"heal_failed"`
+	FreshConnections int64            `json:"fresh_connections"`
+	UpstreamFailures int64            `json:"upstream_failures"`
+	ClientsGone      int64            `json:"clients_gone"`
+	ClosesQueued     int64            `json:"closes_queued"`
+	ClosedByProxy    int64            `json:"closed_by_proxy"`
+	AbandonActions   int64            `json:"abandon_actions"`
+	OwnCalls         int64            `json:"own_calls"`
+	Operations       int              `json:"operations"`
+	OpenOperations   int              `json:"open_operations"`
+	QueuedCloses     int              `json:"queued_closes"`
+	Evicted          int64            `json:"evicted"`
+	RetryBudget      float64          `json:"retry_budget"`
+}
+
+// Stats returns the proxy's counters.
+func (p *Proxy) Stats() Stats {
+	c := &p.stats
+	s := Stats{
+		Requests: c.requests.Load(), Untouched: c.untouched.Load(), NotThrift: c.unknown.Load(),
+		OtherCalls: c.otherCalls.Load(), Undecodable: c.undecodable.Load(), TooLarge: c.tooLarge.Load(),
+		Healed: c.healed.Load(), HealFailed: c.healFailed.Load(), FreshConnections: c.freshConns.Load(),
+		UpstreamFailures: c.upstreamFailures.Load(), ClientsGone: c.clientGone.Load(),
+		ClosesQueued: c.closesQueued.Load(), ClosedByProxy: c.closedByProxy.Load(),
+		AbandonActions: c.abandonActions.Load(), OwnCalls: c.ownCalls.Load(),
+		Calls: map[string]int64{},
+	}
+	c.mu.Lock()
+	names := make([]string, 0, len(c.calls))
+	for k := range c.calls {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		s.Calls[k] = c.calls[k].Load()
+	}
+	c.mu.Unlock()
+	p.st.mu.Lock()
+	s.Operations, s.Evicted = len(p.st.ops), p.st.evicted
+	for _, o := range p.st.ops {
+		if o.open() {
+			s.OpenOperations++
+		}
+		if o.queued {
+			s.QueuedCloses++
+		}
+	}
+	p.st.mu.Unlock()
+	s.RetryBudget, _ = p.pol.Budget()
+	return s
+}
