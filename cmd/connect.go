@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -51,6 +53,28 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	return c, nil
 }
 
+// engineOptions is the one place the engine's options are built from a
+// connection and the workspace flags; each command then changes what it
+// does differently (the demo probes, a snapshot only observes).
+func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
+	return poller.Options{
+		Discoverer: c.rest,
+		Status:     c.status,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done.
+		Actions:    c.rest,
+		Capacity:   c.rest,
+		Thresholds: ws.Thresholds,
+		Refresh:    ws.Refresh,
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       c.idle,
+		Logf:       logf,
+	}
+}
+
+// close drops the idle pooled connections of both clients.
 func (c *conn) close() {
 	c.rest.CloseIdleConnections()
 	if c.thrift != nil {

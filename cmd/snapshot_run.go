@@ -20,15 +20,14 @@ import (
 	"github.com/dbxtop/dbxtop/report"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
-	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
-// runSnapshot observes the workspace and prints; it returns the Nagios
+// snapshot is `dbxtop snapshot`: it observes the workspace and prints; it returns the Nagios
 // exit code (docs/snapshot.md, Exit codes): 0 nothing flagged, 1 warnings, 2 critical,
 // 3 could not observe (one line on stderr with the call, cause, error_code
 // and request_id). --timeout bounds the whole command, or each observation
 // with --watch (a watch runs until --count or an interrupt).
-func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer) int {
+func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer) int {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
@@ -50,7 +49,7 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
 	}
-	defer obs.close()
+	defer obs.conn.close()
 
 	if !cfg.Watch {
 		s, oerr := obs.observe(runCtx, cfg.Timeout)
@@ -113,8 +112,7 @@ func exitCodeFor(s model.Snapshot, observeErr error) int {
 // observer is one workspace connection and engine, reused across --watch
 // rounds so capacity samples accumulate (growth rate, time to full).
 type observer struct {
-	rest     *databricks.Client
-	thrift   *thrift.Client
+	conn     *conn
 	engine   *poller.Engine
 	logf     func(string, ...any)
 	wsFilter []string
@@ -128,23 +126,15 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	if err != nil {
 		return nil, err
 	}
-	rest := c.rest
-	o := &observer{rest: rest, thrift: c.thrift, logf: logf, wsFilter: cfg.Warehouses}
-	status, idle := c.status, c.idle
+	o := &observer{conn: c, logf: logf, wsFilter: cfg.Warehouses}
 	gate := &authGate{}
-	o.engine = poller.NewEngine(poller.Options{
-		Discoverer: gatedDiscoverer{d: rest, g: gate},
-		Status:     status,
-		Capacity:   gatedCapacity{c: rest, g: gate},
-		Probe:      cfg.CapacityProbe,
-		Thresholds: cfg.Thresholds,
-		Refresh:    cfg.Refresh,
-		// A snapshot only observes: no close, no cancel, whatever happens.
-		ReadOnly:  true,
-		Workspace: model.Workspace{Host: rest.Host(), Warehouses: cfg.Warehouses},
-		Idle:      idle,
-		Logf:      logf,
-	})
+	opts := c.engineOptions(cfg.WorkspaceConfig, logf)
+	opts.Discoverer = gatedDiscoverer{d: c.rest, g: gate}
+	opts.Capacity = gatedCapacity{c: c.rest, g: gate}
+	opts.Probe = cfg.CapacityProbe
+	// A snapshot only observes: no close, no cancel, whatever happens.
+	opts.Actions, opts.ReadOnly = nil, true
+	o.engine = poller.NewEngine(opts)
 	return o, nil
 }
 
@@ -210,13 +200,6 @@ func httpPathFunc(path string) func(string) string {
 	return func(string) string { return path }
 }
 
-func (o *observer) close() {
-	o.rest.CloseIdleConnections()
-	if o.thrift != nil {
-		o.thrift.CloseIdleConnections()
-	}
-}
-
 // observe runs one engine round and returns its snapshot; err is the
 // discovery failure (nothing observed), with the --timeout named when it
 // was the deadline that stopped it.
@@ -243,7 +226,7 @@ func (o *observer) headerWarehouses(ctx context.Context, s model.Snapshot) []str
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.warehouses == nil {
-		ws, err := poller.Do(ctx, o.engine.Policy(), poller.Call{Name: databricks.CallListWarehouses, Safe: true}, o.rest.Warehouses)
+		ws, err := poller.Do(ctx, o.engine.Policy(), poller.Call{Name: databricks.CallListWarehouses, Safe: true}, o.conn.rest.Warehouses)
 		if err != nil {
 			o.logf("warehouses list unavailable, header shows the warehouses of observed operations: %v", err)
 		} else {

@@ -11,21 +11,15 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
 
-// The command bodies: this file connects the command tree to the packages
-// that do the work (sources → poller → tui), so that cmd's flags and
-// validation stay independent of them.
-func init() {
-	runSim = serveSim
-	runDemo = demo
-	runTUI = monitor
-}
+// The command bodies of the TUI, demo and sim commands (newApp wires
+// them): this file connects the command tree to the packages that do the
+// work (sources → poller → tui).
 
 // shutdownGrace bounds what happens after the operator quits: one last
 // attempt at queued closes of adopted operations, and stopping the
@@ -132,21 +126,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		return 1
 	}
 	defer c.close()
-	opts := poller.Options{
-		Discoverer: c.rest,
-		Status:     c.status,
-		// On a real workspace actions go through the Statement Execution
-		// API: a Thrift handle rebuilt from a statement id lacks its secret,
-		// and a server that refuses it would make a close look done.
-		Actions:    c.rest,
-		Capacity:   c.rest,
-		Thresholds: ws.Thresholds,
-		Refresh:    ws.Refresh,
-		ReadOnly:   ws.ReadOnly,
-		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
-		Idle:       c.idle,
-		Logf:       logf,
-	}
+	opts := c.engineOptions(ws, logf)
 	if simulated {
 		// The demo probes its endpoints (one empty upsert per endpoint per
 		// refresh) so that a full one shows the server's own
