@@ -43,5 +43,8 @@ type SimConfig struct {
 	Warehouses  int
 	IdleTimeout time.Duration
 	LeakTimeout time.Duration
-	Ops         int // scenario load
+	Ops         int           // scenario load
+	Latency     time.Duration // every answer ± 20 %
+	HistoryLag  time.Duration // query history trails the engine
+	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
 }

@@ -60,6 +60,9 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 	return poller.Options{
 		Discoverer: c.rest,
 		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
 		// On a real workspace actions go through the Statement Execution
 		// API: a Thrift handle rebuilt from a statement id lacks its secret,
 		// and a server that refuses it would make a close look done.

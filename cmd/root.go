@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // app carries what every command needs: the output streams, the
@@ -43,7 +45,9 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 // ExecuteContext is Execute with a context that ends the command (main
 // cancels it on SIGINT/SIGTERM).
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return newApp(stdout, stderr, os.LookupEnv).run(ctx, args)
+	// Error lines quote server text (messages, error bodies): stderr is
+	// sanitised as a whole so no path can forget it.
+	return newApp(stdout, textfmt.NewWriter(stderr), os.LookupEnv).run(ctx, args)
 }
 
 func (a *app) run(ctx context.Context, args []string) int {

@@ -20,6 +20,7 @@ import (
 	"github.com/dbxtop/dbxtop/report"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // snapshot is `dbxtop snapshot`: it observes the workspace and prints; it returns the Nagios
@@ -345,7 +346,7 @@ func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
-		line := sources.RedactToken(fmt.Sprintf(format, args...), token)
+		line := textfmt.Line(sources.RedactToken(fmt.Sprintf(format, args...), token))
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), who, line)

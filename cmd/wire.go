@@ -37,6 +37,9 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		IdleTimeout: c.IdleTimeout,
 		LeakTimeout: c.LeakTimeout,
 		Ops:         c.Ops,
+		Latency:     c.Latency,
+		HistoryLag:  c.HistoryLag,
+		LoadRun:     c.LoadRun,
 		Logf:        logf,
 	}
 }

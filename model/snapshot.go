@@ -76,6 +76,7 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
 	}
 	SortEndpoints(s.Endpoints)
+	s.sanitize()
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,20 +39,35 @@ var ErrNoActions = errors.New("this workspace source cannot cancel or close oper
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer  sources.Discoverer     // required
-	Status      sources.StatusSource   // required
-	Actions     sources.ActionSource   // nil → every action refused with ErrNoActions
-	Capacity    sources.CapacitySource // nil → no endpoints
-	Probe       bool                   // --capacity-probe: one empty upsert per endpoint per refresh
-	Thresholds  model.Thresholds
-	Refresh     time.Duration // discovery + capacity period; 0 → 5s
-	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
-	Workspace   model.Workspace
-	MaxInFlight int // bounded concurrency of status polls; 0 → 16
-	Clock       Clock
-	Policy      PolicyOptions        // zero value = documented defaults
-	Idle        []sources.IdleCloser // transports to drop idle connections of on transport errors
-	Logf        func(format string, args ...any)
+	Discoverer sources.Discoverer     // required
+	Status     sources.StatusSource   // required
+	Actions    sources.ActionSource   // nil → every action refused with ErrNoActions
+	Capacity   sources.CapacitySource // nil → no endpoints
+	Probe      bool                   // --capacity-probe: one empty upsert per endpoint per refresh
+	// RowLimits are the config file's per-endpoint row limits (by name).
+	RowLimits map[string]int64
+	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
+	// nil keeps them in memory for the engine's life.
+	Learned    LearnedLimits
+	Thresholds model.Thresholds
+	Refresh    time.Duration // discovery + capacity period; 0 → 5s
+	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
+	Workspace  model.Workspace
+	// MaxInFlight is the ceiling of calls in flight (per-operation polls
+	// and batch requests); 0 → 64. Below it the limiter sizes concurrency
+	// from latency and demand (limit.go).
+	MaxInFlight int
+	// Batch, when set, confirms live operations in batches (query history
+	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
+	// are then kept for what only they tell (batch.go). Discovery listings
+	// count as confirmations too: with Batch set, the Discoverer is
+	// assumed to read the same query history.
+	Batch      sources.BatchStatusSource
+	BatchEvery time.Duration
+	Clock      Clock
+	Policy     PolicyOptions        // zero value = documented defaults
+	Idle       []sources.IdleCloser // transports to drop idle connections of on transport errors
+	Logf       func(format string, args ...any)
 }
 
 // Health is the poller's own state for the TUI header.
@@ -61,6 +77,11 @@ type Health struct {
 	Polls, Retries, GiveUps         int64
 	LastError                       *model.ErrorInfo
 	EventsDropped                   int64
+	// BatchCalls counts batch confirmation requests (query history by
+	// statement ids); Polls counts per-operation status polls.
+	BatchCalls int64
+	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
+	Freshness  Freshness // whether the freshness goal holds, and why not
 }
 
 // entry is one followed operation with its scheduling state.
@@ -77,6 +98,8 @@ type entry struct {
 	closeFails int       // consecutive failed close rounds
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
+	rate       float64   // expected per-operation polls per second (demand)
+	probe      bool      // an activity probe is due (batch mode)
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -100,8 +123,18 @@ type Engine struct {
 	gen         uint64
 	discovering bool
 	capRunning  bool
+	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+
+	lim          *limiter
+	rateSum      float64         // Σ entry.rate
+	batchQ       [][]sources.Ref // chunks of the current round not yet sent
+	batchPending int             // chunks of the current round not yet answered
+	batchCalls   int64
+	activity     bool // the status source reports client activity
+	probes       int  // activity probes made
+	fresh        Freshness
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -118,20 +151,25 @@ func NewEngine(o Options) *Engine {
 		o.Refresh = 5 * time.Second
 	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 16
+		o.MaxInFlight = 64
+	}
+	if o.BatchEvery <= 0 {
+		o.BatchEvery = defaultBatchEvery
 	}
 	if o.Thresholds == (model.Thresholds{}) {
 		o.Thresholds = model.DefaultThresholds
 	}
 	e := &Engine{
-		o:      o,
-		clk:    clockOr(o.Clock),
-		events: make(chan model.Event, 4096),
-		ops:    map[string]*entry{},
-		wsErrs: map[string]model.ErrorInfo{},
-		flags:  map[string]map[model.FlagKind]model.Severity{},
-		wake:   make(chan struct{}, 1),
-		closeQ: map[string]*entry{},
+		o:          o,
+		clk:        clockOr(o.Clock),
+		events:     make(chan model.Event, 4096),
+		ops:        map[string]*entry{},
+		wsErrs:     map[string]model.ErrorInfo{},
+		flags:      map[string]map[model.FlagKind]model.Severity{},
+		wake:       make(chan struct{}, 1),
+		closeQ:     map[string]*entry{},
+		memLearned: memLearned{},
+		lim:        newLimiter(o.MaxInFlight),
 	}
 	po := o.Policy
 	if po.Clock == nil {
@@ -178,6 +216,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	nextRefresh := e.clk.Now()
 	nextFlags := nextRefresh
+	nextBatch := nextRefresh
 	for {
 		gen := e.sigGen.Load()
 		now := e.clk.Now()
@@ -193,13 +232,29 @@ func (e *Engine) Run(ctx context.Context) error {
 				spawn(e.capacityRound)
 			}
 		}
-		for e.inflight < e.o.MaxInFlight && len(e.heap) > 0 && !e.heap[0].next.After(now) {
+		if e.batchMode() && !now.Before(nextBatch) {
+			nextBatch = now.Add(e.o.BatchEvery)
+			if e.batchPending == 0 {
+				e.queueBatch()
+			}
+		}
+		limit := e.lim.limit(e.demand(), e.budgetShare())
+		for e.inflight < limit && len(e.batchQ) > 0 {
+			c := e.batchQ[0]
+			e.batchQ = e.batchQ[1:]
+			e.inflight++
+			spawn(func(ctx context.Context) { e.confirmChunk(ctx, c) })
+		}
+		for e.inflight < limit && len(e.heap) > 0 && !e.heap[0].next.After(now) {
 			en := e.heap.popMin()
 			en.polling = true
 			e.inflight++
 			spawn(func(ctx context.Context) { e.pollOne(ctx, en) })
 		}
 		next := nextRefresh
+		if e.batchMode() && nextBatch.Before(next) {
+			next = nextBatch
+		}
 		for _, en := range e.closeQ {
 			if !en.closing {
 				if !en.op.Close.NextTry.After(now) {
@@ -210,7 +265,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(e.heap) > 0 && e.inflight < e.o.MaxInFlight && e.heap[0].next.Before(next) {
+		if len(e.heap) > 0 && e.inflight < limit && e.heap[0].next.Before(next) {
 			next = e.heap[0].next
 		}
 		e.mu.Unlock()
@@ -272,16 +327,44 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.capacityRound(ctx) }()
 	}
+	start := e.clk.Now()
+	if !e.batchMode() {
+		e.pollWhere(ctx, func(*entry) bool { return true })
+	} else {
+		// Probes and due openness polls first: they tell whether the
+		// source reports client activity.
+		e.pollWhere(ctx, func(en *entry) bool { return !en.next.After(start) })
+		if e.activity {
+			e.pollWhere(ctx, func(*entry) bool { return true })
+		} else {
+			e.runBatch(ctx, e.o.MaxInFlight)
+			// What no listing confirmed this round is asked one by one.
+			e.pollWhere(ctx, func(en *entry) bool {
+				return !en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)
+			})
+		}
+	}
+	wg.Wait()
+	e.evalFlags()
+	return derr
+}
+
+// pollWhere polls, once each and within MaxInFlight, the scheduled
+// operations that match (RunOnce).
+func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	e.mu.Lock()
 	var due []*entry
-	for len(e.heap) > 0 {
-		en := e.heap.popMin()
-		en.polling = true
-		e.inflight++
-		due = append(due, en)
+	for _, en := range slices.Clone(e.heap) {
+		if match(en) {
+			e.heap.remove(en)
+			en.polling = true
+			e.inflight++
+			due = append(due, en)
+		}
 	}
 	e.mu.Unlock()
 	sem := make(chan struct{}, e.o.MaxInFlight)
+	var wg sync.WaitGroup
 	for _, en := range due {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -292,8 +375,6 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	e.evalFlags()
-	return derr
 }
 
 // discoverRound runs one discovery and merges its result.
@@ -352,6 +433,16 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 			e.ops[id] = en
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
 				en.retired, en.retiredAt = true, now
+			} else if e.batchMode() && op.State != model.StateUnknown {
+				// Listed by query history: that is a confirmation. A few
+				// first operations get one poll of their own, to learn
+				// whether the status source reports client activity.
+				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}, now)
+				if e.probes < activityProbes && !en.retired {
+					e.probes++
+					en.probe, en.next = true, now
+					e.heap.reschedule(en)
+				}
 			} else {
 				en.next = now
 				e.heap.push(en)
@@ -369,7 +460,10 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 			if len(d.Ref.Secret) > 0 {
 				en.ref.Secret = d.Ref.Secret
 			}
-			if o.LastPollOKAt.IsZero() && d.Op.State != "" {
+			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
+				// A listing of query history confirms like a batch.
+				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError}, now)
+			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
 			// Discovery says it ended while we still think it runs: confirm
@@ -402,6 +496,7 @@ func (e *Engine) retire(en *entry, now time.Time) {
 	if en.idx >= 0 {
 		e.heap.remove(en)
 	}
+	e.setRate(en, 0)
 	en.retired, en.retiredAt = true, now
 }
 

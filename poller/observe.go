@@ -102,9 +102,12 @@ func (e *Engine) Snapshot() model.Snapshot {
 		ep.Samples = append([]model.Sample(nil), ep.Samples...)
 		eps[i] = ep
 	}
-	errs := make([]model.ErrorInfo, 0, len(e.wsErrs))
+	errs := make([]model.ErrorInfo, 0, len(e.wsErrs)+1)
 	for _, v := range e.wsErrs {
 		errs = append(errs, v)
+	}
+	if fe := e.freshnessError(); fe != nil {
+		errs = append(errs, *fe)
 	}
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
@@ -143,6 +146,7 @@ func (e *Engine) evalFlags() {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.evalFreshness(s.GeneratedAt)
 	for _, v := range s.Operations {
 		if len(v.Flags) > 0 || e.flags[v.StatementID] != nil {
 			diff(v.StatementID, v.StatementID, "", v.Flags)
@@ -164,7 +168,9 @@ func (e *Engine) Health() Health {
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
 		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
-		EventsDropped: e.dropped.Load()}
+		EventsDropped: e.dropped.Load(), BatchCalls: e.batchCalls,
+		Capacity: e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+	h.Capacity.Limit = e.lim.limit(e.rateSum, avail/max(capa, 1))
 	for _, en := range e.ops {
 		if !en.retired {
 			h.Followed++

@@ -18,13 +18,16 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	e.mu.Unlock()
 	call := Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
 	st, err := Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
-		return e.o.Status.Status(ctx, ref)
+		t0 := e.clk.Now()
+		st, err := e.o.Status.Status(ctx, ref)
+		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+		return st, err
 	})
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	en.polling = false
+	en.polling, en.probe = false, false
 	e.inflight--
 	e.polls++
 	if err != nil && ctx.Err() != nil {
@@ -43,20 +46,18 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		op.LastError = info
 		e.lastErr = info
 	default:
+		if st.ClientLastActivity != nil && !e.activity {
+			// The source reports the owning client's activity (INACTIVE's
+			// evidence): live operations keep a per-operation poll.
+			e.activity = true
+			e.logf("the status source reports client activity: live operations are polled one by one too")
+		}
 		e.applyStatus(en, st, now)
 	}
 	if en.retired {
 		return
 	}
-	wait := pollInterval(op, now, e.pol.o.Rand())
-	// A server that asked for more time than the policy would wait gets
-	// it before the next poll too (bounded, so the operation is not lost).
-	var he *sources.HTTPError
-	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {
-		wait = min(he.RetryAfter, maxServerWait)
-	}
-	en.next = now.Add(wait)
-	e.heap.reschedule(en)
+	e.scheduleNext(en, now, err)
 }
 
 // maxServerWait bounds how long a Retry-After can delay the next poll.

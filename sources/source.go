@@ -56,6 +56,15 @@ type StatusSource interface {
 	Status(ctx context.Context, ref Ref) (Status, error)
 }
 
+// BatchStatusSource confirms many operations' states per request (query
+// history filtered by statement ids). StatusBatch makes ONE request for at
+// most BatchLimit refs and returns the status of each statement the
+// server listed, by statement id; an absent id is not confirmed.
+type BatchStatusSource interface {
+	StatusBatch(ctx context.Context, refs []Ref) (map[string]Status, error)
+	BatchLimit() int
+}
+
 // ActionSource cancels and closes operations.
 type ActionSource interface {
 	Cancel(ctx context.Context, ref Ref) error

@@ -13,10 +13,10 @@ import (
 // shortID is the first 8 characters of a statement id and an ellipsis:
 // enough to tell operations apart on screen; the detail shows it whole.
 func shortID(id string, ell string) string {
-	if len(id) <= 8 {
+	if ansi.StringWidth(id) <= 8 {
 		return id
 	}
-	return id[:8] + ell
+	return ansi.Truncate(id, 8, "") + ell // never splits a rune
 }
 
 // fit truncates s to w cells (with tail) and pads it with spaces to

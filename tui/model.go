@@ -189,6 +189,7 @@ func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
 // applySnapshotRows takes a snapshot whose display order is already
 // computed for the current orderSpec.
 func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows []int) {
+	h.LastError = model.SanitizeError(h.LastError) // the snapshot is clean, health is not
 	m.snap, m.health, m.loaded = s, h, true
 	m.refresh++
 	m.counts = countFlags(&m.snap)

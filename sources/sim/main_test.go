@@ -107,6 +107,12 @@ func getTruth(t testing.TB, s *Server) Truth {
 	return tr
 }
 
+func getStats(t testing.TB, s *Server) Stats {
+	var st Stats
+	mustDo(t, httpClient(t), "GET", s.URL()+"/sim/v1/stats", s.Token(), "", "").json(t, &st)
+	return st
+}
+
 // eventually polls cond every 20 ms until it holds or the deadline passes:
 // the condition is an observable server state, not a sleep.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {

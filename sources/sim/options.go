@@ -34,6 +34,24 @@ type Options struct {
 	// Retention is how long a closed operation stays in truth and query
 	// history (default 10m; 5m in the demo).
 	Retention time.Duration
+
+	// Latency delays every answer of the workspace APIs (Thrift and REST,
+	// not /sim/v1) by this much ± 20 %, uniformly: the round trip of a
+	// real workspace seen from afar (50 ms from a bastion). Unlike the
+	// latency fault it is not counted as a fault. 0 = loopback speed.
+	Latency time.Duration
+	// HistoryLag is how far query history trails the execution engine: a
+	// statement is listed once it is this old, with the status it had this
+	// long ago (docs/simulator.md). 0 (the default) = no lag.
+	HistoryLag time.Duration
+	// LoadRun is how long a load-scenario statement runs before its client
+	// fetches, closes it and starts the next (default 24h: no churn). With
+	// Ops=10000 and LoadRun=20s, 5 % of the operations are replaced per
+	// second.
+	LoadRun time.Duration
+	// LoadPoll is how often a load-scenario client polls its own statement
+	// (default 20s).
+	LoadPoll time.Duration
 }
 
 const (
@@ -77,6 +95,12 @@ func (o Options) withDefaults() Options {
 		if demo {
 			o.Retention = 5 * time.Minute
 		}
+	}
+	if o.LoadRun <= 0 {
+		o.LoadRun = 24 * time.Hour
+	}
+	if o.LoadPoll <= 0 {
+		o.LoadPoll = 20 * time.Second
 	}
 	if o.ReapEvery <= 0 {
 		o.ReapEvery = time.Second

@@ -36,7 +36,11 @@ type Server struct {
 	// shared lock to count (a lock there collapses throughput when the
 	// machine is oversubscribed).
 	requests sync.Map
+	observer sync.Map // the subset of requests made by observers (dbxtop)
 	faults   sync.Map
+
+	latMu  sync.Mutex
+	latRNG *rand.Rand // jitter of Options.Latency
 
 	rules  []rule // scenario-scripted faults (demo)
 	hints  hints
@@ -86,6 +90,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		vec:     newVectors(o.Clock, o.Scenario, o.Speed),
 		inj:     newInjector(o.Seed, faults),
 		started: time.Now(),
+		latRNG:  rand.New(rand.NewPCG(uint64(o.Seed), 0x1a7e)),
 	}
 	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
 	s.thrift = thrift.NewHandler(&thriftService{s: s})
@@ -228,8 +233,9 @@ func callFrom(ctx context.Context) *callInfo {
 // isObserver says whether a User-Agent belongs to dbxtop (dbxtop/ for the
 // TUI, snapshot and serve; dbxtop-proxy/ for the proxy's own calls): its
 // calls never count as the owning client's activity (dbxtop watches, it
-// does not own). The proxy forwards its clients' User-Agents unchanged, so
-// their calls through it still count as theirs.
+// does not own), and /sim/v1/stats counts them apart in observer_requests.
+// The proxy forwards its clients' User-Agents unchanged, so their calls
+// through it still count as theirs.
 func isObserver(ua string) bool {
 	for _, tok := range strings.Fields(ua) {
 		if strings.HasPrefix(tok, "dbxtop/") || strings.HasPrefix(tok, "dbxtop-proxy/") {
@@ -237,6 +243,33 @@ func isObserver(ua string) bool {
 		}
 	}
 	return false
+}
+
+// latency draws one answer's delay: Options.Latency ± 20 %, uniform.
+func (s *Server) latency() time.Duration {
+	if s.o.Latency <= 0 {
+		return 0
+	}
+	s.latMu.Lock()
+	f := 0.8 + 0.4*s.latRNG.Float64()
+	s.latMu.Unlock()
+	return time.Duration(float64(s.o.Latency) * f)
+}
+
+// wait sleeps d for the request; false when the request or the server
+// ended first (the answer is then already written or moot).
+func (s *Server) wait(w http.ResponseWriter, r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.done:
+		writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The simulator is shutting down.")
+		return false
+	}
 }
 
 func (s *Server) newCall(r *http.Request, call string) *callInfo {
@@ -281,6 +314,9 @@ type rule func(ci *callInfo, r *http.Request, body []byte) string
 // endpoints.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, body []byte, faults bool, handle func(http.ResponseWriter, *http.Request)) {
 	s.count(&s.requests, ci.call)
+	if ci.observer {
+		s.count(&s.observer, ci.call)
+	}
 	if ci.conn.stale.Load() {
 		// The stale fault's second half: this connection's reuse fails.
 		resetConn(w)
@@ -296,17 +332,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 		d = s.inj.decide(ci.call)
 		if d.latency > 0 {
 			s.count(&s.faults, FaultLatency)
-			t := time.NewTimer(d.latency)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
-				return
-			case <-s.done:
-				t.Stop()
-				writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The simulator is shutting down.")
-				return
-			}
+		}
+		if lat := d.latency + s.latency(); lat > 0 && !s.wait(w, r, lat) {
+			return
 		}
 		kind := d.answer
 		if kind == "" {
@@ -378,7 +406,11 @@ func resetConn(w http.ResponseWriter) {
 type Stats struct {
 	Operations opStats          `json:"operations"`
 	Requests   map[string]int64 `json:"requests"`
-	Faults     map[string]int64 `json:"faults"`
+	// ObserverRequests is the part of Requests made by observers (a
+	// User-Agent with a dbxtop/ or dbxtop-proxy/ token), by call name: what
+	// dbxtop itself cost the workspace, apart from the simulated clients.
+	ObserverRequests map[string]int64 `json:"observer_requests"`
+	Faults           map[string]int64 `json:"faults"`
 	// Writer is the vector-incident writer's progress (absent without one).
 	Writer *WriterStats `json:"vector_writer,omitempty"`
 }
@@ -416,7 +448,8 @@ type TruthEndpoint struct {
 
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
-	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults), Writer: s.vec.writerStats()}
+	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests),
+		ObserverRequests: snapshot(&s.observer), Faults: snapshot(&s.faults), Writer: s.vec.writerStats()}
 }
 
 // Truth returns the /sim/v1/truth document, newest operation first.

@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -73,6 +74,15 @@ type operation struct {
 	fetchPos     int64
 
 	observerCloseFailed bool // scripted: the first observer close of a close_fails op
+	pruned              bool // forgotten by the reaper (left store.order)
+}
+
+// before orders operations by (created, id) ascending.
+func before(a, b *operation) bool {
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
+	}
+	return a.id < b.id
 }
 
 // ownerLast is the owning client's last activity: on the operation or on
@@ -103,6 +113,12 @@ type store struct {
 	ops       map[guid]*operation
 	byID      map[string]*operation
 	c         counters
+	// order holds every operation by (created, id) ascending, so that a
+	// query-history page is a binary search and a walk, not a sort of
+	// 100,000 operations per request. unsorted is set when an insert broke
+	// the order (a clock that stepped back); the next reader sorts.
+	order    []*operation
+	unsorted bool
 }
 
 func newStore(clock Clock, idle, leak, retention time.Duration) *store {
@@ -208,6 +224,10 @@ func (s *store) execute(ss *session, sql string, p plan, owner bool, adjust func
 	advance(op, now)
 	s.ops[g] = op
 	s.byID[op.id] = op
+	if n := len(s.order); n > 0 && before(op, s.order[n-1]) {
+		s.unsorted = true
+	}
+	s.order = append(s.order, op)
 	return op
 }
 
@@ -274,6 +294,7 @@ func (s *store) reap() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
+	pruned := false
 	for g, op := range s.ops {
 		advance(op, now)
 		if op.open && !op.state.Terminal() && now.Sub(op.ownerLast()) >= s.idle {
@@ -291,7 +312,11 @@ func (s *store) reap() {
 		if !op.open && now.Sub(op.closedAt) >= s.retention {
 			delete(s.ops, g)
 			delete(s.byID, op.id)
+			op.pruned, pruned = true, true
 		}
+	}
+	if pruned {
+		s.order = slices.DeleteFunc(s.order, func(op *operation) bool { return op.pruned })
 	}
 	// Sessions nobody uses and that hold nothing open are dropped.
 	for g, ss := range s.sessions {
