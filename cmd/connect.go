@@ -68,6 +68,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		// and a server that refuses it would make a close look done.
 		Actions:    c.rest,
 		Capacity:   c.rest,
+		Settle:     c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
 		ReadOnly:   ws.ReadOnly,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -140,7 +141,9 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	if simulated && c.thrift != nil {
 		// The simulator looks operations up by GUID alone, so Thrift
 		// actions are exact there and exercise the same path as status.
-		opts.Actions = c.thrift
+		// Never to a warehouse that is not running: those go through the
+		// Statement Execution API.
+		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 	}
 	eng := poller.NewEngine(opts)
 

@@ -670,13 +670,13 @@ func TestKnownBugRESTHostRace(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if _, err := c.Discover(context.Background()); err == nil {
+		if _, err := c.Discover(context.Background(), nil); err == nil {
 			t.Errorf("Discover under unavailable=1: want an error")
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		if _, err := c.Endpoints(context.Background()); err == nil {
+		if _, err := c.Endpoints(context.Background(), nil); err == nil {
 			t.Errorf("Endpoints under unavailable=1: want an error")
 		}
 	}()

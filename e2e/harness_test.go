@@ -99,9 +99,9 @@ type countingDiscoverer struct {
 	n *atomic.Int64
 }
 
-func (d countingDiscoverer) Discover(ctx context.Context) ([]sources.Discovered, error) {
+func (d countingDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	d.n.Add(1)
-	return d.Discoverer.Discover(ctx)
+	return d.Discoverer.Discover(ctx, retry)
 }
 
 type countingCapacity struct {
@@ -109,9 +109,9 @@ type countingCapacity struct {
 	n *atomic.Int64
 }
 
-func (c countingCapacity) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c countingCapacity) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
 	c.n.Add(1)
-	return c.CapacitySource.Endpoints(ctx)
+	return c.CapacitySource.Endpoints(ctx, retry)
 }
 
 type countingActions struct {

@@ -94,7 +94,7 @@ func (s Snapshot) Summary() Summary {
 		}
 	}
 	for _, o := range s.Operations {
-		if o.State.Live() {
+		if o.State.Live() && !o.Gone {
 			sum.Running++
 		}
 		if len(o.Flags) > 0 {

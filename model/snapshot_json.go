@@ -47,6 +47,8 @@ type operationWire struct {
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
 	Adopted            bool     `json:"adopted"`
 	Gone               bool     `json:"gone"`
+	StatusSource       string   `json:"status_source,omitempty"`
+	StatusNote         string   `json:"status_note,omitempty"`
 }
 
 type closeWire struct {
@@ -80,6 +82,9 @@ type endpointWire struct {
 	ForecastWindowS float64       `json:"forecast_window_s"`
 	ObservedAt      jsonTime      `json:"observed_at"`
 	Samples         []sampleWire  `json:"samples"`
+	// ListingError: the last endpoint listing failed; the figures are
+	// those of observed_at (absent when the last listing succeeded).
+	ListingError *ErrorInfo `json:"listing_error,omitempty"`
 }
 
 type indexWire struct {
@@ -187,6 +192,7 @@ func (v OperationView) wire() operationWire {
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+		StatusSource: v.StatusSource, StatusNote: v.StatusNote,
 	}
 }
 
@@ -217,6 +223,7 @@ func (w operationWire) view() (OperationView, error) {
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+			StatusSource: w.StatusSource, StatusNote: w.StatusNote,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -238,8 +245,9 @@ func (v EndpointView) wire() endpointWire {
 		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
 		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
 		WriteRowsPerMin: v.WriteRowsPerMin, ForecastWindowS: ForecastWindow.Seconds(),
-		ObservedAt: jsonTime{v.ObservedAt},
-		Samples:    make([]sampleWire, 0, len(v.Samples)),
+		ObservedAt:   jsonTime{v.ObservedAt},
+		Samples:      make([]sampleWire, 0, len(v.Samples)),
+		ListingError: v.ListingError,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -257,7 +265,7 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
 		},

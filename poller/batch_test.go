@@ -40,7 +40,7 @@ func (w *memWorkspace) set(id string, st model.State) {
 	w.state[id], w.history[id], w.open[id] = st, st, true
 }
 
-func (w *memWorkspace) Discover(context.Context) ([]sources.Discovered, error) {
+func (w *memWorkspace) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.discovers++

@@ -23,7 +23,9 @@ func newMemSource(n int) *memSource {
 	return m
 }
 
-func (m *memSource) Discover(context.Context) ([]sources.Discovered, error) { return m.ds, nil }
+func (m *memSource) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	return m.ds, nil
+}
 
 func (m *memSource) Status(context.Context, sources.Ref) (sources.Status, error) {
 	open := true

@@ -48,11 +48,19 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		e.capRunning = false
 		e.mu.Unlock()
 	}()
-	eps, err := Do(ctx, e.pol, Call{Name: CallCapacity, Safe: true}, e.o.Capacity.Endpoints)
+	// Each request of the listing goes through the policy on its own.
+	eps, err := e.o.Capacity.Endpoints(ctx, e.retry)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.mu.Lock()
-			e.recordWSError(CallCapacity, err)
+			info := listingErrorInfo(err)
+			e.wsErrs[CallCapacity] = *info
+			e.lastErr = info
+			// The last known endpoints stay, marked with the error (their
+			// observed_at gives their age), until a listing succeeds.
+			for i := range e.eps {
+				e.eps[i].ListingError = info
+			}
 			e.mu.Unlock()
 		}
 		return

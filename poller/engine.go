@@ -43,6 +43,7 @@ type Options struct {
 	Status     sources.StatusSource   // required
 	Actions    sources.ActionSource   // nil → every action refused with ErrNoActions
 	Capacity   sources.CapacitySource // nil → no endpoints
+	Settle     Settler                // final state of a gone operation; nil → UNKNOWN unless already final
 	Probe      bool                   // --capacity-probe: one empty upsert per endpoint per refresh
 	// RowLimits are the config file's per-endpoint row limits (by name).
 	RowLimits map[string]int64
@@ -60,7 +61,7 @@ type Options struct {
 	// Batch, when set, confirms live operations in batches (query history
 	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
 	// are then kept for what only they tell (batch.go). Discovery listings
-	// count as confirmations too: with Batch set, the Discoverer is
+	// count as confirmations too: with Batch set, the sources.Discoverer is
 	// assumed to read the same query history.
 	Batch      sources.BatchStatusSource
 	BatchEvery time.Duration
@@ -100,6 +101,7 @@ type entry struct {
 	queued     bool      // in the close queue
 	rate       float64   // expected per-operation polls per second (demand)
 	probe      bool      // an activity probe is due (batch mode)
+	readRound  uint64    // the RunOnce round that last read its status
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -117,6 +119,8 @@ type Engine struct {
 	heap        pollHeap
 	eps         []model.Endpoint
 	wsErrs      map[string]model.ErrorInfo
+	discKeys    map[string]bool // wsErrs keys the last discovery set
+	round       uint64          // RunOnce rounds
 	lastErr     *model.ErrorInfo
 	polls       int64
 	inflight    int
@@ -319,6 +323,11 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
+	e.mu.Lock()
+	e.round++
+	// What this round must read: every operation scheduled for polls.
+	want := slices.Clone(e.heap)
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -345,6 +354,9 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
+	e.mu.Lock()
+	e.roundStatus(want, errCtx(ctx))
+	e.mu.Unlock()
 	e.evalFlags()
 	return derr
 }
@@ -377,18 +389,29 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	wg.Wait()
 }
 
-// discoverRound runs one discovery and merges its result.
+// discoverRound runs one discovery and merges its result. Each request
+// of the discovery goes through the policy on its own (e.retry). A
+// partial result (a truncated listing, a failed side listing) is merged
+// and its problems become workspace errors; only a discovery that read
+// nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
 	now := e.clk.Now()
-	if err != nil {
-		e.recordWSError(CallDiscover, err)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		if ctx.Err() == nil || len(e.discKeys) == 0 {
+			e.setDiscoveryErrors([]error{err})
+		}
 		return fmt.Errorf("discovering operations: %w", err)
 	}
-	delete(e.wsErrs, CallDiscover)
+	var problems []error
+	if partial != nil {
+		problems = partial.Errs
+	}
+	e.setDiscoveryErrors(problems)
 	e.merge(ds, now)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // State changes of long-running operations are seen within 3 s at p95.
@@ -127,7 +128,7 @@ type capSource struct {
 	http *httpSource
 }
 
-func (c *capSource) Endpoints(context.Context) ([]model.Endpoint, error) {
+func (c *capSource) Endpoints(context.Context, sources.Retry) ([]model.Endpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return []model.Endpoint{{Name: "vs-1", Type: "STANDARD", State: "ONLINE", TagLimit: 1000,
@@ -262,7 +263,7 @@ func TestEngineDiscoveryErrorIsReported(t *testing.T) {
 	}
 	var giveUp bool
 	for _, ev := range h.drain() {
-		giveUp = giveUp || (ev.Kind == model.EventGiveUp && ev.Call == CallDiscover && ev.RequestID == "req-403")
+		giveUp = giveUp || (ev.Kind == model.EventGiveUp && ev.Call == "ListQueries" && ev.RequestID == "req-403")
 	}
 	if !giveUp {
 		t.Fatal("no give-up event")

@@ -32,6 +32,10 @@ type Status struct {
 	// Open reports whether the server still holds the operation; nil when
 	// unknown.
 	Open *bool
+	// Source is the call that answered (model.StatusViaThrift, …); Note
+	// says why it was that one when not the usual path (the warehouse is
+	// not running, so Thrift was not asked).
+	Source, Note string
 }
 
 // The poller's view of its sources. Each method makes ONE attempt and
@@ -40,9 +44,10 @@ type Status struct {
 // retries. Sources never retry on their own.
 
 // Discoverer lists the operations to follow (query history, or the
-// simulator's own list).
+// simulator's own list). A listing of several requests makes each through
+// retry; a usable but incomplete result comes with a *PartialError.
 type Discoverer interface {
-	Discover(ctx context.Context) ([]Discovered, error)
+	Discover(ctx context.Context, retry Retry) ([]Discovered, error)
 }
 
 // Discovered is one operation found by discovery, with how to reach it.
@@ -71,10 +76,11 @@ type ActionSource interface {
 	Close(ctx context.Context, ref Ref) error
 }
 
-// CapacitySource lists Vector Search endpoints with their indexes.
-// Probe sends one empty upsert to an endpoint's index (opt-in).
+// CapacitySource lists Vector Search endpoints with their indexes, each
+// request through retry. Probe sends one empty upsert to an endpoint's
+// index (opt-in).
 type CapacitySource interface {
-	Endpoints(ctx context.Context) ([]model.Endpoint, error)
+	Endpoints(ctx context.Context, retry Retry) ([]model.Endpoint, error)
 	Probe(ctx context.Context, endpoint string) error
 }
 

@@ -352,7 +352,7 @@ func countFlags(s *model.Snapshot) flagCounts {
 	c.ops = len(s.Operations)
 	for i := range s.Operations {
 		op := &s.Operations[i]
-		if op.State.Live() {
+		if op.State.Live() && !op.Gone {
 			c.running++
 		}
 		if len(op.Flags) > 0 {

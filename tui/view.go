@@ -119,6 +119,14 @@ func (m *Model) header() []string {
 	if h.LastError != nil {
 		l2e = "last error: " + st.Crit.Render(errorLine(h.LastError))
 	}
+	// A listing that left operations out outranks the last error: what
+	// the screen shows is not everything (never a silent cap).
+	for i := range m.snap.Errors {
+		if e := &m.snap.Errors[i]; e.Kind == model.KindTruncated {
+			l2e = st.Crit.Render("INCOMPLETE: " + e.Call + " " + e.Message)
+			break
+		}
+	}
 
 	c := &m.counts
 	l3 := "flags"

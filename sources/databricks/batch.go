@@ -6,6 +6,7 @@ import (
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -60,6 +61,7 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 			StartedAt:    d.Op.StartedAt,
 			CompletedAt:  d.Op.CompletedAt,
 			ErrorMessage: d.Op.ServerError,
+			Source:       model.StatusViaHistory,
 		}
 	}
 	return out, nil

@@ -39,6 +39,14 @@ type statusRouter struct {
 const verifyGone = 3
 
 func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	if ok, why := r.rest.Gate().Running(ref.WarehouseID); !ok {
+		// Never a warehouse-level call to a warehouse that is not running:
+		// Thrift would start it. The Statement Execution API is
+		// workspace-level.
+		st, err := r.rest.Status(ctx, ref)
+		st.Note = why
+		return st, err
+	}
 	if r.disabled.Load() {
 		return r.rest.Status(ctx, ref)
 	}
@@ -83,4 +91,33 @@ func fallbackWorthy(err error) bool {
 		return he.StatusCode == http.StatusNotFound || he.StatusCode == http.StatusMethodNotAllowed
 	}
 	return false
+}
+
+// GatedActions sends cancel and close over Thrift (primary) only to
+// running warehouses; for the others it uses the Statement Execution API
+// (rest), which does not start a warehouse.
+func GatedActions(primary sources.ActionSource, rest *Client) sources.ActionSource {
+	if primary == nil {
+		return rest
+	}
+	return gatedActions{primary: primary, rest: rest}
+}
+
+type gatedActions struct {
+	primary sources.ActionSource
+	rest    *Client
+}
+
+func (g gatedActions) Cancel(ctx context.Context, ref sources.Ref) error {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		return g.primary.Cancel(ctx, ref)
+	}
+	return g.rest.Cancel(ctx, ref)
+}
+
+func (g gatedActions) Close(ctx context.Context, ref sources.Ref) error {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		return g.primary.Close(ctx, ref)
+	}
+	return g.rest.Close(ctx, ref)
 }

@@ -38,7 +38,7 @@ func (c *Client) Status(ctx context.Context, ref sources.Ref) (sources.Status, e
 }
 
 func statusFrom(resp *sql.StatementResponse) sources.Status {
-	var st sources.Status
+	st := sources.Status{Source: model.StatusViaStatementAPI}
 	st.State = model.StateUnknown
 	if resp == nil || resp.Status == nil {
 		return st

@@ -20,7 +20,18 @@ type Options struct {
 	// 150s, else 23m).
 	LeakTimeout time.Duration
 	Ops         int // scenario load: number of long-running healthy operations
-	Logf        func(string, ...any)
+	// StoppedWarehouses adds this many spare warehouses, STOPPED, that the
+	// workload never uses (demo default 1, so the demo shows a stopped
+	// warehouse; negative: none). A Thrift request to one starts it.
+	StoppedWarehouses int
+	// AutoStop stops a running warehouse after this long without a client
+	// request or a live operation (default 10m, divided by Speed in the
+	// demo; negative: never).
+	AutoStop time.Duration
+	// StartDelay is how long a started warehouse stays STARTING (default
+	// 5s, divided by Speed in the demo).
+	StartDelay time.Duration
+	Logf       func(string, ...any)
 
 	// Clock drives every server-side timestamp, the state machine and the
 	// reaper; nil is the wall clock. Tests inject a ManualClock.
@@ -89,6 +100,15 @@ func (o Options) withDefaults() Options {
 		if demo {
 			o.LeakTimeout = time.Duration(float64(150*time.Second) / o.Speed)
 		}
+	}
+	if o.StoppedWarehouses == 0 && demo {
+		o.StoppedWarehouses = 1
+	}
+	if o.AutoStop == 0 {
+		o.AutoStop = time.Duration(float64(10*time.Minute) / o.Speed)
+	}
+	if o.StartDelay <= 0 {
+		o.StartDelay = time.Duration(float64(5*time.Second) / o.Speed)
 	}
 	if o.Retention <= 0 {
 		o.Retention = 10 * time.Minute

@@ -299,8 +299,8 @@ func (s *Server) listWarehouses(w http.ResponseWriter, r *http.Request) {
 	for _, wh := range s.warehouses {
 		path := "/sql/1.0/warehouses/" + wh.id
 		out.Warehouses = append(out.Warehouses, warehouseInfo{
-			ID: wh.id, Name: wh.name, State: "RUNNING", ClusterSize: wh.size, NumClusters: 1,
-			MinNumClusters: 1, MaxNumClusters: 2, AutoStopMins: 10, WarehouseType: "PRO",
+			ID: wh.id, Name: wh.name, State: s.WarehouseState(wh.id), ClusterSize: wh.size, NumClusters: 1,
+			MinNumClusters: 1, MaxNumClusters: 2, AutoStopMins: autoStopMins(s.o.AutoStop), WarehouseType: "PRO",
 			EnableServerlessCompute: true, EnablePhoton: true, CreatorName: "admin@example.com",
 			JdbcURL:    "jdbc:databricks://" + host + ";transportMode=http;httpPath=" + path,
 			OdbcParams: odbcParams{Hostname: hostname, Path: path, Port: p, Protocol: "http"},

@@ -29,7 +29,8 @@ type Server struct {
 	store      *store
 	vec        *vectors
 	inj        *injector
-	warehouses []warehouse
+	warehouses []*warehouse
+	starts     warehouseStarts
 	started    time.Time // wall time, for the demo's scripted timeline
 
 	// Counters are sync.Maps of *atomic.Int64: the request path takes no
@@ -50,10 +51,6 @@ type Server struct {
 	done   <-chan struct{} // closed when Close starts: ends injected latencies
 	wg     sync.WaitGroup
 	closed atomic.Bool
-}
-
-type warehouse struct {
-	id, name, size string
 }
 
 // Start listens, starts the reaper and the scenario's workload.
@@ -92,7 +89,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		started: time.Now(),
 		latRNG:  rand.New(rand.NewPCG(uint64(o.Seed), 0x1a7e)),
 	}
-	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
+	s.warehouses = makeWarehouses(o.Seed, o.Warehouses, o.StoppedWarehouses, o.Clock.Now())
+	s.seedSpareHistory()
 	s.thrift = thrift.NewHandler(&thriftService{s: s})
 	s.srv = &http.Server{
 		Handler:           s.routes(),
@@ -129,15 +127,32 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
-func makeWarehouses(seed int64, n int) []warehouse {
+// makeWarehouses builds n running warehouses for the workload and then
+// stopped spare ones (named from the end of the list, so the workload's
+// names do not change with the number of spares).
+func makeWarehouses(seed int64, n, stopped int, now time.Time) []*warehouse {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5157))
 	names := []string{"Shared Analytics", "ETL Pipelines", "BI Serverless", "Data Science", "Finance Reporting"}
 	sizes := []string{"Small", "Large", "Medium", "X-Small", "2X-Large"}
-	out := make([]warehouse, n)
+	out := make([]*warehouse, n+max(stopped, 0))
 	for i := range out {
-		out[i] = warehouse{id: fmt.Sprintf("%016x", r.Uint64()), name: names[i%len(names)], size: sizes[i%len(sizes)]}
-		if i >= len(names) {
+		k := i
+		if i >= n {
+			k = len(names) - 1 - (i - n)
+			for k < 0 {
+				k += len(names)
+			}
+		}
+		out[i] = &warehouse{id: fmt.Sprintf("%016x", r.Uint64()), name: names[k%len(names)], size: sizes[k%len(sizes)],
+			state: WarehouseRunning, lastActive: now}
+		if i < n && i >= len(names) {
 			out[i].name = fmt.Sprintf("%s %d", names[i%len(names)], i/len(names)+1)
+		}
+		if i >= n {
+			out[i].spare, out[i].state = true, WarehouseStopped
+			if i-n >= len(names) {
+				out[i].name = fmt.Sprintf("%s (spare %d)", out[i].name, i-n+1)
+			}
 		}
 	}
 	return out
@@ -149,11 +164,14 @@ func (s *Server) URL() string { return s.url }
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 
-// WarehouseIDs lists the simulated warehouses in a stable order.
+// WarehouseIDs lists the running warehouses the workload uses, in a stable
+// order (the stopped spares are StoppedWarehouseIDs).
 func (s *Server) WarehouseIDs() []string {
-	ids := make([]string, len(s.warehouses))
-	for i, w := range s.warehouses {
-		ids[i] = w.id
+	var ids []string
+	for _, w := range s.warehouses {
+		if !w.spare {
+			ids = append(ids, w.id)
+		}
 	}
 	return ids
 }
@@ -192,18 +210,12 @@ func (s *Server) reaper(ctx context.Context) {
 			return
 		case <-t.C:
 			s.store.reap()
+			s.autoStop()
 		}
 	}
 }
 
-func (s *Server) hasWarehouse(id string) bool {
-	for _, w := range s.warehouses {
-		if w.id == id {
-			return true
-		}
-	}
-	return false
-}
+func (s *Server) hasWarehouse(id string) bool { return s.warehouse(id) != nil }
 
 // ---- per-request plumbing ------------------------------------------------
 
@@ -411,6 +423,9 @@ type Stats struct {
 	// dbxtop itself cost the workspace, apart from the simulated clients.
 	ObserverRequests map[string]int64 `json:"observer_requests"`
 	Faults           map[string]int64 `json:"faults"`
+	// WarehouseStarts counts stopped warehouses started by a Thrift
+	// request, by who sent it (an addition beyond the Databricks API).
+	WarehouseStarts WarehouseStarts `json:"warehouse_starts"`
 	// Writer is the vector-incident writer's progress (absent without one).
 	Writer *WriterStats `json:"vector_writer,omitempty"`
 }
@@ -449,7 +464,8 @@ type TruthEndpoint struct {
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
 	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests),
-		ObserverRequests: snapshot(&s.observer), Faults: snapshot(&s.faults), Writer: s.vec.writerStats()}
+		ObserverRequests: snapshot(&s.observer), Faults: snapshot(&s.faults), Writer: s.vec.writerStats(),
+		WarehouseStarts: WarehouseStarts{Observer: s.starts.Observer.Load(), Clients: s.starts.Clients.Load()}}
 }
 
 // Truth returns the /sim/v1/truth document, newest operation first.

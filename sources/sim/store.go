@@ -410,3 +410,36 @@ func (s *store) stats() opStats {
 	}
 	return st
 }
+
+// liveWarehouses is the set of warehouses with a PENDING or RUNNING
+// operation (they are not idle, whatever their request traffic).
+func (s *store) liveWarehouses() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	out := map[string]bool{}
+	for _, op := range s.ops {
+		advance(op, now)
+		if op.open && !op.state.Terminal() {
+			out[op.warehouse] = true
+		}
+	}
+	return out
+}
+
+// addClosed records a statement that already ran and was closed (history
+// from before the simulator started): it is in query history and truth,
+// and its handle is closed.
+func (s *store) addClosed(warehouse, user, app, sql string, started, completed time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := newGUID()
+	op := &operation{
+		guid: g, secret: newGUID(), id: uuidString(g), warehouse: warehouse,
+		sql: sql, user: user, app: app, kind: KindExternal,
+		state: model.StateFinished, open: false, created: started, pendingUntil: started,
+		runUntil: completed, completed: completed, closedAt: completed, lastActivity: completed,
+	}
+	s.ops[g] = op
+	s.byID[op.id] = op
+}
