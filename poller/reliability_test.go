@@ -15,15 +15,14 @@ import (
 // scripted is an in-memory workspace for RunOnce tests: discovery,
 // status, settle and endpoints answer from fields the test sets.
 type scripted struct {
-	mu        sync.Mutex
-	ds        []sources.Discovered
-	discErr   error
-	status    map[string]func() (sources.Status, error)
-	settle    map[string]sources.Status
-	settles   int
-	eps       []model.Endpoint
-	epsErr    error
-	discCalls []string
+	mu      sync.Mutex
+	ds      []sources.Discovered
+	discErr error
+	status  map[string]func() (sources.Status, error)
+	settle  map[string]sources.Status
+	settles int
+	eps     []model.Endpoint
+	epsErr  error
 }
 
 func (s *scripted) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
