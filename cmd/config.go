@@ -19,6 +19,7 @@ type WorkspaceConfig struct {
 	ReadOnly   bool
 	NoColor    bool
 	ASCII      bool
+	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
 }
 

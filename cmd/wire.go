@@ -146,6 +146,10 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 	}
 	eng := poller.NewEngine(opts)
+	actionPath := ""
+	if opts.Actions == c.thrift && c.thrift != nil {
+		actionPath = "thrift"
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -155,11 +159,14 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
 	uiErr := tui.Run(runCtx, eng, tui.Options{
-		NoColor:   ws.NoColor,
-		ASCII:     ws.ASCII,
-		ReadOnly:  ws.ReadOnly,
-		Workspace: opts.Workspace,
-		Version:   Version,
+		NoColor:    ws.NoColor,
+		ASCII:      ws.ASCII,
+		ReadOnly:   ws.ReadOnly,
+		Mouse:      ws.Mouse,
+		Refresh:    ws.Refresh, // the header shows the engine's real period
+		ActionPath: actionPath,
+		Workspace:  opts.Workspace,
+		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {

@@ -41,6 +41,7 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 	fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
 	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
 	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	fs.BoolVar(&cfg.Mouse, "mouse", false, "TUI: wheel scrolls, click selects (off: terminal text selection keeps working)")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
 }

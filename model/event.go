@@ -32,4 +32,7 @@ type Event struct {
 	RequestID   string
 	Err         *ErrorInfo
 	Flag        *Flag
+	// Workspace names the watched workspace (its context) when several
+	// are watched (see Fleet); "" otherwise.
+	Workspace string
 }

@@ -37,6 +37,9 @@ type Operation struct {
 	// is invalid); State is then the final state the evidence gave (query
 	// history, the Statement Execution API), UNKNOWN when nothing said.
 	Gone bool
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string
 	// StatusSource says which call last confirmed the state ("thrift",
 	// "statement_api", "query_history"); StatusNote says why it came from
 	// there when that is not the usual path (a warehouse that is not
@@ -105,6 +108,9 @@ type ErrorInfo struct {
 	RequestID  string        `json:"request_id"`
 	Attempts   int           `json:"attempts"`
 	Elapsed    time.Duration `json:"-"`
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string `json:"-"`
 	// Seen counts what a truncated listing did read (KindTruncated), or
 	// the operations whose status was read (KindUnread).
 	Seen int `json:"-"`

@@ -20,6 +20,12 @@ type Snapshot struct {
 	Operations  []OperationView
 	Endpoints   []EndpointView
 	Errors      []ErrorInfo
+	// Clients aggregates the recent window by client application and user
+	// (see AggregateClients); filled by whoever knows the window.
+	Clients []ClientStats
+	// Workspaces is one entry per watched workspace when several are
+	// watched (see Merge); nil for one.
+	Workspaces []WorkspaceStatus
 }
 
 // OperationView is an operation with its flags evaluated at GeneratedAt.

@@ -17,6 +17,9 @@ type snapshotWire struct {
 	Operations  []operationWire `json:"operations"`
 	Endpoints   []endpointWire  `json:"endpoints"`
 	Errors      []ErrorInfo     `json:"errors"`
+	Clients     []ClientStats   `json:"clients"`
+	// Workspaces is present when several workspaces are watched.
+	Workspaces []WorkspaceStatus `json:"workspaces,omitempty"`
 }
 
 type workspaceWire struct {
@@ -49,6 +52,7 @@ type operationWire struct {
 	Gone               bool     `json:"gone"`
 	StatusSource       string   `json:"status_source,omitempty"`
 	StatusNote         string   `json:"status_note,omitempty"`
+	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
 }
 
 type closeWire struct {
@@ -85,6 +89,7 @@ type endpointWire struct {
 	// ListingError: the last endpoint listing failed; the figures are
 	// those of observed_at (absent when the last listing succeeded).
 	ListingError *ErrorInfo `json:"listing_error,omitempty"`
+	Workspace    string     `json:"workspace,omitempty"`
 }
 
 type indexWire struct {
@@ -112,6 +117,8 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 		Operations:  make([]operationWire, 0, len(s.Operations)),
 		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
 		Errors:      nonNil(s.Errors),
+		Clients:     nonNil(s.Clients),
+		Workspaces:  s.Workspaces,
 	}
 	for _, o := range s.Operations {
 		w.Operations = append(w.Operations, o.wire())
@@ -137,6 +144,8 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		GeneratedAt: w.GeneratedAt.Time,
 		Workspace:   Workspace{Host: w.Workspace.Host, Warehouses: nilIfEmpty(w.Workspace.Warehouses)},
 		Errors:      nilIfEmpty(w.Errors),
+		Clients:     nilIfEmpty(w.Clients),
+		Workspaces:  nilIfEmpty(w.Workspaces),
 	}
 	for i, ow := range w.Operations {
 		v, err := ow.view()
@@ -192,7 +201,7 @@ func (v OperationView) wire() operationWire {
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
-		StatusSource: v.StatusSource, StatusNote: v.StatusNote,
+		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
 	}
 }
 
@@ -223,7 +232,7 @@ func (w operationWire) view() (OperationView, error) {
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
-			StatusSource: w.StatusSource, StatusNote: w.StatusNote,
+			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -248,6 +257,7 @@ func (v EndpointView) wire() endpointWire {
 		ObservedAt:   jsonTime{v.ObservedAt},
 		Samples:      make([]sampleWire, 0, len(v.Samples)),
 		ListingError: v.ListingError,
+		Workspace:    v.Workspace,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -268,6 +278,7 @@ func (w endpointWire) view() (EndpointView, error) {
 			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
+			Workspace: w.Workspace,
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
 		WriteRowsPerMin: w.WriteRowsPerMin,

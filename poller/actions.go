@@ -33,6 +33,15 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 	return en, nil
 }
 
+// Follows reports whether the engine follows (or recently followed) the
+// operation: where a Fleet sends an action.
+func (e *Engine) Follows(statementID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.ops[statementID]
+	return ok
+}
+
 // Adopt makes dbxtop responsible for closing the operation once it is
 // terminal (at once if it already is and still open).
 func (e *Engine) Adopt(ctx context.Context, statementID string) error {

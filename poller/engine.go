@@ -69,6 +69,9 @@ type Options struct {
 	Policy     PolicyOptions        // zero value = documented defaults
 	Idle       []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf       func(format string, args ...any)
+	// ClientsWindow is how far back the snapshot's clients[] aggregates
+	// (--window); 0 → 1h.
+	ClientsWindow time.Duration
 }
 
 // Health is the poller's own state for the TUI header.
@@ -83,6 +86,12 @@ type Health struct {
 	BatchCalls int64
 	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
 	Freshness  Freshness // whether the freshness goal holds, and why not
+	// LastDiscovery is when discovery last succeeded (zero: never);
+	// DiscoveryFailures counts the rounds that failed.
+	// DiscoveryUp: the last round succeeded (the workspace is observed).
+	LastDiscovery     time.Time
+	DiscoveryFailures int64
+	DiscoveryUp       bool
 }
 
 // entry is one followed operation with its scheduling state.
@@ -126,6 +135,9 @@ type Engine struct {
 	inflight    int
 	gen         uint64
 	discovering bool
+	lastDisc    time.Time // last successful discovery
+	discFails   int64     // failed discovery rounds
+	discFailed  bool      // the last discovery round failed
 	capRunning  bool
 	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
@@ -153,6 +165,9 @@ type Engine struct {
 func NewEngine(o Options) *Engine {
 	if o.Refresh <= 0 {
 		o.Refresh = 5 * time.Second
+	}
+	if o.ClientsWindow <= 0 {
+		o.ClientsWindow = time.Hour
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 64
@@ -402,6 +417,8 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	now := e.clk.Now()
 	var partial *sources.PartialError
 	if err != nil && !errors.As(err, &partial) {
+		e.discFails++
+		e.discFailed = true
 		if ctx.Err() == nil || len(e.discKeys) == 0 {
 			e.setDiscoveryErrors([]error{err})
 		}
@@ -412,6 +429,7 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 		problems = partial.Errs
 	}
 	e.setDiscoveryErrors(problems)
+	e.lastDisc, e.discFailed = now, false
 	e.merge(ds, now)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -15,15 +16,22 @@ import (
 func (e *Engine) emit(ev model.Event) {
 	e.emitMu.Lock()
 	defer e.emitMu.Unlock()
+	sendDropOldest(e.events, ev, &e.dropped)
+}
+
+// sendDropOldest puts ev on ch without blocking, dropping (and counting)
+// the oldest buffered event when ch is full: a slow reader loses old news,
+// never stalls a poller. Callers serialise their sends.
+func sendDropOldest(ch chan model.Event, ev model.Event, dropped *atomic.Int64) {
 	for {
 		select {
-		case e.events <- ev:
+		case ch <- ev:
 			return
 		default:
 		}
 		select {
-		case <-e.events:
-			e.dropped.Add(1)
+		case <-ch:
+			dropped.Add(1)
 		default:
 		}
 	}
@@ -111,7 +119,9 @@ func (e *Engine) Snapshot() model.Snapshot {
 	}
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	return model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+	s := model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+	s.Clients = model.AggregateClients(s.Operations, now, e.o.ClientsWindow)
+	return s
 }
 
 // evalFlags compares flags with the previous evaluation and emits
@@ -169,7 +179,9 @@ func (e *Engine) Health() Health {
 	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
 		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
 		EventsDropped: e.dropped.Load(), BatchCalls: e.batchCalls,
-		Capacity: e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+		LastDiscovery: e.lastDisc, DiscoveryFailures: e.discFails,
+		DiscoveryUp: !e.lastDisc.IsZero() && !e.discFailed,
+		Capacity:    e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
 	h.Capacity.Limit = e.lim.limit(e.rateSum, avail/max(capa, 1))
 	for _, en := range e.ops {
 		if !en.retired {

@@ -47,6 +47,10 @@ type PolicyOptions struct {
 	Idle []sources.IdleCloser
 	// Observe, if set, is told of every retry and give-up. It must not block.
 	Observe func(Report)
+	// Done, if set, is told of every call's end: its attempts and its
+	// final error (nil on success, else the *GiveUpError). It must not
+	// block. `serve` counts calls by outcome with it.
+	Done func(call Call, attempts int, err error)
 	// Rand returns [0,1) for jitter; nil → math/rand/v2.
 	Rand func() float64
 }
@@ -170,7 +174,10 @@ func (p *Policy) limit(name string) Limit {
 // Do runs fn until it succeeds or the policy gives up; the error is then a
 // *GiveUpError wrapping the last cause.
 func (p *Policy) Do(ctx context.Context, call Call, fn func(ctx context.Context) error) error {
-	_, err := p.do(ctx, call, fn)
+	attempts, err := p.do(ctx, call, fn)
+	if p.o.Done != nil {
+		p.o.Done(call, attempts, err)
+	}
 	return err
 }
 

@@ -33,7 +33,7 @@ type eventMsg struct {
 // fetch takes a snapshot in a command: the engine copies its state there,
 // not in Update.
 func (m *Model) fetch() tea.Cmd {
-	e, order := m.eng, m.orderSpec()
+	e, order := m.eng, m.ops.orderSpec()
 	return func() tea.Msg {
 		s := e.Snapshot()
 		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations)}

@@ -45,9 +45,18 @@ func oneLine(s string) string {
 }
 
 // worstFlag is the flag the table shows for a row, and how many more
-// there are.
+// there are. Private until model's severity helpers land.
+//
+// STALE comes first whatever its severity: when dbxtop's own polls fail,
+// every other flag on the row rests on old evidence, and the row must not
+// blame the client for dbxtop's blindness.
 func worstFlag(fs []model.Flag) (model.Flag, int) {
 	var w model.Flag
+	for _, f := range fs {
+		if f.Kind == model.FlagStale {
+			return f, len(fs) - 1
+		}
+	}
 	for _, f := range fs {
 		r, wr := f.Severity.Rank(), w.Severity.Rank()
 		// EXHAUSTED says more than CAPACITY at the same severity.
@@ -94,8 +103,8 @@ func errorLine(e *model.ErrorInfo) string {
 	if e.ErrorCode != "" {
 		b.WriteString(" " + e.ErrorCode)
 	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+	if msg := strings.TrimPrefix(e.Message, string(e.Kind)+": "); msg != "" {
+		b.WriteString(": " + msg) // never "transport: transport: …"
 	}
 	if e.Attempts > 0 {
 		fmt.Fprintf(&b, " (%d attempt", e.Attempts)
