@@ -3,6 +3,7 @@ package cmd
 import (
 	"time"
 
+	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 )
 
@@ -21,6 +22,17 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+
+	// The config file and contexts (docs/configuration.md).
+	ConfigPath string   // --config; "" → the default location
+	Contexts   []string // --context, repeatable; "all" → every context
+	ExportDir  string   // --export-dir (or export_dir in the file)
+	Window     time.Duration
+	RowLimits  map[string]int64 // the file's per-endpoint row limits
+	// Resolved are the effective settings of each selected context (one
+	// entry without contexts); the flat fields above hold the first's.
+	Resolved   []config.Settings
+	configFile *config.File
 }
 
 // SnapshotConfig is `dbxtop snapshot`'s configuration.

@@ -75,6 +75,9 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Idle:       c.idle,
 		Logf:       logf,
+		RowLimits:  ws.RowLimits,
+		// How far back the snapshot's clients[] aggregates look.
+		ClientsWindow: ws.Window,
 	}
 }
 

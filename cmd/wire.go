@@ -11,9 +11,8 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
-	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -124,31 +123,15 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
-	c, err := connect(ctx, ws, logf)
+	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
 		return 1
 	}
-	defer c.close()
-	opts := c.engineOptions(ws, logf)
-	if simulated {
-		// The demo probes its endpoints (one empty upsert per endpoint per
-		// refresh) so that a full one shows the server's own
-		// RESOURCE_EXHAUSTED message and request id; on a real workspace
-		// probing stays opt-in (snapshot --capacity-probe).
-		opts.Probe = true
-	}
-	if simulated && c.thrift != nil {
-		// The simulator looks operations up by GUID alone, so Thrift
-		// actions are exact there and exercise the same path as status.
-		// Never to a warehouse that is not running: those go through the
-		// Statement Execution API.
-		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
-	}
-	eng := poller.NewEngine(opts)
-	actionPath := ""
-	if opts.Actions == c.thrift && c.thrift != nil {
-		actionPath = "thrift"
+	defer closeConns()
+	workspace := model.Workspace{Host: ws.Host, Warehouses: ws.Warehouses}
+	if ms := eng.Members(); len(ms) == 1 {
+		workspace = ms[0].Engine.Snapshot().Workspace
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -165,7 +148,8 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Mouse:      ws.Mouse,
 		Refresh:    ws.Refresh, // the header shows the engine's real period
 		ActionPath: actionPath,
-		Workspace:  opts.Workspace,
+		Workspace:  workspace,
+		ExportDir:  ws.ExportDir,
 		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/spf13/pflag"
 )
@@ -44,6 +45,68 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 	fs.BoolVar(&cfg.Mouse, "mouse", false, "TUI: wheel scrolls, click selects (off: terminal text selection keeps working)")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
+	addConfigFlag(fs, &cfg.ConfigPath)
+	fs.StringArrayVar(&cfg.Contexts, "context", nil, "workspace context from the config file; repeat for several, or 'all'")
+	fs.Var(&checkedString{p: &cfg.ExportDir, typ: "dir", check: nonEmpty("the export directory")}, "export-dir",
+		"where the TUI's export (e) writes (default: export_dir in the config file, else the current directory)")
+	fs.Var(newDuration(&cfg.Window, config.DefaultWindow, config.MinWindow), "window",
+		"how far back the Clients view and clients[] aggregate")
+}
+
+func addConfigFlag(fs *pflag.FlagSet, p *string) {
+	fs.Var(&checkedString{p: p, typ: "path", check: nonEmpty("the config path")}, "config",
+		"config file (default $XDG_CONFIG_HOME/dbxtop/config.toml, else ~/.config/dbxtop/config.toml)")
+}
+
+// loadConfig reads --config (which must exist) or the default file (which
+// need not). Errors name the file, key and line.
+func (a *app) loadConfig(path string) (*config.File, error) {
+	if path != "" {
+		return config.Load(path, false)
+	}
+	p, err := config.Path(a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(p, true)
+}
+
+// resolveConfig applies the config file under the flags: flags win, then
+// the selected context, then the file's top level, then defaults.
+func (a *app) resolveConfig(fs *pflag.FlagSet, cfg *WorkspaceConfig) error {
+	f, err := a.loadConfig(cfg.ConfigPath)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	var ov config.Overrides
+	str := func(name string, v string) *string {
+		if fs.Changed(name) {
+			return &v
+		}
+		return nil
+	}
+	dur := func(name string, v time.Duration) *time.Duration {
+		if fs.Changed(name) {
+			return &v
+		}
+		return nil
+	}
+	ov.Host, ov.Profile, ov.HTTPPath = str("host", cfg.Host), str("profile", cfg.Profile), str("http-path", cfg.HTTPPath)
+	ov.ExportDir = str("export-dir", cfg.ExportDir)
+	if fs.Changed("warehouse") {
+		ov.Warehouses = cfg.Warehouses
+	}
+	ov.Refresh, ov.Window = dur("refresh", cfg.Refresh), dur("window", cfg.Window)
+	ov.InactivityWarn = dur("inactivity-warn", cfg.Thresholds.InactivityWarn)
+	ov.ServerIdleTimeout = dur("server-idle-timeout", cfg.Thresholds.ServerIdleTimeout)
+	ov.LeakAfter = dur("leak-after", cfg.Thresholds.LeakAfter)
+	rs, err := f.Resolve(cfg.Contexts, ov)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	cfg.Resolved, cfg.configFile = rs, f
+	cfg.apply(rs[0], f)
+	return nil
 }
 
 // finishWorkspace applies the environment and cross-flag rules once the
@@ -75,5 +138,14 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 	if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
 		cfg.NoColor = true
 	}
-	return nil
+	if simulated {
+		// demo's workspace is its own simulator: contexts make no sense.
+		for _, name := range []string{"context", "config"} {
+			if fs.Changed(name) {
+				return invalidFlag(name, fs.Lookup(name).Value.String(), "demo watches its embedded simulator; use contexts with dbxtop, snapshot or serve")
+			}
+		}
+		return nil
+	}
+	return a.resolveConfig(fs, cfg)
 }

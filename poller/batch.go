@@ -50,14 +50,88 @@ func (e *Engine) confirmGrace() time.Duration { return 3 * e.o.BatchEvery }
 // batchMode reports whether live operations are confirmed in batches.
 func (e *Engine) batchMode() bool { return e.o.Batch != nil }
 
-// queueBatch queues one round: every live operation, in chunks of the
-// source's batch limit. The loop dispatches chunks like polls, within the
-// same in-flight bound (Little's law over both). Called with e.mu held.
-func (e *Engine) queueBatch() {
+// startBatch begins one round (called with e.mu held): with a
+// sources.LiveLister, the listing first (a goroutine pages through it, one
+// request per page), then id lookups of the live operations it did not
+// show; without one, id lookups of every live operation. The loop
+// dispatches id lookups like polls, within the same in-flight bound.
+func (e *Engine) startBatch(spawn func(func(context.Context))) {
+	if e.liveN == 0 {
+		return // nothing to confirm: no request
+	}
+	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
+		e.batchPending = 1
+		spawn(func(ctx context.Context) { e.listRound(ctx, ll) })
+		return
+	}
+	e.queueBatch(nil)
+}
+
+// maxListPages bounds one round's listing (pages of at least 100 rows,
+// and a few more), so a listing that never ends (a server repeating
+// cursors, a workspace far busier than dbxtop follows) stops; what it
+// missed is looked up by id.
+func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
+
+// listRound pages through the live listing, confirms what it lists and
+// queues id lookups for the rest.
+func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
+	listed := map[string]bool{}
+	e.mu.Lock()
+	pages := e.maxListPages(len(e.ops))
+	e.mu.Unlock()
+	token := ""
+	complete := false
+	for page := 0; page < pages; page++ {
+		type answer struct {
+			sts  map[string]sources.Status
+			next string
+		}
+		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
+			t0 := e.clk.Now()
+			m, next, err := ll.ListLive(ctx, token)
+			e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+			return answer{m, next}, err
+		})
+		e.mu.Lock()
+		e.batchCalls++
+		if err != nil {
+			if ctx.Err() == nil {
+				e.recordWSError(CallStatusBatch, err)
+			}
+			e.mu.Unlock()
+			break // what the listing missed is looked up by id
+		}
+		now := e.clk.Now()
+		for id, st := range a.sts {
+			listed[id] = true
+			if en := e.ops[id]; en != nil && !en.retired {
+				e.confirm(en, st, now)
+			}
+		}
+		e.mu.Unlock()
+		if a.next == "" || a.next == token {
+			complete = a.next == ""
+			break
+		}
+		token = a.next
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if complete {
+		delete(e.wsErrs, CallStatusBatch)
+	}
+	e.batchPending--
+	e.queueBatch(listed)
+}
+
+// queueBatch queues id lookups, in chunks of the source's batch limit,
+// of every live operation not in skip. Called with e.mu held.
+func (e *Engine) queueBatch(skip map[string]bool) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
-	for _, en := range e.ops {
-		if en.retired || en.op.State.Terminal() {
+	for id, en := range e.ops {
+		if en.retired || en.op.State.Terminal() || skip[id] {
 			continue
 		}
 		chunk = append(chunk, en.ref)
@@ -69,14 +143,29 @@ func (e *Engine) queueBatch() {
 	if len(chunk) > 0 {
 		e.batchQ = append(e.batchQ, chunk)
 	}
-	e.batchPending = len(e.batchQ)
+	e.batchPending += len(e.batchQ)
 }
 
 // runBatch runs the queued round to its end with at most par requests in
 // flight (RunOnce).
 func (e *Engine) runBatch(ctx context.Context, par int) {
 	e.mu.Lock()
-	e.queueBatch()
+	live := e.liveCount()
+	e.mu.Unlock()
+	if live == 0 {
+		return // nothing to confirm: no request
+	}
+	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
+		e.mu.Lock()
+		e.batchPending = 1
+		e.mu.Unlock()
+		e.listRound(ctx, ll) // queues the id lookups of what it missed
+	} else {
+		e.mu.Lock()
+		e.queueBatch(nil)
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
 	q := e.batchQ
 	e.batchQ = nil
 	e.mu.Unlock()
@@ -208,16 +297,28 @@ func (e *Engine) setRate(en *entry, r float64) {
 func (e *Engine) demand() float64 {
 	d := e.rateSum
 	if e.batchMode() {
-		live := 0
-		for _, en := range e.ops {
-			if !en.retired && !en.op.State.Terminal() {
-				live++
-			}
-		}
+		live := e.liveN
 		limit := max(1, e.o.Batch.BatchLimit())
+		if _, ok := e.o.Batch.(sources.LiveLister); ok {
+			limit = 999 // pages of the listing; id lookups only for what it missed
+		}
 		d += math.Ceil(float64(live)/float64(limit)) / e.o.BatchEvery.Seconds()
 	}
 	return d
+}
+
+// liveCount counts the live followed operations into e.liveN (e.mu
+// held; O(n): after discovery merges and once a second, not per loop
+// turn).
+func (e *Engine) liveCount() int {
+	n := 0
+	for _, en := range e.ops {
+		if !en.retired && !en.op.State.Terminal() {
+			n++
+		}
+	}
+	e.liveN = n
+	return n
 }
 
 func (e *Engine) budgetShare() float64 {
@@ -242,6 +343,7 @@ func (e *Engine) freshnessGoal() time.Duration {
 // confirmed (a sample of at most 2,000, in map order, which is random)
 // and says why the goal is missed when it is. Called with e.mu held.
 func (e *Engine) evalFreshness(now time.Time) {
+	e.liveCount()
 	ages := make([]time.Duration, 0, min(len(e.ops), 2000))
 	for _, en := range e.ops {
 		if en.retired || en.op.State.Terminal() {

@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -332,5 +333,80 @@ func TestLimiterLittleAndAIMD(t *testing.T) {
 	}
 	if c := l.capacity(t0); c.Cap != 17 {
 		t.Errorf("after 20 answers at cap 16: cap %d, want 17 (additive: +1 per cap answers)", c.Cap)
+	}
+}
+
+// listingWorkspace also lists live statements, pageSize a page, newest
+// (highest id) first, with a cursor token.
+type listingWorkspace struct {
+	*memWorkspace
+	pageSize int
+	pages    int
+}
+
+func (w *listingWorkspace) ListLive(_ context.Context, token string) (map[string]sources.Status, string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pages++
+	var ids []string
+	for id, st := range w.history {
+		if st.Live() && !w.hidden[id] && (token == "" || id < token) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	out := map[string]sources.Status{}
+	next := ""
+	for i, id := range ids {
+		if i == w.pageSize {
+			next = ids[i-1]
+			break
+		}
+		out[id] = sources.Status{State: w.history[id]}
+	}
+	return out, next, nil
+}
+
+// With a live listing, a round costs ⌈live / page⌉ requests; what the
+// listing misses (ended, or not yet listed) is looked up by id, so an end
+// is still read from history at once.
+func TestBatchLiveListing(t *testing.T) {
+	w := &listingWorkspace{memWorkspace: newMemWorkspace(50), pageSize: 200}
+	const n = 1000
+	for i := range n {
+		w.set(opID(i), model.StateRunning)
+	}
+	h := startEngine(t, Options{Discoverer: w, Status: w, Batch: w,
+		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 20 * time.Second}})
+	h.run(2*time.Second, 100*time.Millisecond)
+	w.mu.Lock()
+	p0, b0 := w.pages, w.batches
+	w.mu.Unlock()
+	h.run(30*time.Second, 100*time.Millisecond)
+	w.mu.Lock()
+	pages, batches := w.pages-p0, w.batches-b0
+	w.state[opID(7)], w.history[opID(7)] = model.StateFailed, model.StateFailed
+	w.mu.Unlock()
+	if pages < 140 || pages > 160 {
+		t.Errorf("%d listing pages in 30 s, want ~150 (5 a round, a round a second)", pages)
+	}
+	if batches != 0 {
+		t.Errorf("%d id lookups while the listing showed every live operation", batches)
+	}
+	h.run(1100*time.Millisecond, 100*time.Millisecond)
+	if st := h.op(opID(7)).State; st != model.StateFailed {
+		t.Errorf("an operation gone from the listing: %s, want FAILED read by id", st)
+	}
+	w.mu.Lock()
+	if w.batches == b0 {
+		t.Error("no id lookup for the operation the listing no longer showed")
+	}
+	w.mu.Unlock()
+	now := h.clk.Now()
+	for _, v := range h.e.Snapshot().Operations {
+		if v.State.Live() && now.Sub(v.LastPollOKAt) > time.Second {
+			t.Fatalf("%s last confirmed %v ago", v.StatementID, now.Sub(v.LastPollOKAt))
+		}
 	}
 }

@@ -151,6 +151,7 @@ type Engine struct {
 	activity     bool // the status source reports client activity
 	probes       int  // activity probes made
 	fresh        Freshness
+	liveN        int // live operations, counted after merges and once a second
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -254,7 +255,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if e.batchMode() && !now.Before(nextBatch) {
 			nextBatch = now.Add(e.o.BatchEvery)
 			if e.batchPending == 0 {
-				e.queueBatch()
+				e.startBatch(spawn)
 			}
 		}
 		limit := e.lim.limit(e.demand(), e.budgetShare())
@@ -518,6 +519,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 		}
 		en.seen = e.gen
 	}
+	e.liveCount()
 	for id, en := range e.ops {
 		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
 			delete(e.ops, id)

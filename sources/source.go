@@ -70,6 +70,16 @@ type BatchStatusSource interface {
 	BatchLimit() int
 }
 
+// LiveLister is a BatchStatusSource that can also list every live
+// statement, a page per call (query history filtered by status): one
+// request confirms up to a page of live operations, so a round costs
+// ⌈live / page⌉ requests plus id lookups for what the listing missed.
+// ListLive makes ONE request; token "" asks for the first page and the
+// returned token is "" after the last.
+type LiveLister interface {
+	ListLive(ctx context.Context, token string) (map[string]Status, string, error)
+}
+
 // ActionSource cancels and closes operations.
 type ActionSource interface {
 	Cancel(ctx context.Context, ref Ref) error

@@ -294,7 +294,7 @@ func TestDetailShowsEverything(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	press(m, "enter") // close-failed operation
 	screen := plain(m)
@@ -323,7 +323,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	o.ExportDir = dir
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	msg := run(t, m, press(m, "e")).(exportDoneMsg)
 	must(t, msg.err == nil, "export: %v", msg.err)
@@ -406,7 +406,7 @@ func TestScreenFitsExactly(t *testing.T) {
 		for _, o := range []Options{testOptions(), func() Options { o := testOptions(); o.ASCII = true; return o }()} {
 			m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, sz[0], sz[1])
 			for _, ev := range fixtureEvents() {
-				m.Update(eventMsg{ev: ev, ok: true})
+				m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 			}
 			for _, keys := range [][]string{nil, {"enter"}, {"esc", "x"}, {"n", "tab"}, {"enter"}, {"tab"}, {"tab"}} {
 				press(m, keys...)
@@ -467,7 +467,7 @@ func TestEventsRingKeepsNewest(t *testing.T) {
 func TestEventsViewNewestFirst(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	press(m, "tab", "tab")
 	screen := plain(m)

@@ -132,7 +132,7 @@ func TestHostileTextEveryView(t *testing.T) {
 					}
 					m := syncModel(t, e, o, sz[0], sz[1])
 					for _, ev := range hostileEvents() {
-						m.Update(eventMsg{ev: ev, ok: true})
+						m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 					}
 					press(m, v.keys...)
 					frame := m.View()
@@ -165,7 +165,7 @@ func FuzzRenderer(f *testing.F) {
 		e := newFakeEngine(s)
 		o := testOptions()
 		m := syncModel(t, e, o, 80, 24)
-		m.Update(eventMsg{ev: model.Event{At: fixedNow, Kind: model.EventRetry, Message: msg, Call: user, StatementID: sql}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{{At: fixedNow, Kind: model.EventRetry, Message: msg, Call: user, StatementID: sql}}, ok: true})
 		checkFrame(t, m.View(), false)
 		press(m, "enter")
 		checkFrame(t, m.View(), false)

@@ -149,7 +149,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !msg.ok {
 			return m, nil // the engine closed its channel: it stopped
 		}
-		m.ctx.ring.push(msg.ev)
+		for _, ev := range msg.evs {
+			m.ctx.ring.push(ev)
+		}
 		return m, waitEvent(m.events, m.done)
 	case actionDoneMsg:
 		m.actionDone(msg)
@@ -193,7 +195,7 @@ func (m *Model) trackLastError() {
 		m.lastErr = lastErrorState{}
 		return
 	}
-	k := e.Call + "\x00" + e.Message + "\x00" + e.RequestID + "\x00" + e.ErrorCode
+	k := e.Call + "\x00" + e.Message + "\x00" + e.ErrorCode // not the request id: each retry has its own
 	if k != m.lastErr.key {
 		m.lastErr = lastErrorState{key: k, since: now}
 	}

@@ -186,8 +186,15 @@ func (m *Model) header() []string {
 		{fmt.Sprintf("retry budget %.0f/%.0f", h.BudgetAvailable, h.BudgetCapacity), prioHigh},
 		{fmt.Sprintf("polls %d", h.Polls), prioLow}, {fmt.Sprintf("retries %d", h.Retries), prioMid},
 		{fmt.Sprintf("give-ups %d", h.GiveUps), prioMid}}
+	if h.BatchCalls > 0 {
+		l2 = append(l2, seg{fmt.Sprintf("batches %d", h.BatchCalls), prioLow})
+	}
 	if h.EventsDropped > 0 {
 		l2 = append(l2, seg{st.Warn.Render(fmt.Sprintf("events dropped %d", h.EventsDropped)), prioCritical})
+	}
+	if f := h.Freshness; f.Goal > 0 && !f.Held {
+		// The schedule cannot hold its freshness goal: say so, and why.
+		l2 = append(l2, seg{st.Warn.Render(g.Warn + " " + f.String()), prioCritical})
 	}
 
 	c := &m.counts

@@ -17,6 +17,45 @@ import (
 // still confirms 120 operations.
 const BatchLimit = 120
 
+// LivePageSize is max_results of one page of the live listing: the
+// largest page query history serves (max_results < 1000).
+const LivePageSize = 999
+
+// ListLive reads ONE page of query history's live statements (QUEUED,
+// RUNNING) within the warehouse filter, newest first; token "" asks for
+// the first page, and the returned token is "" after the last. Every
+// statement listed is live as of the answer: one request confirms up to
+// 999 operations. The engine looks up by id (StatusBatch) the live
+// operations a listing did not show: they ended, or history has not
+// caught up.
+func (c *Client) ListLive(ctx context.Context, token string) (map[string]sources.Status, string, error) {
+	req := sql.ListQueryHistoryRequest{
+		FilterBy:   &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses},
+		MaxResults: LivePageSize,
+		PageToken:  token,
+	}
+	resp, err := c.historyList(ctx, req)
+	if err != nil {
+		return nil, "", c.wrapErr(CallListQueries, err)
+	}
+	out := make(map[string]sources.Status, len(resp.Res))
+	for i := range resp.Res {
+		if d, ok := discoveredFrom(resp.Res[i].info()); ok {
+			out[strings.ToLower(d.Ref.StatementID)] = statusOf(d.Op)
+		}
+	}
+	next := ""
+	if resp.HasNextPage {
+		next = resp.NextPageToken
+	}
+	return out, next, nil
+}
+
+func statusOf(op model.Operation) sources.Status {
+	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
+		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
+}
+
 // BatchLimit reports how many refs one StatusBatch call may carry.
 func (c *Client) BatchLimit() int { return BatchLimit }
 
@@ -46,23 +85,16 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 		FilterBy:   &sql.QueryFilter{StatementIds: ids},
 		MaxResults: len(ids),
 	}
-	resp, err := c.history.List(ctx, req)
+	resp, err := c.historyList(ctx, req)
 	if err != nil {
 		return nil, c.wrapErr(CallListQueries, err)
 	}
-	for _, q := range resp.Res {
-		d, ok := discoveredFrom(q)
+	for i := range resp.Res {
+		d, ok := discoveredFrom(resp.Res[i].info())
 		if !ok {
 			continue
 		}
-		id := strings.ToLower(d.Ref.StatementID)
-		out[id] = sources.Status{
-			State:        d.Op.State,
-			StartedAt:    d.Op.StartedAt,
-			CompletedAt:  d.Op.CompletedAt,
-			ErrorMessage: d.Op.ServerError,
-			Source:       model.StatusViaHistory,
-		}
+		out[strings.ToLower(d.Ref.StatementID)] = statusOf(d.Op)
 	}
 	return out, nil
 }

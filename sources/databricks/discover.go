@@ -108,17 +108,17 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 	pager := sources.Pager{Call: CallListQueries, What: what, MaxPages: c.conf.MaxPages, Budget: budget, Now: c.now}
 	seen := 0
 	for {
-		var resp *sql.ListQueriesResponse
+		var resp *historyPage
 		err := retry(ctx, CallListQueries, func(ctx context.Context) error {
-			r, err := c.history.List(ctx, req)
+			r, err := c.historyList(ctx, req) // encoding/json, not the SDK's slow decoder
 			resp = r
 			return c.wrapErr(CallListQueries, err)
 		})
 		if err != nil {
 			return pager.Failed(err, seen)
 		}
-		for _, q := range resp.Res {
-			add(q)
+		for i := range resp.Res {
+			add(resp.Res[i].info())
 		}
 		seen += len(resp.Res)
 		token := resp.NextPageToken
