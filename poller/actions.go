@@ -79,7 +79,8 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	if !en.queued {
 		en.op.Close.State = model.ClosePending
 	}
-	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: CallClose, Message: "close requested by the operator"})
+	_, closeCall := e.actionCalls(en.ref)
+	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
 	return e.closeAttempt(ctx, en)
 }
@@ -93,7 +94,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	e.mu.Lock()
 	ref := en.ref
 	e.mu.Unlock()
-	n, err := e.pol.do(ctx, Call{Name: CallClose, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
+	_, closeCall := e.actionCalls(ref)
+	n, err := e.pol.do(ctx, Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
 		return e.o.Actions.Close(ctx, ref)
 	})
 	e.mu.Lock()
@@ -123,7 +125,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		en.queued = true
 		e.closeQ[en.op.StatementID] = en
 	}
-	e.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: CallClose,
+	e.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, textfmt.Elapsed(wait)),
 		RequestID: info.RequestID, Err: info})
 	e.signal()
@@ -164,15 +166,16 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 		return err
 	}
 	ref := en.ref
-	e.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: CallCancel, Message: "cancel requested by the operator"})
+	cancelCall, _ := e.actionCalls(ref)
+	e.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
 	e.mu.Unlock()
-	err = e.pol.Do(ctx, Call{Name: CallCancel, Safe: true, OpID: statementID}, func(ctx context.Context) error {
+	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	ev := model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: CallCancel, Message: "canceled"}
+	ev := model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
 	if err != nil {
 		info := ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
@@ -213,4 +216,14 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 	}
 	sort.Strings(open)
 	return open
+}
+
+// actionCalls names the cancel and close calls the action source makes
+// for ref: the Thrift names unless the source says otherwise
+// (sources.ActionNamer), so a REST cancel reads CancelExecution.
+func (e *Engine) actionCalls(ref sources.Ref) (cancel, close string) {
+	if n, ok := e.o.Actions.(sources.ActionNamer); ok {
+		return n.ActionCalls(ref)
+	}
+	return CallCancel, CallClose
 }

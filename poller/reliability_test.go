@@ -223,3 +223,38 @@ func TestEngineKeepsLastKnownEndpointsOnListingFailure(t *testing.T) {
 		t.Fatalf("listing error kept after success: %+v", ep.ListingError)
 	}
 }
+
+type restActions struct{ calls []string }
+
+func (r *restActions) Cancel(context.Context, sources.Ref) error {
+	return &sources.HTTPError{Call: "CancelExecution", StatusCode: 400, ErrorCode: "INVALID_PARAMETER_VALUE", Message: "no"}
+}
+func (r *restActions) Close(context.Context, sources.Ref) error { return nil }
+func (r *restActions) ActionCalls(sources.Ref) (string, string) {
+	return "CancelExecution", "CloseStatement"
+}
+
+// A cancel through the Statement Execution API is called CancelExecution
+// in its give-up and its events, not CancelOperation.
+func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
+	s := &scripted{ds: []Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus}}
+	e := NewEngine(Options{Discoverer: s, Status: s, Actions: &restActions{}, Clock: newAutoClock()})
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := e.Cancel(context.Background(), "a")
+	if err == nil || !strings.HasPrefix(err.Error(), "CancelExecution a: permanent") {
+		t.Fatalf("cancel error %v, want it to name CancelExecution", err)
+	}
+	for {
+		select {
+		case ev := <-e.Events():
+			if ev.Kind == EventAction && ev.Call != "CancelExecution" {
+				t.Errorf("event %+v names %s", ev, ev.Call)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}

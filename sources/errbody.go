@@ -280,6 +280,10 @@ func sanitizeText(s string, max int) string {
 // messageFromText makes a one-line message of a plain-text body; HTML error
 // pages (load balancers) say nothing a status text does not.
 func messageFromText(clean string) string {
+	if looksHTML(clean) {
+		// A gateway's page: its title says what happened ("502 Bad Gateway").
+		return OneLine(clean, maxErrorMessage)
+	}
 	if clean == "" || strings.HasPrefix(clean, "<") {
 		return ""
 	}

@@ -86,6 +86,14 @@ type ActionSource interface {
 	Close(ctx context.Context, ref Ref) error
 }
 
+// ActionNamer is implemented by action sources whose calls are not the
+// Thrift ones: it names the calls made for ref (CancelExecution and
+// CloseStatement for the Statement Execution API), so retries, give-ups
+// and events name the call really made.
+type ActionNamer interface {
+	ActionCalls(ref Ref) (cancel, close string)
+}
+
 // CapacitySource lists Vector Search endpoints with their indexes, each
 // request through retry. Probe sends one empty upsert to an endpoint's
 // index (opt-in).

@@ -301,6 +301,11 @@ func (m *Model) viewInfo() []seg {
 		if o.filter.flaggedOnly {
 			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
 		}
+		if o.filter.workspace != "" {
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+		} else if len(m.ctx.snap.Workspaces) > 1 {
+			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
+		}
 		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
 		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {
 			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})

@@ -69,7 +69,7 @@ func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.D
 	}
 	// After the first listing, so that a refused token or an exhausted
 	// quota still costs exactly one request.
-	if err := c.refreshGate(ctx, retry); err != nil {
+	if err := c.RefreshGate(ctx, retry); err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}

@@ -121,3 +121,15 @@ func (g gatedActions) Close(ctx context.Context, ref sources.Ref) error {
 	}
 	return g.rest.Close(ctx, ref)
 }
+
+// ActionCalls names the Thrift calls for a running warehouse, the
+// Statement Execution API's otherwise (sources.ActionNamer).
+func (g gatedActions) ActionCalls(ref sources.Ref) (cancel, close string) {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		if n, ok := g.primary.(sources.ActionNamer); ok {
+			return n.ActionCalls(ref)
+		}
+		return "CancelOperation", "CloseOperation"
+	}
+	return g.rest.ActionCalls(ref)
+}

@@ -93,3 +93,8 @@ func (c *Client) Close(ctx context.Context, ref sources.Ref) error {
 	}
 	return err
 }
+
+// ActionCalls names the Statement Execution API's calls (sources.ActionNamer).
+func (c *Client) ActionCalls(sources.Ref) (cancel, close string) {
+	return CallCancelExecution, CallCloseStatement
+}

@@ -64,10 +64,11 @@ func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehou
 // before any warehouse-level (Thrift) call.
 func (c *Client) Gate() *sources.WarehouseGate { return c.gate }
 
-// refreshGate lists the warehouses and feeds the gate. A failure is
+// RefreshGate lists the warehouses and feeds the gate (Discover does it
+// every round; the proxy calls it on its own ticker). A failure is
 // recorded in the gate (which closes once its states are too old) and
 // returned for the round's report.
-func (c *Client) refreshGate(ctx context.Context, retry sources.Retry) error {
+func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
 	ws, err := c.Warehouses(ctx, retry)
 	if err != nil {
 		c.gate.Failed(err)

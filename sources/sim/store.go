@@ -222,13 +222,19 @@ func (s *store) execute(ss *session, sql string, p plan, owner bool, adjust func
 		adjust(op)
 	}
 	advance(op, now)
-	s.ops[g] = op
+	s.add(op)
+	return op
+}
+
+// add records a new operation (with the lock held), keeping store.order
+// sorted or marked for sorting.
+func (s *store) add(op *operation) {
+	s.ops[op.guid] = op
 	s.byID[op.id] = op
 	if n := len(s.order); n > 0 && before(op, s.order[n-1]) {
 		s.unsorted = true
 	}
 	s.order = append(s.order, op)
-	return op
 }
 
 // withOp runs f on the operation with that GUID (any state, even closed),
@@ -440,6 +446,5 @@ func (s *store) addClosed(warehouse, user, app, sql string, started, completed t
 		state: model.StateFinished, open: false, created: started, pendingUntil: started,
 		runUntil: completed, completed: completed, closedAt: completed, lastActivity: completed,
 	}
-	s.ops[g] = op
-	s.byID[op.id] = op
+	s.add(op)
 }

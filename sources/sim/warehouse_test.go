@@ -106,4 +106,9 @@ func TestDemoHasAStoppedWarehouseWithHistory(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no history on the stopped warehouse")
 	}
+	// And query history lists them (within any discovery window).
+	rows, _ := s.store.history(&historyQuery{warehouses: ids, max: 100}, 0)
+	if len(rows) != n {
+		t.Fatalf("query history lists %d of the %d statements on the stopped warehouse", len(rows), n)
+	}
 }
