@@ -237,7 +237,7 @@ func (r *restActions) ActionCalls(sources.Ref) (string, string) {
 // A cancel through the Statement Execution API is called CancelExecution
 // in its give-up and its events, not CancelOperation.
 func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
-	s := &scripted{ds: []Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus}}
+	s := &scripted{ds: []sources.Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus}}
 	e := NewEngine(Options{Discoverer: s, Status: s, Actions: &restActions{}, Clock: newAutoClock()})
 	if err := e.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
 	for {
 		select {
 		case ev := <-e.Events():
-			if ev.Kind == EventAction && ev.Call != "CancelExecution" {
+			if ev.Kind == model.EventAction && ev.Call != "CancelExecution" {
 				t.Errorf("event %+v names %s", ev, ev.Call)
 			}
 			continue
