@@ -224,7 +224,7 @@ func TestEngineKeepsLastKnownEndpointsOnListingFailure(t *testing.T) {
 	}
 }
 
-type restActions struct{ calls []string }
+type restActions struct{}
 
 func (r *restActions) Cancel(context.Context, sources.Ref) error {
 	return &sources.HTTPError{Call: "CancelExecution", StatusCode: 400, ErrorCode: "INVALID_PARAMETER_VALUE", Message: "no"}
