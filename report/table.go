@@ -185,16 +185,19 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 		w.printf("  none\n")
 		return
 	}
-	head := []string{"SEV", "FLAGS", "ENDPOINT", "TYPE", "STATE", "ROWS", "LIMIT", "USAGE", "GROWTH/MIN", "FULL IN", "INDEXES"}
+	head := []string{"SEV", "FLAGS", "ENDPOINT", "TYPE", "STATE", "ROWS", "LIMIT", "SOURCE", "USAGE", "WRITES/MIN", "FULL IN", "THROUGHPUT", "INDEXES"}
 	rows := make([][]string, 0, len(s.Endpoints))
 	sevs := make([]model.Severity, 0, len(s.Endpoints))
 	for _, e := range s.Endpoints {
 		sev := e.MaxSeverity()
 		sevs = append(sevs, sev)
-		limit, usage := "?", "?"
+		limit, usage, thr := "?", "?", "-"
 		if e.RowLimit > 0 {
 			limit = textfmt.Count(e.RowLimit)
 			usage = fmt.Sprintf("%.1f%%", e.Usage*100)
+		}
+		if e.Throughput != nil {
+			thr = fmt.Sprintf("%.0f%%", *e.Throughput)
 		}
 		rows = append(rows, []string{
 			sevLabel(sev),
@@ -204,15 +207,20 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 			clean(textfmt.OrDash(e.State), opt.ASCII),
 			textfmt.Count(e.Rows),
 			limit,
+			textfmt.OrDash(string(e.RowLimitSource)),
 			usage,
-			fmt.Sprintf("%.0f", e.GrowthPerMin),
+			fmt.Sprintf("%.0f", e.WriteRowsPerMin),
 			textfmt.DurationOr(e.ETAFull, "-"),
-			fmt.Sprint(len(e.Indexes)),
+			thr,
+			fmt.Sprint(e.IndexCount()),
 		})
 	}
 	writeGrid(w, head, rows, opt, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
 	var details []string
 	for _, e := range s.Endpoints {
+		if e.RowLimitWhy != "" {
+			details = append(details, fmt.Sprintf("  %s  %s", clean(e.Name, opt.ASCII), clean(model.LimitLine(e.RowLimitWhy), opt.ASCII)))
+		}
 		for _, f := range e.Flags {
 			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(e.Name, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
 		}
