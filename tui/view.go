@@ -214,7 +214,8 @@ func (m *Model) header() []string {
 		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
 	}
 	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
-	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity} {
+	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity, model.FlagEndpointState,
+		model.FlagThroughput, model.FlagIndexQuota, model.FlagIndexNotReady} {
 		if c.warn[k]+c.crit[k] > 0 {
 			p := prioHigh
 			if c.crit[k] > 0 {
