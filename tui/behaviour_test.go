@@ -355,7 +355,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	must(t, msg.err != nil && strings.Contains(plain(m), "missing"), "export error not shown: %v\n%s", msg.err, plain(m))
 }
 
-// checkSection9 asserts the PRODUCT.md §9 top-level shape.
+// checkSection9 asserts the snapshot JSON top-level shape (docs/model.md).
 func checkSection9(t *testing.T, raw []byte) {
 	t.Helper()
 	var obj map[string]any
