@@ -41,6 +41,7 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 		RowLimits:     ws.RowLimits,
 		ClientsWindow: ws.Window,
 	}
+	opts.Learned = learnedFor(ws.Learned, c.rest.Host())
 	if simulated {
 		// The demo probes its endpoints (one empty upsert per endpoint per
 		// refresh) so that a full one shows the server's own

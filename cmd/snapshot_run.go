@@ -46,6 +46,7 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 	}
 	defer closeLog()
 
+	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
 	obs, err := newObserver(runCtx, cfg, logf)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
@@ -148,6 +149,8 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 		Capacity:   gatedCapacity{c: rest, g: gate},
 		Settle:     rest,
 		Probe:      cfg.CapacityProbe,
+		RowLimits:  cfg.RowLimits,
+		Learned:    learnedFor(cfg.Learned, rest.Host()),
 		Thresholds: cfg.Thresholds,
 		Refresh:    cfg.Refresh,
 		// A snapshot only observes: no close, no cancel, whatever happens.
