@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,5 +109,31 @@ func TestConfigValidateExitCodes(t *testing.T) {
 				t.Fatal("a token from the file was printed")
 			}
 		})
+	}
+}
+
+func TestAttachArguments(t *testing.T) {
+	old := attachBody
+	t.Cleanup(func() { attachBody = old })
+	var got AttachConfig
+	attachBody = func(_ context.Context, cfg AttachConfig, _, _ io.Writer) int { got = cfg; return 0 }
+	for _, tc := range []struct {
+		args   []string
+		env    map[string]string
+		code   int
+		stderr string
+	}{
+		{[]string{"attach"}, nil, 2, "one argument: the serve URL"},
+		{[]string{"attach", "ftp://x"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 2, "invalid serve URL"},
+		{[]string{"attach", "http://127.0.0.1:9464"}, nil, 2, "DBXTOP_SERVE_TOKEN is not set"},
+		{[]string{"attach", "http://127.0.0.1:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": " secret-tok "}, 0, ""},
+	} {
+		r := runCLI(t, tc.env, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+			t.Fatalf("%v: exit %d, stderr %q", tc.args, r.code, r.stderr)
+		}
+	}
+	if got.URL != "http://127.0.0.1:9464" || got.Token != "secret-tok" {
+		t.Fatalf("attach config: %+v", got)
 	}
 }

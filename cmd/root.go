@@ -102,7 +102,7 @@ Try it without an account:  dbxtop demo`,
 	root.CompletionOptions.HiddenDefaultCmd = false
 	addWorkspaceFlags(root.Flags(), &cfg, true)
 	root.AddCommand(a.newDemoCmd(), a.newSimCmd(), a.newSnapshotCmd(), a.newVersionCmd(), a.newProxyCmd())
-	root.AddCommand(a.newServeCmd(), a.newConfigCmd())
+	root.AddCommand(a.newServeCmd(), a.newConfigCmd(), a.newAttachCmd())
 	// cobra's completion command prints its help and exits 0 for an
 	// unknown shell; make that a one-line usage error like every other.
 	root.InitDefaultCompletionCmd()

@@ -107,11 +107,13 @@ func (f *Fleet) Snapshot() model.Snapshot {
 }
 
 // Health sums the members' health; the budget is the sum of their
-// budgets and LastError the last error of the first member that has one.
+// budgets, LastError the last error of the first member that has one, and
+// DiscoveryUp holds when every member is observed.
 func (f *Fleet) Health() Health {
-	var h Health
+	h := Health{DiscoveryUp: len(f.members) > 0}
 	for _, m := range f.members {
 		mh := m.Engine.Health()
+		h.DiscoveryUp = h.DiscoveryUp && mh.DiscoveryUp
 		h.Followed += mh.Followed
 		h.InFlight += mh.InFlight
 		h.BudgetAvailable += mh.BudgetAvailable

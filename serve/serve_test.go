@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -192,5 +193,52 @@ func TestLabelBounds(t *testing.T) {
 	}
 	if got := label("evil\x1b[31mred\u202e" + strings.Repeat("a", 200)); strings.ContainsAny(got, "\x1b\u202e") || len(got) > maxLabelLen+len("…") {
 		t.Fatalf("label not sanitised or bounded: %q", got)
+	}
+}
+
+// TestAttachClient: the attach client sees serve's snapshot, health and
+// events, and its actions obey serve's --read-only.
+func TestAttachClient(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close(context.Background()) }()
+	c := NewCounters()
+	fleet := poller.NewFleet(time.Hour, workspace(t, ctx, "live", srv.URL(), srv.Token(), c))
+	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 3)
+	go func() { _ = fleet.Run(ctx); done <- struct{}{} }()
+	go func() { _ = s.Run(ctx); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done; <-done }()
+
+	if _, err := Attach(ctx, s.URL(), "wrong", nil); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(err.Error(), "bearer token") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	cl, err := Attach(ctx, s.URL(), s.Token(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cl.Run(ctx); done <- struct{}{} }()
+	if !cl.ReadOnly() {
+		t.Fatal("serve is read-only; the client must say so")
+	}
+	await(t, "a snapshot through serve", func() bool { return cl.Snapshot().Workspace.Host == srv.URL() })
+	await(t, "health through serve", func() bool { return cl.Health().DiscoveryUp })
+	err = cl.Cancel(ctx, "01234567-89ab-cdef-0123-456789abcdef")
+	if !errors.Is(err, poller.ErrReadOnly) {
+		t.Fatalf("cancel through a read-only serve: %v", err)
+	}
+	// serve going away: the last snapshot comes back with an error saying so.
+	last := cl.Snapshot()
+	_ = s.http.Close()
+	got := cl.Snapshot()
+	if len(got.Errors) != len(last.Errors)+1 || got.Errors[len(got.Errors)-1].Call != "attach" {
+		t.Fatalf("unreachable serve not reported: %+v", got.Errors)
 	}
 }
