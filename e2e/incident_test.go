@@ -158,7 +158,9 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 func TestLearnedLimitStateFileThroughTheBinary(t *testing.T) {
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "exhausted=vs-staging", Logf: func(string, ...any) {}})
 	args := []string{"snapshot", "--host", s.URL(), "--json", "--capacity-probe", "--timeout", "20s"}
-	env := func(state string) []string { return []string{"DATABRICKS_TOKEN=" + s.Token(), "XDG_STATE_HOME=" + state} }
+	env := func(state string) []string {
+		return []string{"DATABRICKS_TOKEN=" + s.Token(), "XDG_STATE_HOME=" + state}
+	}
 	staging := func(t *testing.T, r result) model.EndpointView {
 		t.Helper()
 		var snap model.Snapshot
