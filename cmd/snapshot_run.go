@@ -45,6 +45,7 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 	}
 	defer closeLog()
 
+	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
 	obs, err := newObserver(runCtx, cfg, logf)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))

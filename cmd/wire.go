@@ -126,6 +126,11 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
+	if !simulated {
+		// The demo's endpoints live on a throwaway loopback port: what it
+		// learns stays in memory, out of the operator's state file.
+		ws.Learned = openLearned(ws, stderr, logf, true)
+	}
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/dbxtop/dbxtop/capstore"
 	"strings"
 	"time"
 
@@ -118,6 +119,7 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 		return invalidFlag("http-path", cfg.HTTPPath,
 			fmt.Sprintf("names one warehouse but %d --warehouse ids were given", len(cfg.Warehouses)))
 	}
+	cfg.statePath, cfg.statePathErr = capstore.DefaultPath(a.getenv)
 	switch {
 	case simulated:
 	case fs.Changed("token"):
