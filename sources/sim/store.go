@@ -21,7 +21,7 @@ const (
 )
 
 // InactivityMessage is what the reaper fails an orphaned operation with
-// (PRODUCT.md §1; dbxtop recognises REAPED from it).
+// (docs/simulator.md, The reaper; dbxtop recognises REAPED from it, docs/model.md).
 const InactivityMessage = "Query has been timed out due to inactivity."
 
 type guid = [16]byte
@@ -96,14 +96,6 @@ func (op *operation) ownerLast() time.Time {
 		t = op.sess.lastActivity
 	}
 	return t
-}
-
-// truthState is the state /sim/v1/truth reports: CLOSED once closed.
-func (op *operation) truthState() model.State {
-	if !op.open {
-		return model.StateClosed
-	}
-	return op.state
 }
 
 // counters are cumulative (they survive pruning).

@@ -137,7 +137,7 @@ func (w *workload) sqlText() string {
 	return fmt.Sprintf(t, 1+w.intn(12))
 }
 
-// demo runs the cast of PRODUCT.md §7 on a compressed timeline (see
+// demo runs the cast of docs/simulator.md (Scenarios) on a compressed timeline (see
 // docs/simulator.md for the minute-by-minute plan).
 func (w *workload) demo(ctx context.Context) {
 	whs := w.s.WarehouseIDs()
