@@ -77,7 +77,7 @@ type operation struct {
 	// op fail until then (set by the first one), long enough for the
 	// observer's retries to give up and show CLOSE_FAILED.
 	observerCloseFailUntil time.Time
-	pruned              bool // forgotten by the reaper (left store.order)
+	pruned                 bool // forgotten by the reaper (left store.order)
 }
 
 // before orders operations by (created, id) ascending.
