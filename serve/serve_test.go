@@ -137,6 +137,7 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		_, metrics = get(t, s.URL()+"/metrics", s.Token())
 		return strings.Contains(metrics, `dbxtop_observe_up{workspace="live"} 1`) &&
 			strings.Contains(metrics, `dbxtop_observe_up{workspace="down"} 0`) &&
+			strings.Contains(metrics, `dbxtop_endpoint_row_limit_source{endpoint="vs-prod",source="tag",workspace="live"} 1`) &&
 			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="transport",workspace="down"\} [1-9]`).MatchString(metrics) &&
 			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="ok",workspace="live"\} [1-9]`).MatchString(metrics)
 	})
@@ -148,7 +149,11 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 			t.Errorf("series not named dbxtop_…: %s", line)
 		}
 	}
-	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0"} {
+	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0",
+		// Capacity: the limit's source, throughput utilisation, write rate.
+		`dbxtop_endpoint_throughput_utilization_ratio{endpoint="vs-prod",workspace="live"} 0.23`,
+		`dbxtop_endpoint_write_rows_per_minute{endpoint="vs-prod",workspace="live"} 0`,
+		`dbxtop_endpoint_row_limit{endpoint="vs-prod",workspace="live"} 200000`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -162,7 +167,7 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("event line %q: %v", sc.Text(), err)
 		}
-		found = ev.Kind == string(poller.EventGiveUp) && ev.Workspace == "down"
+		found = ev.Kind == string(model.EventGiveUp) && ev.Workspace == "down"
 	}
 	if !found {
 		t.Fatalf("no give-up event for the dead workspace: %v", sc.Err())
