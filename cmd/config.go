@@ -9,7 +9,7 @@ import (
 )
 
 // WorkspaceConfig is what every command but `sim` parses from its flags
-// (PRODUCT.md §3). Validation happens before anything starts.
+// (docs/configuration.md). Validation happens before anything starts.
 type WorkspaceConfig struct {
 	Profile    string
 	Host       string

@@ -69,8 +69,8 @@ func TestConfigPrecedenceOnTheCommandLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := installHooks(t)
-			r := runCLI(t, map[string]string{"HOME": t.TempDir()}, append([]string{"--config", p}, tc.args...)...)
+			h := newHooks()
+			r := h.run(t, map[string]string{"HOME": t.TempDir()}, append([]string{"--config", p}, tc.args...)...)
 			if r.code != 0 || h.called != "tui" {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
@@ -100,8 +100,8 @@ func TestConfigValidateExitCodes(t *testing.T) {
 		{[]string{"snapshot", "--config", good, "--context", "all"}, 3, "", "one context at a time"},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
-			installHooks(t)
-			r := runCLI(t, map[string]string{"HOME": t.TempDir()}, tc.args...)
+			h := newHooks()
+			r := h.run(t, map[string]string{"HOME": t.TempDir()}, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
 				t.Fatalf("%v: exit %d\nstdout %q\nstderr %q", tc.args, r.code, r.stdout, r.stderr)
 			}

@@ -3,7 +3,9 @@ package cmd
 import (
 	"context"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -14,8 +16,8 @@ import (
 type conn struct {
 	rest   *databricks.Client
 	thrift *thrift.Client // nil when Thrift is unavailable
-	status poller.StatusSource
-	idle   []poller.IdleCloser
+	status sources.StatusSource
+	idle   []sources.IdleCloser
 }
 
 // connect resolves the workspace's auth and builds its sources. It makes
@@ -32,7 +34,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{rest: rest, status: rest, idle: []poller.IdleCloser{rest}}
+	c := &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}}
 	// Thrift reports the owning client's last activity (INACTIVE needs it);
 	// the Statement Execution API answers when Thrift cannot.
 	tc, terr := thrift.NewClient(thrift.Options{
@@ -51,6 +53,36 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	return c, nil
 }
 
+// engineOptions is the one place the engine's options are built from a
+// connection and the workspace flags; each command then changes what it
+// does differently (the demo probes, a snapshot only observes).
+func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
+	return poller.Options{
+		Discoverer: c.rest,
+		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done.
+		Actions:    c.rest,
+		Capacity:   c.rest,
+		Settle:     c.rest,
+		Thresholds: ws.Thresholds,
+		Refresh:    ws.Refresh,
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       c.idle,
+		Logf:       logf,
+		RowLimits:  ws.RowLimits,
+		Learned:    learnedFor(ws.Learned, c.rest.Host()),
+		// How far back the snapshot's clients[] aggregates look.
+		ClientsWindow: ws.Window,
+	}
+}
+
+// close drops the idle pooled connections of both clients.
 func (c *conn) close() {
 	c.rest.CloseIdleConnections()
 	if c.thrift != nil {

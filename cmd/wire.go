@@ -17,14 +17,9 @@ import (
 	"github.com/dbxtop/dbxtop/tui"
 )
 
-// The command bodies: this file connects the command tree to the packages
-// that do the work (sources → poller → tui), so that cmd's flags and
-// validation stay independent of them.
-func init() {
-	runSim = serveSim
-	runDemo = demo
-	runTUI = monitor
-}
+// The command bodies of the TUI, demo and sim commands (newApp wires
+// them): this file connects the command tree to the packages that do the
+// work (sources → poller → tui).
 
 // shutdownGrace bounds what happens after the operator quits: one last
 // attempt at queued closes of adopted operations, and stopping the
@@ -151,6 +146,12 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
+	demoDone := make(chan struct{})
+	if simulated && !ws.ReadOnly {
+		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
+	} else {
+		close(demoDone)
+	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -166,6 +167,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
+	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

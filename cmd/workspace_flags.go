@@ -17,7 +17,7 @@ const (
 	minThreshold = time.Second
 )
 
-// addWorkspaceFlags registers the workspace flags of PRODUCT.md §3 on fs,
+// addWorkspaceFlags registers the workspace flags of docs/configuration.md on fs,
 // writing into cfg (which gets the defaults). withToken is false for demo,
 // where --token is the simulator's.
 func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) {

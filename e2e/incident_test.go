@@ -13,6 +13,7 @@ import (
 	"github.com/dbxtop/dbxtop/capstore"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -63,7 +64,7 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 		eng := poller.NewEngine(poller.Options{
 			Discoverer: rest, Status: rest, Capacity: rest, Probe: true,
 			Learned: store.ForWorkspace(rest.Host()), Workspace: model.Workspace{Host: rest.Host()},
-			Clock: manualPollerClock{clk}, Idle: []poller.IdleCloser{rest},
+			Clock: manualPollerClock{clk}, Idle: []sources.IdleCloser{rest},
 		})
 		for i := 0; i < rounds; i++ {
 			if err := eng.RunOnce(ctx); err != nil {

@@ -27,7 +27,7 @@ type Client struct {
 	base, token string
 	hc          *http.Client // bounded requests
 	shc         *http.Client // the event stream: no overall timeout
-	events      chan poller.Event
+	events      chan model.Event
 	readOnly    bool
 
 	mu   sync.Mutex
@@ -45,7 +45,7 @@ func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, e
 	}
 	shc := *hc
 	shc.Timeout = 0
-	c := &Client{base: strings.TrimRight(url, "/"), token: token, hc: hc, shc: &shc, events: make(chan poller.Event, 4096)}
+	c := &Client{base: strings.TrimRight(url, "/"), token: token, hc: hc, shc: &shc, events: make(chan model.Event, 4096)}
 	var h HealthInfo
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.emit(poller.Event{At: time.Now(), Kind: poller.EventGiveUp, Call: "attach",
+		c.emit(model.Event{At: time.Now(), Kind: model.EventGiveUp, Call: "attach",
 			Message: "event stream from serve interrupted; reconnecting: " + textfmt.Line(errString(err))})
 		select {
 		case <-ctx.Done():
@@ -143,7 +143,7 @@ func (c *Client) stream(ctx context.Context) error {
 	return sc.Err()
 }
 
-func (c *Client) emit(ev poller.Event) {
+func (c *Client) emit(ev model.Event) {
 	select {
 	case c.events <- ev:
 	default: // the TUI is behind: drop this one rather than block the stream
@@ -151,7 +151,7 @@ func (c *Client) emit(ev poller.Event) {
 }
 
 // Events is serve's event stream.
-func (c *Client) Events() <-chan poller.Event { return c.events }
+func (c *Client) Events() <-chan model.Event { return c.events }
 
 // Snapshot asks serve for its snapshot. When serve cannot be reached, the
 // last one comes back with an error entry saying so (never a silent

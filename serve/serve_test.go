@@ -167,7 +167,7 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("event line %q: %v", sc.Text(), err)
 		}
-		found = ev.Kind == string(poller.EventGiveUp) && ev.Workspace == "down"
+		found = ev.Kind == string(model.EventGiveUp) && ev.Workspace == "down"
 	}
 	if !found {
 		t.Fatalf("no give-up event for the dead workspace: %v", sc.Err())

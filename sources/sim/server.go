@@ -448,7 +448,7 @@ type TruthOperation struct {
 	State             string    `json:"state"`
 	Open              bool      `json:"open"`
 	OwnerLastActivity time.Time `json:"owner_last_activity"`
-	// Additions beyond PRODUCT.md §7, for humans reading the document.
+	// Extras for humans reading the document (docs/simulator.md, Ground truth); tests rely only on the other keys.
 	User         string `json:"user,omitempty"`
 	SQL          string `json:"sql,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"`
