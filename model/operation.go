@@ -35,6 +35,8 @@ type Operation struct {
 	Adopted      bool
 	// Gone is set when the operation disappeared from every source.
 	Gone bool
+	// Proxy is what `dbxtop proxy` saw of it; nil when no proxy did.
+	Proxy *ProxyAccount
 }
 
 // PollStats counts dbxtop's own status polls of an operation.

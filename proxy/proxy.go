@@ -17,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Options configures a Proxy.
@@ -219,6 +221,23 @@ type wallClock struct{}
 func (wallClock) Now() time.Time                         { return time.Now() }
 func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// clean makes server- or client-supplied text safe for output: one line,
-// no control characters or escape sequences, credentials redacted.
-func clean(s string) string { return sources.SanitizeBody([]byte(s)) }
+// maxText bounds one client- or server-supplied string the proxy keeps.
+const maxText = 512
+
+// clean makes server- or client-supplied text safe for output (the
+// project's one sanitiser, textfmt.Line): one line, no control character,
+// escape sequence or bidi override, credentials redacted, at most maxText
+// bytes.
+func clean(s string) string {
+	if len(s) > 4*maxText {
+		s = s[:4*maxText]
+	}
+	s = textfmt.Line(sources.Redact(s))
+	if len(s) > maxText {
+		s = s[:maxText]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}

@@ -31,4 +31,7 @@ type Status struct {
 	// Open reports whether the server still holds the operation; nil when
 	// unknown.
 	Open *bool
+	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
+	// is configured or it did not see it.
+	Proxy *model.ProxyAccount
 }

@@ -48,7 +48,9 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 		return st, err
 	}
 	gone := errors.Is(err, sources.ErrHandleGone)
-	if gone && r.verified.Load() >= verifyGone {
+	// A rebuilt handle's INVALID_HANDLE is never taken as the last word:
+	// the REST API decides (docs/proxy.md, "Acting with the real handle").
+	if gone && r.verified.Load() >= verifyGone && !errors.Is(err, sources.ErrHandleUnverified) {
 		return st, err
 	}
 	rst, rerr := r.rest.Status(ctx, ref)
