@@ -114,7 +114,7 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"snapshot", "--bogus"}, 3, `unknown flag: --bogus (see dbxtop snapshot --help)`},
 		{[]string{"snapshot", "extra"}, 3, `unknown command or argument "extra" for "dbxtop snapshot" (see dbxtop snapshot --help)`},
 		// sim.
-		{[]string{"sim", "--scenario", "chaos"}, 2, `invalid --scenario "chaos": must be one of demo, quiet, load`},
+		{[]string{"sim", "--scenario", "chaos"}, 2, `invalid --scenario "chaos": must be one of demo, quiet, load, vector-incident`},
 		{[]string{"sim", "--warehouses", "0"}, 2, `invalid --warehouses "0": must be at least 1`},
 		{[]string{"sim", "--warehouses", "-3"}, 2, `invalid --warehouses "-3": must be at least 1`},
 		{[]string{"sim", "--warehouses", "1000"}, 2, `invalid --warehouses "1000": must be at most 100`},
@@ -137,7 +137,7 @@ func TestBadFlagValues(t *testing.T) {
 		// demo.
 		{[]string{"demo", "--host", "https://h.example"}, 2, "invalid --host \"https://h.example\": demo runs its own simulated workspace; use `dbxtop --host` for a real one"},
 		{[]string{"demo", "-p", "prod"}, 2, "invalid --profile \"prod\": demo runs its own simulated workspace; use `dbxtop --profile` for a real one"},
-		{[]string{"demo", "--scenario", "x"}, 2, `invalid --scenario "x": must be one of demo, quiet, load`},
+		{[]string{"demo", "--scenario", "x"}, 2, `invalid --scenario "x": must be one of demo, quiet, load, vector-incident`},
 		{[]string{"demo", "--refresh", "1"}, 2, `invalid --refresh "1": missing unit: write e.g. 30s, 5m or 1h30m`},
 		{[]string{"completion", "tcsh"}, 2, `unknown shell "tcsh" for "dbxtop completion": bash, zsh, fish or powershell`},
 		{[]string{"version", "now"}, 2, `unknown command or argument "now" for "dbxtop version" (see dbxtop version --help)`},

@@ -9,7 +9,7 @@ import (
 )
 
 // Scenario names (PRODUCT.md §3).
-var scenarios = []string{"demo", "quiet", "load"}
+var scenarios = []string{"demo", "quiet", "load", "vector-incident"}
 
 // addSimFlags registers the simulator flags shared by `sim` and `demo`.
 // Zero durations and counts mean "the simulator's default for the
@@ -26,7 +26,8 @@ func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
 			"gateway=P, quota=P (P a probability 0..1), exhausted=ENDPOINT, latency=DURATION;\n"+
 			"@call limits a fault to one RPC or SDK method, e.g. reset=0.2@GetOperationStatus")
 	fs.Var(&checkedString{p: &cfg.Scenario, typ: "name", check: oneOf(scenarios...)}, "scenario",
-		"workload: demo (every kind of trouble), quiet (no workload), load (--ops healthy long-running operations)")
+		"workload: demo (every kind of trouble), quiet (no workload), load (--ops healthy long-running operations),\n"+
+			"vector-incident (seven Direct Access indexes on one STANDARD endpoint filled to its limit by batches of 5)")
 	fs.Var(newInt(&cfg.Warehouses, 0, 1, 100), "warehouses", "number of simulated SQL warehouses (default 3)")
 	idle := newDuration(&cfg.IdleTimeout, 0, time.Second)
 	idle.zeroOK = true

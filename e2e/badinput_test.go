@@ -110,7 +110,7 @@ func TestBadInput(t *testing.T) {
 		{name: "sim listen without port", args: []string{"sim", "--listen", "localhost"}, code: 2,
 			exact: `dbxtop: invalid --listen "localhost": want host:port, e.g. 127.0.0.1:8080 (port 0 picks a free one)`},
 		{name: "unknown scenario", args: []string{"sim", "--scenario", "chaos"}, code: 2,
-			exact: `dbxtop: invalid --scenario "chaos": must be one of demo, quiet, load`},
+			exact: `dbxtop: invalid --scenario "chaos": must be one of demo, quiet, load, vector-incident`},
 		{name: "ops without load", args: []string{"demo", "--ops", "500"}, code: 2,
 			exact: `dbxtop: invalid --ops "500": only valid with --scenario load`},
 		{name: "demo with a real host", args: []string{"demo", "--host", "https://adb-1.azuredatabricks.net"}, code: 2,

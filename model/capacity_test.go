@@ -8,7 +8,7 @@ import (
 
 func endpointAt(rows, limit int64) Endpoint {
 	return Endpoint{Name: "vs-1", Type: "STANDARD", RowLimit: limit,
-		Indexes: []Index{{Name: "a", Rows: rows / 2}, {Name: "b", Rows: rows - rows/2}}}
+		Indexes: []Index{{Name: "a", Rows: rows / 2, Ready: true}, {Name: "b", Rows: rows - rows/2, Ready: true}}}
 }
 
 func TestCapacityBoundaries(t *testing.T) {
@@ -92,11 +92,12 @@ func TestDefaultRowLimit(t *testing.T) {
 func TestGrowthRateAndETA(t *testing.T) {
 	ep := endpointAt(600_000, 1_000_000)
 	ep.Samples = []Sample{
-		{At: t0.Add(-20 * time.Minute), Rows: 0},       // outside the window: ignored
-		{At: t0.Add(-10 * time.Minute), Rows: 400_000}, // oldest within
-		{At: t0.Add(-5 * time.Minute), Rows: 450_000},
-		{At: t0, Rows: 600_000},                    // newest
-		{At: t0.Add(time.Minute), Rows: 9_000_000}, // in the future: ignored
+		{At: t0.Add(-40 * time.Minute), Rows: 0},       // outside the window: ignored
+		{At: t0.Add(-20 * time.Minute), Rows: 200_000}, // oldest within
+		{At: t0.Add(-10 * time.Minute), Rows: 400_000}, // 20,000/min for 10 min
+		{At: t0.Add(-5 * time.Minute), Rows: 500_000},  // 20,000/min for 5 min
+		{At: t0, Rows: 600_000},                        // 20,000/min for 5 min
+		{At: t0.Add(time.Minute), Rows: 9_000_000},     // in the future: ignored
 	}
 	if got := ep.GrowthRate(t0); got != 20_000 {
 		t.Errorf("growth %v rows/min, want 20000", got)
@@ -106,8 +107,82 @@ func TestGrowthRateAndETA(t *testing.T) {
 		t.Errorf("ETA %v, want 20m", eta)
 	}
 	v := NewEndpointView(ep, t0)
-	if v.Rows != 600_000 || v.Usage != 0.6 || v.GrowthPerMin != 20_000 || v.ETAFull == nil {
+	if v.Rows != 600_000 || v.Usage != 0.6 || v.GrowthPerMin != 20_000 || v.WriteRowsPerMin != 20_000 || v.ETAFull == nil {
 		t.Errorf("view %+v", v)
+	}
+}
+
+// TestForecastWindows: the growth rate behind the time to full is the
+// duration-weighted median over ForecastWindow, so one bulk load does not
+// move it; the write rate is the plain net rate of WriteRateWindow.
+func TestForecastWindows(t *testing.T) {
+	steady := func(from, to time.Duration, step time.Duration, rate int64, start int64) []Sample {
+		var out []Sample
+		rows := start
+		for at := from; at <= to; at += step {
+			out = append(out, Sample{At: t0.Add(at), Rows: rows})
+			rows += rate * int64(step/time.Minute)
+		}
+		return out
+	}
+	cases := []struct {
+		name         string
+		samples      []Sample
+		growth, rate float64
+	}{
+		{"steady 1,000/min for 30 min", steady(-30*time.Minute, 0, time.Minute, 1_000, 0), 1_000, 1_000},
+		{"bulk load of 500,000 in one minute among steady writes", func() []Sample {
+			s := steady(-20*time.Minute, 0, time.Minute, 1_000, 0)
+			for i := range s {
+				if s[i].At.After(t0.Add(-3 * time.Minute)) {
+					s[i].Rows += 500_000
+				}
+			}
+			return s
+		}(), 1_000, (5_000 + 500_000) / 5.0},
+		{"deletes then steady growth", append([]Sample{{At: t0.Add(-12 * time.Minute), Rows: 900_000}},
+			steady(-11*time.Minute, 0, time.Minute, 2_000, 100_000)...), 2_000, 2_000},
+		{"only samples older than the window", steady(-60*time.Minute, -31*time.Minute, time.Minute, 1_000, 0), 0, 0},
+		{"write rate window only", steady(-4*time.Minute, 0, time.Minute, 300, 0), 300, 300},
+		{"shrinking", steady(-10*time.Minute, 0, time.Minute, -100, 10_000), -100, -100},
+		{"one sample", []Sample{{At: t0, Rows: 5}}, 0, 0},
+	}
+	for _, c := range cases {
+		ep := endpointAt(600_000, 1_000_000)
+		ep.Samples = c.samples
+		if got := ep.GrowthRate(t0); got != c.growth {
+			t.Errorf("%s: growth %v, want %v", c.name, got, c.growth)
+		}
+		if got := ep.WriteRate(t0); got != c.rate {
+			t.Errorf("%s: write rate %v, want %v", c.name, got, c.rate)
+		}
+	}
+}
+
+func TestAppendSampleBoundsHistory(t *testing.T) {
+	var s []Sample
+	// One sample every 5 s for an hour.
+	for i := 0; i <= 720; i++ {
+		s = AppendSample(s, Sample{At: t0.Add(time.Duration(i) * 5 * time.Second), Rows: int64(i)})
+	}
+	end := t0.Add(time.Hour)
+	if n := len(s); n > 150 {
+		t.Errorf("%d samples kept, want a bounded history", n)
+	}
+	if s[len(s)-1].At != end {
+		t.Errorf("newest %v, want %v", s[len(s)-1].At, end)
+	}
+	if age := end.Sub(s[0].At); age > ForecastWindow || age < ForecastWindow-sampleStep {
+		t.Errorf("oldest is %v old, want about %v", age, ForecastWindow)
+	}
+	for i := 1; i < len(s); i++ {
+		gap := s[i].At.Sub(s[i-1].At)
+		if end.Sub(s[i].At) > fullResolution && gap < sampleStep {
+			t.Errorf("sample %d: %v after the previous one, beyond full resolution", i, gap)
+		}
+		if end.Sub(s[i-1].At) <= fullResolution && gap != 5*time.Second {
+			t.Errorf("sample %d: gap %v within full resolution", i, gap)
+		}
 	}
 }
 

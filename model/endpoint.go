@@ -4,12 +4,31 @@ import "time"
 
 // Endpoint is a Vector Search endpoint with its capacity figures.
 type Endpoint struct {
-	Name       string
-	Type       string // STANDARD, STORAGE_OPTIMIZED, …
-	State      string // ONLINE, PROVISIONING, OFFLINE, …
+	Name         string
+	Type         string // STANDARD, STORAGE_OPTIMIZED, …
+	State        string // ONLINE, PROVISIONING, OFFLINE, …
+	StateMessage string // endpoint_status.message, the server's words
+	// NumIndexes is the endpoint's num_indexes (0 when the server did not
+	// say; len(Indexes) is used then).
+	NumIndexes int
 	Indexes    []Index
-	RowLimit   int64 // per-type default or configured override
-	Exhausted  bool  // the server answered RESOURCE_EXHAUSTED / QUOTA_EXCEEDED
+	// Throughput is throughput_info.current_concurrency_utilization_percentage
+	// (0..100+); nil when the server did not report it.
+	Throughput *float64
+
+	// The row limit and where it came from (see ResolveRowLimit and
+	// docs/capacity.md). The inputs: TagLimit is the dbxtop_row_limit
+	// custom tag (0 = none), ConfigLimit the config file's figure for this
+	// endpoint (0 = none), Learned the limit learned from the server's
+	// RESOURCE_EXHAUSTED (nil = none).
+	RowLimit       int64
+	RowLimitSource LimitSource
+	RowLimitWhy    string
+	TagLimit       int64
+	ConfigLimit    int64
+	Learned        *LearnedLimit
+
+	Exhausted  bool // the server answered RESOURCE_EXHAUSTED
 	LastError  *ErrorInfo
 	Samples    []Sample // successive (time, rows) observations, oldest first
 	ObservedAt time.Time
@@ -17,10 +36,12 @@ type Endpoint struct {
 
 // Index is one Vector Search index on an endpoint.
 type Index struct {
-	Name    string
-	Rows    int64 // indexed_row_count
-	Ready   bool
-	Message string
+	Name      string
+	Type      string // index_type: DIRECT_ACCESS, DELTA_SYNC ("" unknown)
+	Dimension int    // embedding dimension from the index spec (0 unknown)
+	Rows      int64  // indexed_row_count
+	Ready     bool
+	Message   string
 }
 
 // Sample is one capacity observation.

@@ -13,6 +13,11 @@ const (
 	FlagReaped      FlagKind = "REAPED"
 	FlagCapacity    FlagKind = "CAPACITY"
 	FlagExhausted   FlagKind = "EXHAUSTED"
+	// Vector Search endpoint troubles beyond storage (docs/capacity.md).
+	FlagEndpointState FlagKind = "ENDPOINT_STATE"
+	FlagIndexNotReady FlagKind = "INDEX_NOT_READY"
+	FlagIndexQuota    FlagKind = "INDEX_QUOTA"
+	FlagThroughput    FlagKind = "THROUGHPUT"
 )
 
 // Severity orders flags; the zero value means "no flag".

@@ -35,9 +35,11 @@ type EndpointView struct {
 	Endpoint
 	Rows         int64
 	Usage        float64
-	GrowthPerMin float64
-	ETAFull      *time.Duration // nil if not growing
-	Flags        []Flag
+	GrowthPerMin float64 // median over ForecastWindow, behind ETAFull
+	// WriteRowsPerMin is the net rows/min of the last WriteRateWindow.
+	WriteRowsPerMin float64
+	ETAFull         *time.Duration // nil if not growing
+	Flags           []Flag
 }
 
 // Summary counts what a snapshot holds (PRODUCT.md §9 "summary"). It is

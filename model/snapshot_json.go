@@ -59,28 +59,38 @@ type closeWire struct {
 }
 
 type endpointWire struct {
-	Name             string      `json:"name"`
-	Type             string      `json:"type"`
-	State            string      `json:"state"`
-	Rows             int64       `json:"rows"`
-	RowLimit         int64       `json:"row_limit"`
-	Usage            *float64    `json:"usage"` // null when the row limit is unknown
-	GrowthRowsPerMin float64     `json:"growth_rows_per_min"`
-	ETAFullS         jsonSeconds `json:"eta_full_s"`
-	Exhausted        bool        `json:"exhausted"`
-	LastError        *ErrorInfo  `json:"last_error"`
-	Flags            []Flag      `json:"flags"`
-	Indexes          []indexWire `json:"indexes"`
-	// Additions beyond §9.
-	ObservedAt jsonTime     `json:"observed_at"`
-	Samples    []sampleWire `json:"samples"`
+	Name             string       `json:"name"`
+	Type             string       `json:"type"`
+	State            string       `json:"state"`
+	Rows             int64        `json:"rows"`
+	RowLimit         int64        `json:"row_limit"`
+	Usage            *float64     `json:"usage"` // null when the row limit is unknown
+	GrowthRowsPerMin float64      `json:"growth_rows_per_min"`
+	ETAFullS         jsonSeconds  `json:"eta_full_s"`
+	Exhausted        bool         `json:"exhausted"`
+	LastError        *ErrorInfo   `json:"last_error"`
+	Flags            []Flag       `json:"flags"`
+	Indexes          []indexWire  `json:"indexes"`
+	RowLimitSource   *LimitSource `json:"row_limit_source"` // null when no rule applies
+	// Additions beyond §9 (docs/capacity.md).
+	RowLimitWhy     string        `json:"row_limit_why"`
+	Learned         *LearnedLimit `json:"learned_limit"`
+	StateMessage    string        `json:"state_message"`
+	NumIndexes      int           `json:"num_indexes"`
+	ThroughputPct   *float64      `json:"throughput_utilization_pct"`
+	WriteRowsPerMin float64       `json:"write_rows_per_min"`
+	ForecastWindowS float64       `json:"forecast_window_s"`
+	ObservedAt      jsonTime      `json:"observed_at"`
+	Samples         []sampleWire  `json:"samples"`
 }
 
 type indexWire struct {
-	Name    string `json:"name"`
-	Rows    int64  `json:"rows"`
-	Ready   bool   `json:"ready"`
-	Message string `json:"message"`
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Dimension int    `json:"dimension"`
+	Rows      int64  `json:"rows"`
+	Ready     bool   `json:"ready"`
+	Message   string `json:"message"`
 }
 
 type sampleWire struct {
@@ -228,7 +238,10 @@ func (v EndpointView) wire() endpointWire {
 		Name: v.Name, Type: v.Type, State: v.State, Rows: v.Rows, RowLimit: v.RowLimit,
 		Usage: usage, GrowthRowsPerMin: v.GrowthPerMin, ETAFullS: secondsOf(v.ETAFull),
 		Exhausted: v.Exhausted, LastError: v.LastError, Flags: nonNil(v.Flags),
-		Indexes:    make([]indexWire, 0, len(v.Indexes)),
+		Indexes:        make([]indexWire, 0, len(v.Indexes)),
+		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
+		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
+		WriteRowsPerMin: v.WriteRowsPerMin, ForecastWindowS: ForecastWindow.Seconds(),
 		ObservedAt: jsonTime{v.ObservedAt},
 		Samples:    make([]sampleWire, 0, len(v.Samples)),
 	}
@@ -249,9 +262,12 @@ func (w endpointWire) view() (EndpointView, error) {
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
 			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
+			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
-		Flags: nilIfEmpty(w.Flags),
+		WriteRowsPerMin: w.WriteRowsPerMin,
+		Flags:           nilIfEmpty(w.Flags),
 	}
 	if w.Usage != nil && w.RowLimit > 0 {
 		v.Usage = *w.Usage
@@ -263,6 +279,20 @@ func (w endpointWire) view() (EndpointView, error) {
 		v.Samples = append(v.Samples, Sample{At: sm.At.Time, Rows: sm.Rows})
 	}
 	return v, nil
+}
+
+func sourceOrNil(s LimitSource) *LimitSource {
+	if s == LimitNone {
+		return nil
+	}
+	return &s
+}
+
+func (s *LimitSource) value() LimitSource {
+	if s == nil {
+		return LimitNone
+	}
+	return *s
 }
 
 func checkFlags(flags []Flag) error {

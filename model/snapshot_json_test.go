@@ -51,14 +51,18 @@ func representative() Snapshot {
 	}
 	eps := []Endpoint{
 		{Name: "vs-ingest", Type: "STANDARD", State: "ONLINE", RowLimit: 320_000_000, Exhausted: true,
-			Indexes: []Index{{Name: "main.docs.chunks", Rows: 319_990_000, Ready: true, Message: "ok"},
-				{Name: "main.docs.titles", Rows: 10_000, Ready: false, Message: "Index is being provisioned"}},
+			RowLimitSource: LimitLearned, RowLimitWhy: "limit learned 2026-11-29 21:29 UTC from RESOURCE_EXHAUSTED at 320,000,000 rows",
+			Learned:    &LearnedLimit{Rows: 320_000_000, At: now.Add(-time.Minute), RequestID: "0c7e9a52-3b1d-4f6e-9a8b-7c6d5e4f3a2b"},
+			Throughput: floatp(42), NumIndexes: 2, StateMessage: "Endpoint is online.",
+			Indexes: []Index{{Name: "main.docs.chunks", Type: IndexDeltaSync, Dimension: 768, Rows: 319_990_000, Ready: true, Message: "ok"},
+				{Name: "main.docs.titles", Type: IndexDirectAccess, Rows: 10_000, Ready: false, Message: "Index is being provisioned"}},
 			LastError: &ErrorInfo{Kind: KindPermanent, Call: "UpsertDataVectorIndex", HTTPStatus: 429,
 				ErrorCode: "RESOURCE_EXHAUSTED", Message: "Vector search endpoint has reached its capacity",
 				RequestID: "0c7e9a52-3b1d-4f6e-9a8b-7c6d5e4f3a2b", Attempts: 1, Elapsed: 31 * time.Millisecond},
 			Samples:    []Sample{{At: now.Add(-2 * time.Minute), Rows: 318_000_000}, {At: now, Rows: 320_000_000}},
 			ObservedAt: now},
 		{Name: "vs-growing", Type: "STORAGE_OPTIMIZED", State: "ONLINE", RowLimit: 1_000_000_000,
+			RowLimitSource: LimitPublished, RowLimitWhy: "≈1 B: Delta Sync (768 dims) on STORAGE_OPTIMIZED, published figure",
 			Indexes:    []Index{{Name: "main.rag.v", Rows: 850_000_000, Ready: true}},
 			Samples:    []Sample{{At: now.Add(-5 * time.Minute), Rows: 849_000_000}, {At: now, Rows: 850_000_000}},
 			ObservedAt: now},
@@ -69,6 +73,8 @@ func representative() Snapshot {
 	return NewSnapshot(now, Workspace{Host: "https://adb-123.4.azuredatabricks.net", Warehouses: []string{"abc123", "def456"}},
 		ops, eps, errs, DefaultThresholds)
 }
+
+func floatp(f float64) *float64 { return &f }
 
 func TestSnapshotGolden(t *testing.T) {
 	got, err := json.MarshalIndent(representative(), "", "  ")
@@ -159,7 +165,7 @@ func TestSnapshotValues(t *testing.T) {
 	if m.Schema != "dbxtop.snapshot/v1" || m.GeneratedAt != "2026-11-29T21:30:00.25Z" {
 		t.Errorf("schema %q generated_at %q", m.Schema, m.GeneratedAt)
 	}
-	want := map[string]int{"operations": 5, "running": 3, "flagged": 4, "warnings": 3, "critical": 5,
+	want := map[string]int{"operations": 5, "running": 3, "flagged": 4, "warnings": 6, "critical": 5,
 		"endpoints": 3, "endpoints_exhausted": 1}
 	if !reflect.DeepEqual(m.Summary, want) {
 		t.Errorf("summary %v, want %v", m.Summary, want)

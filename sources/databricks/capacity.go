@@ -2,6 +2,9 @@ package databricks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -18,22 +21,72 @@ const (
 	CallUpsertData    = "UpsertDataVectorIndex"
 )
 
-// Endpoints lists Vector Search endpoints with their indexes' row counts:
-// ListEndpoints (paged), then per endpoint ListIndexes and GetIndex per
-// index (the listing carries no status). The row limit is the endpoint's
-// custom tag dbxtop_row_limit when present, else the published default for
-// its type. The first failed request ends the call with its error: a
-// partial capacity picture would understate usage.
-func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
-	now := c.now()
-	var infos []vectorsearch.EndpointInfo
-	it := c.endpoints.ListEndpoints(ctx, vectorsearch.ListEndpointsRequest{})
-	for it.HasNext(ctx) {
-		info, err := it.Next(ctx)
+// maxEndpointPages bounds one endpoint listing.
+const maxEndpointPages = 100
+
+// endpointInfo is the SDK's EndpointInfo plus throughput_info, which the
+// REST API returns but databricks-sdk-go v0.182.0 does not model.
+type endpointInfo struct {
+	vectorsearch.EndpointInfo
+	Throughput *float64
+}
+
+// listEndpoints pages through GET /api/2.0/vector-search/endpoints, keeping
+// each raw entry so that throughput_info is read as well as the SDK's
+// fields.
+func (c *Client) listEndpoints(ctx context.Context) ([]endpointInfo, error) {
+	var out []endpointInfo
+	token := ""
+	for page := 0; ; page++ {
+		if page == maxEndpointPages {
+			return nil, fmt.Errorf("%s: more than %d pages of endpoints; capacity not shown rather than partial", CallListEndpoints, maxEndpointPages)
+		}
+		var resp struct {
+			Endpoints     []json.RawMessage `json:"endpoints"`
+			NextPageToken string            `json:"next_page_token"`
+		}
+		q := map[string]any{}
+		if token != "" {
+			q["page_token"] = token
+		}
+		err := c.dc.Do(ctx, http.MethodGet, "/api/2.0/vector-search/endpoints", map[string]string{"Accept": "application/json"}, q, nil, &resp)
 		if err != nil {
 			return nil, c.wrapErr(CallListEndpoints, err)
 		}
-		infos = append(infos, info)
+		for _, raw := range resp.Endpoints {
+			var ei endpointInfo
+			var extra struct {
+				ThroughputInfo *struct {
+					Pct *float64 `json:"current_concurrency_utilization_percentage"`
+				} `json:"throughput_info"`
+			}
+			if err := json.Unmarshal(raw, &ei.EndpointInfo); err != nil {
+				return nil, fmt.Errorf("%s: decoding an endpoint: %w", CallListEndpoints, err)
+			}
+			if json.Unmarshal(raw, &extra) == nil && extra.ThroughputInfo != nil {
+				ei.Throughput = extra.ThroughputInfo.Pct
+			}
+			out = append(out, ei)
+		}
+		if resp.NextPageToken == "" || resp.NextPageToken == token {
+			return out, nil
+		}
+		token = resp.NextPageToken
+	}
+}
+
+// Endpoints lists Vector Search endpoints with their indexes' row counts,
+// types and dimensions: ListEndpoints (paged), then per endpoint
+// ListIndexes and GetIndex per index (the listing carries no status). The
+// row limit is resolved from what the endpoint holds and its custom tag
+// dbxtop_row_limit (model.ResolveRowLimit); the poller adds the config
+// file's and learned limits. The first failed request ends the call with
+// its error: a partial capacity picture would understate usage.
+func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+	now := c.now()
+	infos, err := c.listEndpoints(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]model.Endpoint, 0, len(infos))
 	first := map[string]string{}
@@ -49,7 +102,7 @@ func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
 		}
 		ep.ObservedAt = now
 		ep.Samples = []model.Sample{{At: now, Rows: ep.TotalRows()}}
-		out = append(out, ep)
+		out = append(out, ep.WithRowLimit())
 	}
 	c.mu.Lock()
 	c.firstIndex = first
@@ -110,14 +163,14 @@ func (c *Client) Probe(ctx context.Context, endpoint string) error {
 	return c.wrapErr(CallUpsertData, err)
 }
 
-func endpointFrom(info vectorsearch.EndpointInfo) model.Endpoint {
-	ep := model.Endpoint{Name: info.Name, Type: string(info.EndpointType)}
+func endpointFrom(info endpointInfo) model.Endpoint {
+	ep := model.Endpoint{Name: info.Name, Type: string(info.EndpointType), NumIndexes: info.NumIndexes, Throughput: info.Throughput}
 	if info.EndpointStatus != nil {
 		ep.State = string(info.EndpointStatus.State)
+		ep.StateMessage = info.EndpointStatus.Message
 	}
-	ep.RowLimit = model.DefaultRowLimit(ep.Type)
 	if n, ok := rowLimitTag(info.CustomTags); ok {
-		ep.RowLimit = n
+		ep.TagLimit = n
 	}
 	return ep
 }
@@ -146,6 +199,18 @@ func indexFrom(name string, vi *vectorsearch.VectorIndex) model.Index {
 	}
 	if vi.Name != "" {
 		ix.Name = vi.Name
+	}
+	ix.Type = string(vi.IndexType)
+	var cols []vectorsearch.EmbeddingVectorColumn
+	switch {
+	case vi.DirectAccessIndexSpec != nil:
+		cols = vi.DirectAccessIndexSpec.EmbeddingVectorColumns
+	case vi.DeltaSyncIndexSpec != nil:
+		cols = vi.DeltaSyncIndexSpec.EmbeddingVectorColumns
+	}
+	// The largest vector column decides the storage per row.
+	for _, col := range cols {
+		ix.Dimension = max(ix.Dimension, col.EmbeddingDimension)
 	}
 	if vi.Status != nil {
 		ix.Rows = vi.Status.IndexedRowCount

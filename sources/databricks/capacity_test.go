@@ -10,6 +10,7 @@ import (
 
 	"github.com/databricks/databricks-sdk-go/apierr"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -29,7 +30,8 @@ func vsWorkspace(t *testing.T) (*fakeWS, *[]string) {
 			return
 		}
 		writeJSON(w, map[string]any{"endpoints": []map[string]any{{
-			"name": "ep-std", "endpoint_type": "STANDARD", "endpoint_status": map[string]any{"state": "PROVISIONING"},
+			"name": "ep-std", "endpoint_type": "STANDARD", "endpoint_status": map[string]any{"state": "PROVISIONING", "message": "Endpoint is being provisioned."},
+			"throughput_info": map[string]any{"current_concurrency_utilization_percentage": 37.5, "current_concurrency": 3},
 		}}})
 	})
 	f.handle("GET /api/2.0/vector-search/indexes", func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +51,16 @@ func vsWorkspace(t *testing.T) (*fakeWS, *[]string) {
 	for name, n := range rows {
 		name, n := name, n
 		f.handle("GET /api/2.0/vector-search/indexes/"+name, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, map[string]any{"name": name, "status": map[string]any{"indexed_row_count": n, "ready": n != 23, "message": "ok " + name}})
+			body := map[string]any{"name": name, "status": map[string]any{"indexed_row_count": n, "ready": n != 23, "message": "ok " + name}}
+			switch name {
+			case "main.v.a":
+				body["index_type"] = "DELTA_SYNC"
+				body["delta_sync_index_spec"] = map[string]any{"embedding_vector_columns": []map[string]any{{"name": "v", "embedding_dimension": 1536}}}
+			case "main.v.b":
+				body["index_type"] = "DIRECT_ACCESS"
+				body["direct_access_index_spec"] = map[string]any{"embedding_vector_columns": []map[string]any{{"name": "v", "embedding_dimension": 1024}, {"name": "w", "embedding_dimension": 8}}}
+			}
+			writeJSON(w, body)
 		})
 	}
 	f.handle("POST /api/2.0/vector-search/indexes/main.v.full_idx/upsert-data", func(w http.ResponseWriter, r *http.Request) {
@@ -81,11 +92,31 @@ func TestEndpointsIndexesAndRowLimits(t *testing.T) {
 	if len(full.Indexes) != 1 || full.Indexes[0].Message != "ok main.v.full_idx" || !full.Indexes[0].Ready {
 		t.Errorf("ep-full indexes: %+v", full.Indexes)
 	}
-	if std.RowLimit != 320_000_000 || std.State != "PROVISIONING" || len(std.Indexes) != 2 || std.TotalRows() != 123 {
+	// 100 Delta Sync rows at 1536 dims (160 M) + 23 Direct Access rows (2 M).
+	share := 100.0/160_000_000 + 23.0/2_000_000
+	if want := int64(123 / share); std.RowLimit != want || std.State != "PROVISIONING" || len(std.Indexes) != 2 || std.TotalRows() != 123 {
 		t.Errorf("ep-std: %+v", std)
 	}
 	if std.Indexes[1].Ready {
 		t.Errorf("ready flag lost: %+v", std.Indexes[1])
+	}
+	// What the endpoint holds decides the published limit; the tag wins
+	// over it; state message, num_indexes and throughput_info are kept.
+	if full.RowLimitSource != model.LimitTag || full.TagLimit != 1000 || full.NumIndexes != 1 {
+		t.Errorf("ep-full limit: %d %q (tag %d)", full.RowLimit, full.RowLimitSource, full.TagLimit)
+	}
+	a, b := std.Indexes[0], std.Indexes[1]
+	if a.Type != model.IndexDeltaSync || a.Dimension != 1536 || b.Type != model.IndexDirectAccess || b.Dimension != 1024 {
+		t.Errorf("index types/dimensions: %+v %+v", a, b)
+	}
+	if std.RowLimitSource != model.LimitPublished || std.RowLimitWhy == "" {
+		t.Errorf("ep-std limit %d %q %q", std.RowLimit, std.RowLimitSource, std.RowLimitWhy)
+	}
+	if std.Throughput == nil || *std.Throughput != 37.5 || full.Throughput != nil {
+		t.Errorf("throughput %v %v", std.Throughput, full.Throughput)
+	}
+	if std.StateMessage != "Endpoint is being provisioned." {
+		t.Errorf("state message %q", std.StateMessage)
 	}
 	if len(full.Samples) != 1 || full.Samples[0].Rows != 990 || !full.Samples[0].At.Equal(now) || !full.ObservedAt.Equal(now) {
 		t.Errorf("sample: %+v", full.Samples)

@@ -73,7 +73,6 @@ type Client struct {
 	history    *sql.QueryHistoryAPI
 	statements *sql.StatementExecutionAPI
 	warehouses *sql.WarehousesAPI
-	endpoints  *vectorsearch.VectorSearchEndpointsAPI
 	indexes    *vectorsearch.VectorSearchIndexesAPI
 
 	mu         sync.Mutex
@@ -150,7 +149,6 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		history:    sql.NewQueryHistory(dc),
 		statements: sql.NewStatementExecution(dc),
 		warehouses: sql.NewWarehouses(dc),
-		endpoints:  vectorsearch.NewVectorSearchEndpoints(dc),
 		indexes:    vectorsearch.NewVectorSearchIndexes(dc),
 		firstIndex: map[string]string{},
 	}, nil

@@ -11,7 +11,7 @@ type Options struct {
 	Token      string // "" → 32 random hex characters (crypto/rand)
 	Seed       int64
 	Faults     string // PRODUCT.md §7 grammar; parsed by ParseFaults
-	Scenario   string // "demo" (default) | "quiet" | "load"
+	Scenario   string // "demo" (default) | "quiet" | "load" | "vector-incident"
 	Warehouses int    // default 3
 	// IdleTimeout reaps a non-terminal operation whose owner has shown no
 	// activity for this long (demo default 90s, else 430s).
@@ -40,6 +40,10 @@ const (
 	ScenarioDemo  = "demo"
 	ScenarioQuiet = "quiet"
 	ScenarioLoad  = "load"
+	// ScenarioVectorIncident plays the Vector Search incident: seven
+	// Direct Access indexes on one STANDARD endpoint filled to its real
+	// limit by batches of 5 (docs/simulator.md).
+	ScenarioVectorIncident = "vector-incident"
 )
 
 func (o Options) withDefaults() Options {

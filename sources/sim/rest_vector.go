@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -20,6 +19,12 @@ type endpointStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+type throughputInfo struct {
+	CurrentConcurrency                      float64 `json:"current_concurrency"`
+	CurrentConcurrencyUtilizationPercentage float64 `json:"current_concurrency_utilization_percentage"`
+	MaximumConcurrencyAllowed               float64 `json:"maximum_concurrency_allowed"`
+}
+
 type endpointInfo struct {
 	Name                 string         `json:"name"`
 	ID                   string         `json:"id"`
@@ -31,20 +36,27 @@ type endpointInfo struct {
 	LastUpdatedTimestamp int64          `json:"last_updated_timestamp"`
 	LastUpdatedUser      string         `json:"last_updated_user"`
 	CustomTags           []customTag    `json:"custom_tags"`
+	ThroughputInfo       throughputInfo `json:"throughput_info"`
 }
 
+// maxConcurrency is every simulated endpoint's concurrency ceiling.
+const maxConcurrency = 20
+
 func endpointJSON(e endpointView) endpointInfo {
-	return endpointInfo{
-		Name: e.Name, ID: e.ID, EndpointType: "STANDARD",
+	info := endpointInfo{
+		Name: e.Name, ID: e.ID, EndpointType: e.Type,
 		EndpointStatus: endpointStatus{State: "ONLINE", Message: "Endpoint is online."},
 		NumIndexes:     len(e.Indexes), Creator: "admin@example.com",
 		CreationTimestamp: e.Created.UnixMilli(), LastUpdatedTimestamp: e.Created.UnixMilli(),
 		LastUpdatedUser: "admin@example.com",
-		CustomTags: []customTag{
-			{Key: RowLimitTag, Value: strconv.FormatInt(e.Limit, 10)},
-			{Key: "team", Value: "search-platform"},
-		},
+		CustomTags:      []customTag{{Key: "team", Value: "search-platform"}},
+		ThroughputInfo: throughputInfo{CurrentConcurrency: e.Throughput * maxConcurrency / 100,
+			CurrentConcurrencyUtilizationPercentage: e.Throughput, MaximumConcurrencyAllowed: maxConcurrency},
 	}
+	if e.Tagged {
+		info.CustomTags = append([]customTag{{Key: RowLimitTag, Value: strconv.FormatInt(e.Limit, 10)}}, info.CustomTags...)
+	}
+	return info
 }
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +87,22 @@ type miniIndex struct {
 	Creator      string `json:"creator"`
 }
 
+type embeddingVectorColumn struct {
+	Name               string `json:"name"`
+	EmbeddingDimension int    `json:"embedding_dimension"`
+}
+
+type directAccessSpec struct {
+	EmbeddingVectorColumns []embeddingVectorColumn `json:"embedding_vector_columns"`
+	SchemaJSON             string                  `json:"schema_json"`
+}
+
+type deltaSyncSpec struct {
+	SourceTable            string                  `json:"source_table"`
+	PipelineType           string                  `json:"pipeline_type"`
+	EmbeddingVectorColumns []embeddingVectorColumn `json:"embedding_vector_columns"`
+}
+
 type indexStatus struct {
 	IndexedRowCount int64  `json:"indexed_row_count"`
 	Ready           bool   `json:"ready"`
@@ -84,7 +112,9 @@ type indexStatus struct {
 
 type vectorIndex struct {
 	miniIndex
-	Status indexStatus `json:"status"`
+	DirectAccessIndexSpec *directAccessSpec `json:"direct_access_index_spec,omitempty"`
+	DeltaSyncIndexSpec    *deltaSyncSpec    `json:"delta_sync_index_spec,omitempty"`
+	Status                indexStatus       `json:"status"`
 }
 
 func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +138,7 @@ func (s *Server) listIndexes(w http.ResponseWriter, r *http.Request) {
 }
 
 func miniOf(ix indexView) miniIndex {
-	return miniIndex{Name: ix.Name, EndpointName: ix.Endpoint, IndexType: "DIRECT_ACCESS",
+	return miniIndex{Name: ix.Name, EndpointName: ix.Endpoint, IndexType: ix.Type,
 		PrimaryKey: "id", Creator: "etl-svc@example.com"}
 }
 
@@ -118,14 +148,20 @@ func (s *Server) getIndex(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
 		return
 	}
-	msg := "Index is ready and serving."
-	if e, ok := s.vec.endpoint(ix.Endpoint); ok && (e.Rows >= e.Limit || s.inj.exhausted(e.Name)) {
-		msg = "Index is ready. Endpoint " + e.Name + " is at capacity: new upserts are rejected."
-	}
-	writeJSON(w, vectorIndex{miniIndex: miniOf(ix), Status: indexStatus{
-		IndexedRowCount: ix.Rows, Ready: true, Message: msg,
+	// A real index says nothing about its endpoint's capacity: the
+	// incident's indexes were "ready" until the first refused upsert.
+	vi := vectorIndex{miniIndex: miniOf(ix), Status: indexStatus{
+		IndexedRowCount: ix.Rows, Ready: true, Message: "Index is ready and serving.",
 		IndexURL: s.url + "/api/2.0/vector-search/indexes/" + ix.Name,
-	}})
+	}}
+	cols := []embeddingVectorColumn{{Name: "embedding", EmbeddingDimension: ix.Dimension}}
+	if ix.Type == "DELTA_SYNC" {
+		vi.DeltaSyncIndexSpec = &deltaSyncSpec{SourceTable: ix.Name + "_source", PipelineType: "TRIGGERED", EmbeddingVectorColumns: cols}
+	} else {
+		vi.DirectAccessIndexSpec = &directAccessSpec{EmbeddingVectorColumns: cols,
+			SchemaJSON: `{"id": "string", "text": "string", "embedding": "array<float>"}`}
+	}
+	writeJSON(w, vi)
 }
 
 // maxUpsertBody bounds one upsert request.
@@ -165,9 +201,7 @@ func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
 		if forced {
 			s.count(&s.faults, FaultExhausted)
 		}
-		writeAPIError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", fmt.Sprintf(
-			"Endpoint %s has reached its capacity of %d rows; upserts are rejected until rows are deleted or the endpoint is resized.",
-			res.endpoint, res.limit))
+		writeAPIError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", ExhaustedMessage)
 	default:
 		status := "SUCCESS"
 		if res.accepted < int64(len(rows)) {

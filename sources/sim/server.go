@@ -59,9 +59,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	o = o.withDefaults()
 	switch o.Scenario {
-	case ScenarioDemo, ScenarioQuiet, ScenarioLoad:
+	case ScenarioDemo, ScenarioQuiet, ScenarioLoad, ScenarioVectorIncident:
 	default:
-		return nil, fmt.Errorf("sim: unknown scenario %q (demo, quiet, load)", o.Scenario)
+		return nil, fmt.Errorf("sim: unknown scenario %q (demo, quiet, load, vector-incident)", o.Scenario)
 	}
 	faults, err := ParseFaults(o.Faults)
 	if err != nil {
@@ -83,7 +83,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		o: o, token: token, ln: ln,
 		url:     "http://" + ln.Addr().String(),
 		store:   newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
-		vec:     newVectors(o.Clock.Now()),
+		vec:     newVectors(o.Clock, o.Scenario, o.Speed),
 		inj:     newInjector(o.Seed, faults),
 		started: time.Now(),
 	}
@@ -379,6 +379,8 @@ type Stats struct {
 	Operations opStats          `json:"operations"`
 	Requests   map[string]int64 `json:"requests"`
 	Faults     map[string]int64 `json:"faults"`
+	// Writer is the vector-incident writer's progress (absent without one).
+	Writer *WriterStats `json:"vector_writer,omitempty"`
 }
 
 // Truth is the /sim/v1/truth document.
@@ -407,11 +409,14 @@ type TruthEndpoint struct {
 	Rows      int64  `json:"rows"`
 	RowLimit  int64  `json:"row_limit"`
 	Exhausted bool   `json:"exhausted"`
+	// FirstRefusedAt is when the endpoint first answered
+	// RESOURCE_EXHAUSTED (null before).
+	FirstRefusedAt *time.Time `json:"first_refused_at"`
 }
 
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
-	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults)}
+	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults), Writer: s.vec.writerStats()}
 }
 
 // Truth returns the /sim/v1/truth document, newest operation first.
@@ -428,8 +433,13 @@ func (s *Server) Truth() Truth {
 		})
 	}
 	for _, e := range s.vec.list() {
-		t.Endpoints = append(t.Endpoints, TruthEndpoint{Name: e.Name, Rows: e.Rows, RowLimit: e.Limit,
-			Exhausted: e.Exhausted || e.Rows >= e.Limit || s.inj.exhausted(e.Name)})
+		te := TruthEndpoint{Name: e.Name, Rows: e.Rows, RowLimit: e.Limit,
+			Exhausted: e.Exhausted || e.Rows >= e.Limit || s.inj.exhausted(e.Name)}
+		if !e.FirstRefusal.IsZero() {
+			at := e.FirstRefusal.UTC()
+			te.FirstRefusedAt = &at
+		}
+		t.Endpoints = append(t.Endpoints, te)
 	}
 	sort.Slice(t.Endpoints, func(i, j int) bool { return t.Endpoints[i].Name < t.Endpoints[j].Name })
 	return t
