@@ -20,6 +20,10 @@ type WorkspaceConfig struct {
 	NoColor    bool
 	ASCII      bool
 	LogFile    string
+	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
+	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
+	Proxy      string
+	ProxyToken string
 }
 
 // SnapshotConfig is `dbxtop snapshot`'s configuration.
@@ -44,4 +48,11 @@ type SimConfig struct {
 	IdleTimeout time.Duration
 	LeakTimeout time.Duration
 	Ops         int // scenario load
+	// CheckHandleSecrets: refuse handles with a wrong secret (default on
+	// in demo, off in sim). OwnerActivity: volunteer the owner's activity
+	// (the dbxtop extension; off by default).
+	CheckHandleSecrets bool
+	OwnerActivity      bool
+	// NoProxy: no embedded proxy in scenario demo (--proxy=false).
+	NoProxy bool
 }

@@ -133,7 +133,7 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	status, idle := c.status, c.idle
 	gate := &authGate{}
 	o.engine = poller.NewEngine(poller.Options{
-		Discoverer: gatedDiscoverer{d: rest, g: gate},
+		Discoverer: gatedDiscoverer{d: c.disc, g: gate},
 		Status:     status,
 		Capacity:   gatedCapacity{c: rest, g: gate},
 		Probe:      cfg.CapacityProbe,

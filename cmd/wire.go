@@ -44,18 +44,32 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		LeakTimeout: c.LeakTimeout,
 		Ops:         c.Ops,
 		Logf:        logf,
+
+		CheckHandleSecrets: c.CheckHandleSecrets,
+		OwnerActivity:      c.OwnerActivity,
 	}
 }
 
 // serveSim is `dbxtop sim`: serve until interrupted; the first line of
 // stdout says where and with which token.
 func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
-	srv, err := sim.Start(ctx, simOptions(c, nil))
+	so := simOptions(c, nil)
+	var px embeddedProxy
+	defer px.close()
+	if c.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(ctx)
+	}
+	srv, err := sim.Start(ctx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "host=%s token=%s\n", srv.URL(), srv.Token())
+	idle, leak := c.effectiveTimeouts()
+	line := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
+	if px.srv != nil {
+		line += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
+	}
+	fmt.Fprintln(stdout, line)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
@@ -78,7 +92,13 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	}
 	simCtx, stopSim := context.WithCancel(ctx)
 	defer stopSim()
-	srv, err := sim.Start(simCtx, simOptions(sc, nil))
+	so := simOptions(sc, nil)
+	var px embeddedProxy
+	defer px.close()
+	if sc.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(simCtx)
+	}
+	srv, err := sim.Start(simCtx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+simErrText(err))
 		return 1
@@ -89,6 +109,9 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 		_ = srv.Close(sctx)
 	}()
 	ws.Host, ws.Token = srv.URL(), srv.Token()
+	if px.srv != nil {
+		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
+	}
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
 }
 
@@ -133,12 +156,13 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	}
 	defer c.close()
 	opts := poller.Options{
-		Discoverer: c.rest,
+		Discoverer: c.disc,
 		Status:     c.status,
-		// On a real workspace actions go through the Statement Execution
-		// API: a Thrift handle rebuilt from a statement id lacks its secret,
-		// and a server that refuses it would make a close look done.
-		Actions:    c.rest,
+		// Actions go through the Statement Execution API (a Thrift handle
+		// rebuilt from a statement id lacks its secret, which a strict
+		// server refuses), or through the proxy for operations it saw
+		// (it holds the real handle).
+		Actions:    c.actions,
 		Capacity:   c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
@@ -153,11 +177,6 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		// RESOURCE_EXHAUSTED message and request id; on a real workspace
 		// probing stays opt-in (snapshot --capacity-probe).
 		opts.Probe = true
-	}
-	if simulated && c.thrift != nil {
-		// The simulator looks operations up by GUID alone, so Thrift
-		// actions are exact there and exercise the same path as status.
-		opts.Actions = c.thrift
 	}
 	eng := poller.NewEngine(opts)
 

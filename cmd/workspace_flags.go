@@ -41,6 +41,9 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 	fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
 	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
 	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	fs.Var(&checkedString{p: &cfg.Proxy, typ: "url", check: checkProxyURL}, "proxy",
+		"admin URL of a `dbxtop proxy` the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
+			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
 }
@@ -70,6 +73,13 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 		if err := checkHost(h); err != nil {
 			return usagef("invalid DATABRICKS_HOST %q: %s", h, err)
 		}
+	}
+	if cfg.Proxy != "" {
+		tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")
+		if !ok || strings.TrimSpace(tok) == "" {
+			return usagef("--proxy needs the proxy's admin token in DBXTOP_PROXY_TOKEN (the admin_token=… of its first line)")
+		}
+		cfg.ProxyToken = strings.TrimSpace(tok)
 	}
 	if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
 		cfg.NoColor = true

@@ -208,6 +208,12 @@ func statusFromResp(r *tcliservice.TGetOperationStatusResp) sources.Status {
 	if r.DbxtopOpen != nil {
 		open := *r.DbxtopOpen
 		st.Open = &open
+	} else if st.State != model.StateUnknown {
+		// A real server answers a status call only for an operation it
+		// still holds (a closed one is INVALID_HANDLE, or CLOSED): the
+		// answer itself says whether it is open.
+		open := st.State != model.StateClosed
+		st.Open = &open
 	}
 	return st
 }
