@@ -62,13 +62,26 @@ type Options struct {
 // only after a failed dial, and its answer may legitimately take minutes
 // (direct results), so its per-attempt deadline must not cut it.
 var HealLimits = map[string]poller.Limit{
-	"GetOperationStatus":   {Attempts: 10, Elapsed: 20 * time.Second},
-	"GetResultSetMetadata": {Attempts: 10, Elapsed: 20 * time.Second},
-	"CancelOperation":      {Attempts: 10, Elapsed: 20 * time.Second},
-	"CloseSession":         {Attempts: 10, Elapsed: 20 * time.Second},
-	"GetInfo":              {Attempts: 10, Elapsed: 20 * time.Second},
+	"GetOperationStatus":   {Attempts: 20, Elapsed: 20 * time.Second},
+	"GetResultSetMetadata": {Attempts: 20, Elapsed: 20 * time.Second},
+	"CancelOperation":      {Attempts: 20, Elapsed: 20 * time.Second},
+	"CloseSession":         {Attempts: 20, Elapsed: 20 * time.Second},
+	"GetInfo":              {Attempts: 20, Elapsed: 20 * time.Second},
 	"ExecuteStatement":     {Attempts: 4, Elapsed: 20 * time.Second, Attempt: 15 * time.Minute},
 }
+
+// Healing's backoff and budget. The proxy repeats a call its client is
+// waiting for, on a fresh connection over the proxy's own network leg, so
+// it backs off from 50 ms (capped at 2 s) instead of dbxtop's 250 ms → 8 s
+// (a poll that dbxtop retries is not holding up anyone). Its budget is
+// sized for the clients behind it (2,000 tokens, 400 retries at the
+// policy's cost of 5, refilled by successes): it still stops a storm when
+// the upstream is down, since only successes refill it.
+const (
+	healBase   = 50 * time.Millisecond
+	healCap    = 2 * time.Second
+	healBudget = 2000
+)
 
 // DefaultUserAgent is used when Options.UserAgent is empty.
 const DefaultUserAgent = "dbxtop-proxy/dev"
@@ -119,6 +132,15 @@ func New(o Options) (*Proxy, error) {
 	p.fresh.DisableKeepAlives = true
 	po := o.Policy
 	po.Clock = o.Clock
+	if po.Base <= 0 {
+		po.Base = healBase
+	}
+	if po.Cap <= 0 {
+		po.Cap = healCap
+	}
+	if po.BudgetCapacity <= 0 {
+		po.BudgetCapacity = healBudget
+	}
 	lim := map[string]poller.Limit{}
 	for k, v := range HealLimits {
 		lim[k] = v

@@ -3,6 +3,7 @@ package databricks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -61,6 +62,13 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 			r.disabled.Store(true)
 		} else {
 			r.verified.Add(1)
+			if rst.Open == nil {
+				// The REST API does not contradict primary (the statement
+				// ended, openness unknown): the handle is gone, now
+				// confirmed by a second source — also when primary's
+				// answer alone was unverified (a rebuilt handle).
+				return sources.Status{}, fmt.Errorf("%w (the Statement Execution API reports it %s)", sources.ErrHandleGone, rst.State)
+			}
 		}
 	}
 	if gone && errors.Is(rerr, sources.ErrHandleGone) {
