@@ -3,6 +3,7 @@ package cmd
 import (
 	"time"
 
+	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 )
 
@@ -19,11 +20,26 @@ type WorkspaceConfig struct {
 	ReadOnly   bool
 	NoColor    bool
 	ASCII      bool
+	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
 	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string
 	ProxyToken string
+	// simStrictHandles: demo's simulator checks handle secrets, so
+	// dbxtop's actions must not use rebuilt Thrift handles.
+	simStrictHandles bool
+
+	// The config file and contexts (docs/configuration.md).
+	ConfigPath string   // --config; "" → the default location
+	Contexts   []string // --context, repeatable; "all" → every context
+	ExportDir  string   // --export-dir (or export_dir in the file)
+	Window     time.Duration
+	RowLimits  map[string]int64 // the file's per-endpoint row limits
+	// Resolved are the effective settings of each selected context (one
+	// entry without contexts); the flat fields above hold the first's.
+	Resolved   []config.Settings
+	configFile *config.File
 }
 
 // SnapshotConfig is `dbxtop snapshot`'s configuration.
@@ -47,7 +63,10 @@ type SimConfig struct {
 	Warehouses  int
 	IdleTimeout time.Duration
 	LeakTimeout time.Duration
-	Ops         int // scenario load
+	Ops         int           // scenario load
+	Latency     time.Duration // every answer ± 20 %
+	HistoryLag  time.Duration // query history trails the engine
+	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
 	// CheckHandleSecrets: refuse handles with a wrong secret (default on
 	// in demo, off in sim). OwnerActivity: volunteer the owner's activity
 	// (the dbxtop extension; off by default).

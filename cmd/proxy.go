@@ -168,6 +168,24 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 			return 1
 		}
 		o.Authenticate = ws.Authenticate
+		// The proxy's own Thrift calls go only to running warehouses
+		// (a Thrift call starts a stopped one): a gate fed by
+		// ListWarehouses every 20 s (its states expire after 1 min).
+		o.Gate = ws.Gate()
+		go func() {
+			t := time.NewTicker(20 * time.Second)
+			defer t.Stop()
+			for {
+				if err := ws.RefreshGate(ctx, nil); err != nil && ctx.Err() == nil {
+					logf("warehouse states (ListWarehouses): %v", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
 	}
 	srv, err := proxy.Start(ctx, o, proxy.ServeOptions{Listen: c.Listen, AdminListen: c.AdminListen, AdminToken: c.AdminToken,
 		TLSCert: c.TLSCert, TLSKey: c.TLSKey, InsecureListen: c.InsecureListen})

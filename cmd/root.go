@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // app carries what every command needs: the output streams, the
@@ -30,7 +32,9 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 // ExecuteContext is Execute with a context that ends the command (main
 // cancels it on SIGINT/SIGTERM).
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.LookupEnv}
+	// Error lines quote server text (messages, error bodies): stderr is
+	// sanitised as a whole so no path can forget it.
+	a := &app{stdout: stdout, stderr: textfmt.NewWriter(stderr), getenv: os.LookupEnv}
 	return a.run(ctx, args)
 }
 
@@ -98,6 +102,7 @@ Try it without an account:  dbxtop demo`,
 	root.CompletionOptions.HiddenDefaultCmd = false
 	addWorkspaceFlags(root.Flags(), &cfg, true)
 	root.AddCommand(a.newDemoCmd(), a.newSimCmd(), a.newSnapshotCmd(), a.newVersionCmd(), a.newProxyCmd())
+	root.AddCommand(a.newServeCmd(), a.newConfigCmd())
 	// cobra's completion command prints its help and exits 0 for an
 	// unknown shell; make that a one-line usage error like every other.
 	root.InitDefaultCompletionCmd()

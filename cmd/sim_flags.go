@@ -38,6 +38,15 @@ func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
 	leak.zeroOK = true
 	fs.Var(leak, "leak-timeout", "reap a finished operation nobody closed after this long (default 150s in scenario demo, else 23m)")
 	fs.Var(newInt(&cfg.Ops, 0, 1, 100_000), "ops", "scenario load: number of long-running healthy operations (default 100)")
+	lat := newDuration(&cfg.Latency, 0, 0)
+	lat.zeroOK = true
+	fs.Var(lat, "latency", "delay every Thrift and REST answer by this much ± 20 % (a remote workspace's round trip, e.g. 50ms)")
+	lag := newDuration(&cfg.HistoryLag, 0, 0)
+	lag.zeroOK = true
+	fs.Var(lag, "history-lag", "query history trails the execution engine by this much (statements appear late, end late)")
+	run := newDuration(&cfg.LoadRun, 0, time.Second)
+	run.zeroOK = true
+	fs.Var(run, "load-run", "scenario load: each statement runs this long, then its client replaces it (default 24h)")
 	fs.BoolVar(&cfg.CheckHandleSecrets, "check-handle-secrets", false,
 		"refuse operation handles whose secret does not match, as a strict server may (handles rebuilt from statement ids fail)")
 	fs.BoolVar(&cfg.OwnerActivity, "owner-activity", false,
@@ -88,6 +97,9 @@ func (c SimConfig) effectiveTimeouts() (idle, leak time.Duration) {
 
 // finishSim applies the cross-flag rules of the simulator flags.
 func finishSim(fs *pflag.FlagSet, cfg *SimConfig) error {
+	if fs.Changed("load-run") && cfg.Scenario != "load" {
+		return invalidFlag("load-run", cfg.LoadRun.String(), "only valid with --scenario load")
+	}
 	if fs.Changed("ops") && cfg.Scenario != "load" {
 		return invalidFlag("ops", fmt.Sprint(cfg.Ops), "only valid with --scenario load")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // runSnapshot observes the workspace and prints; it returns the Nagios
@@ -95,7 +96,10 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 
 // exitCodeFor: discovery failed → 3 (nothing is known); a critical flag
 // wins over a partial failure (what is known is already critical);
-// otherwise any observation error → 3, then warnings → 1, else 0.
+// otherwise any observation error → 3 (including a round that could not
+// read its operations' status: never a false OK); a truncated listing
+// alone → at least 1 (what was seen is right, but not everything was
+// seen); then warnings → 1, else 0.
 func exitCodeFor(s model.Snapshot, observeErr error) int {
 	if observeErr != nil {
 		return report.ExitUnknown
@@ -104,8 +108,13 @@ func exitCodeFor(s model.Snapshot, observeErr error) int {
 	if code == report.ExitCritical {
 		return code
 	}
-	if len(s.Errors) > 0 {
-		return report.ExitUnknown
+	for _, e := range s.Errors {
+		if e.Kind != model.KindTruncated {
+			return report.ExitUnknown
+		}
+	}
+	if len(s.Errors) > 0 && code < report.ExitWarning {
+		return report.ExitWarning
 	}
 	return code
 }
@@ -135,7 +144,9 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	o.engine = poller.NewEngine(poller.Options{
 		Discoverer: gatedDiscoverer{d: c.disc, g: gate},
 		Status:     status,
+		Batch:      rest,
 		Capacity:   gatedCapacity{c: rest, g: gate},
+		Settle:     rest,
 		Probe:      cfg.CapacityProbe,
 		Thresholds: cfg.Thresholds,
 		Refresh:    cfg.Refresh,
@@ -178,8 +189,8 @@ type gatedDiscoverer struct {
 	g *authGate
 }
 
-func (d gatedDiscoverer) Discover(ctx context.Context) ([]poller.Discovered, error) {
-	ds, err := d.d.Discover(ctx)
+func (d gatedDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
+	ds, err := d.d.Discover(ctx, retry)
 	d.g.record(err)
 	return ds, err
 }
@@ -189,11 +200,11 @@ type gatedCapacity struct {
 	g *authGate
 }
 
-func (c gatedCapacity) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c gatedCapacity) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
 	if err := c.g.check(); err != nil {
 		return nil, err
 	}
-	return c.c.Endpoints(ctx)
+	return c.c.Endpoints(ctx, retry)
 }
 
 func (c gatedCapacity) Probe(ctx context.Context, endpoint string) error {
@@ -233,25 +244,21 @@ func (o *observer) observe(ctx context.Context, timeout time.Duration) (model.Sn
 }
 
 // headerWarehouses names the observed warehouses: the --warehouse filter,
-// else the workspace's list (fetched once, through the retry policy), else
-// the warehouses of the operations seen. A failed listing only costs the
-// header its completeness, so it is logged, not reported as an error.
+// else the workspace's list (the warehouse gate's, which discovery
+// refreshes every round), else the warehouses of the operations seen. A
+// failed listing is a workspace error of its own (discovery reports it).
 func (o *observer) headerWarehouses(ctx context.Context, s model.Snapshot) []string {
 	if len(o.wsFilter) > 0 {
 		return o.wsFilter
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.warehouses == nil {
-		ws, err := poller.Do(ctx, o.engine.Policy(), poller.Call{Name: databricks.CallListWarehouses, Safe: true}, o.rest.Warehouses)
-		if err != nil {
-			o.logf("warehouses list unavailable, header shows the warehouses of observed operations: %v", err)
-		} else {
-			o.warehouses = []string{}
-			for _, w := range ws {
-				o.warehouses = append(o.warehouses, w.ID)
-			}
+	if states, at := o.rest.Gate().States(); !at.IsZero() {
+		o.warehouses = make([]string, 0, len(states))
+		for id := range states {
+			o.warehouses = append(o.warehouses, id)
 		}
+		sort.Strings(o.warehouses)
 	}
 	if o.warehouses != nil {
 		return o.warehouses
@@ -312,17 +319,25 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 		}
 		cause = causeText(observeErr)
 	} else {
+		// The line names the worst problem: a failure before a truncation.
 		e := s.Errors[0]
+		for _, x := range s.Errors {
+			if x.Kind != model.KindTruncated {
+				e = x
+				break
+			}
+		}
 		call, code, reqID, cause = e.Call, e.ErrorCode, e.RequestID, e.Message
 		if len(s.Errors) > 1 {
 			cause += fmt.Sprintf(" (and %d more errors in the output)", len(s.Errors)-1)
 		}
-	}
-	if call == "" {
-		call = "unknown call"
+		if e.Kind == model.KindTruncated {
+			line := fmt.Sprintf("dbxtop snapshot: incomplete: %s %s [error_code=%s request_id=%s]", orUnknown(call), cause, orNone(code), orNone(reqID))
+			return sources.RedactToken(line, cfg.Token)
+		}
 	}
 	line := fmt.Sprintf("dbxtop snapshot: could not observe the workspace: %s failed: %s [error_code=%s request_id=%s]",
-		call, cause, orNone(code), orNone(reqID))
+		orUnknown(call), cause, orNone(code), orNone(reqID))
 	return sources.RedactToken(line, cfg.Token)
 }
 
@@ -341,6 +356,13 @@ func causeText(err error) string {
 		return s
 	}
 	return err.Error()
+}
+
+func orUnknown(call string) string {
+	if call == "" {
+		return "unknown call"
+	}
+	return call
 }
 
 func orNone(s string) string {
@@ -362,7 +384,7 @@ func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
-		line := sources.RedactToken(fmt.Sprintf(format, args...), token)
+		line := textfmt.Line(sources.RedactToken(fmt.Sprintf(format, args...), token))
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), who, line)

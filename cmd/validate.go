@@ -4,46 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbxtop/dbxtop/config"
 )
 
-// checkHost accepts a workspace URL: http(s)://host[:port] with at most a
-// trailing slash. Paths, queries, fragments and user info are refused:
-// they are the usual copy-paste mistakes (a browser URL with ?o=…, a
-// warehouse path) and the SDK would silently build wrong request URLs.
-func checkHost(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
-		return errors.New("want http(s)://host[:port], e.g. https://adb-123.4.azuredatabricks.net")
-	}
-	switch {
-	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("scheme %q: want https:// (or http:// for a local simulator)", u.Scheme)
-	case u.Host == "" || u.Hostname() == "":
-		return errors.New("no host name: want http(s)://host[:port]")
-	case u.User != nil:
-		return errors.New("user info is not allowed in the host; pass the token with DATABRICKS_TOKEN")
-	case u.Path != "" && u.Path != "/":
-		return fmt.Errorf("unexpected path %q: pass only the workspace URL (the warehouse path goes in --http-path)", u.Path)
-	case u.RawQuery != "" || u.ForceQuery:
-		return errors.New("unexpected query string: pass only the workspace URL")
-	case u.Fragment != "":
-		return errors.New("unexpected #fragment: pass only the workspace URL")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("port %q is not in 1-65535", p)
-		}
-	} else if strings.HasSuffix(u.Host, ":") {
-		return errors.New("empty port")
-	}
-	return nil
-}
+// checkHost is the workspace URL rule, shared with the config file.
+var checkHost = config.CheckHost
 
 // checkHTTPPath accepts an absolute URL path without query or fragment.
 func checkHTTPPath(s string) error {

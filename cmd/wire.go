@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
@@ -43,6 +42,9 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		IdleTimeout: c.IdleTimeout,
 		LeakTimeout: c.LeakTimeout,
 		Ops:         c.Ops,
+		Latency:     c.Latency,
+		HistoryLag:  c.HistoryLag,
+		LoadRun:     c.LoadRun,
 		Logf:        logf,
 
 		CheckHandleSecrets: c.CheckHandleSecrets,
@@ -112,6 +114,7 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	if px.srv != nil {
 		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
 	}
+	ws.simStrictHandles = sc.CheckHandleSecrets
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
 }
 
@@ -149,36 +152,16 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
-	c, err := connect(ctx, ws, logf)
+	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
 		return 1
 	}
-	defer c.close()
-	opts := poller.Options{
-		Discoverer: c.disc,
-		Status:     c.status,
-		// Actions go through the Statement Execution API (a Thrift handle
-		// rebuilt from a statement id lacks its secret, which a strict
-		// server refuses), or through the proxy for operations it saw
-		// (it holds the real handle).
-		Actions:    c.actions,
-		Capacity:   c.rest,
-		Thresholds: ws.Thresholds,
-		Refresh:    ws.Refresh,
-		ReadOnly:   ws.ReadOnly,
-		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
-		Idle:       c.idle,
-		Logf:       logf,
+	defer closeConns()
+	workspace := model.Workspace{Host: ws.Host, Warehouses: ws.Warehouses}
+	if ms := eng.Members(); len(ms) == 1 {
+		workspace = ms[0].Engine.Snapshot().Workspace
 	}
-	if simulated {
-		// The demo probes its endpoints (one empty upsert per endpoint per
-		// refresh) so that a full one shows the server's own
-		// RESOURCE_EXHAUSTED message and request id; on a real workspace
-		// probing stays opt-in (snapshot --capacity-probe).
-		opts.Probe = true
-	}
-	eng := poller.NewEngine(opts)
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -188,11 +171,15 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
 	uiErr := tui.Run(runCtx, eng, tui.Options{
-		NoColor:   ws.NoColor,
-		ASCII:     ws.ASCII,
-		ReadOnly:  ws.ReadOnly,
-		Workspace: opts.Workspace,
-		Version:   Version,
+		NoColor:    ws.NoColor,
+		ASCII:      ws.ASCII,
+		ReadOnly:   ws.ReadOnly,
+		Mouse:      ws.Mouse,
+		Refresh:    ws.Refresh, // the header shows the engine's real period
+		ActionPath: actionPath,
+		Workspace:  workspace,
+		ExportDir:  ws.ExportDir,
+		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {

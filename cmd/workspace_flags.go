@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/spf13/pflag"
 )
@@ -44,8 +45,72 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 	fs.Var(&checkedString{p: &cfg.Proxy, typ: "url", check: checkProxyURL}, "proxy",
 		"admin URL of a `dbxtop proxy` the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
 			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw")
+	fs.BoolVar(&cfg.Mouse, "mouse", false, "TUI: wheel scrolls, click selects (off: terminal text selection keeps working)")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
+	addConfigFlag(fs, &cfg.ConfigPath)
+	fs.StringArrayVar(&cfg.Contexts, "context", nil, "workspace context from the config file; repeat for several, or 'all'")
+	fs.Var(&checkedString{p: &cfg.ExportDir, typ: "dir", check: nonEmpty("the export directory")}, "export-dir",
+		"where the TUI's export (e) writes (default: export_dir in the config file, else the current directory)")
+	fs.Var(newDuration(&cfg.Window, config.DefaultWindow, config.MinWindow), "window",
+		"how far back the Clients view and clients[] aggregate")
+}
+
+func addConfigFlag(fs *pflag.FlagSet, p *string) {
+	fs.Var(&checkedString{p: p, typ: "path", check: nonEmpty("the config path")}, "config",
+		"config file (default $XDG_CONFIG_HOME/dbxtop/config.toml, else ~/.config/dbxtop/config.toml)")
+}
+
+// loadConfig reads --config (which must exist) or the default file (which
+// need not). Errors name the file, key and line.
+func (a *app) loadConfig(path string) (*config.File, error) {
+	if path != "" {
+		return config.Load(path, false)
+	}
+	p, err := config.Path(a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return config.Load(p, true)
+}
+
+// resolveConfig applies the config file under the flags: flags win, then
+// the selected context, then the file's top level, then defaults.
+func (a *app) resolveConfig(fs *pflag.FlagSet, cfg *WorkspaceConfig) error {
+	f, err := a.loadConfig(cfg.ConfigPath)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	var ov config.Overrides
+	str := func(name string, v string) *string {
+		if fs.Changed(name) {
+			return &v
+		}
+		return nil
+	}
+	dur := func(name string, v time.Duration) *time.Duration {
+		if fs.Changed(name) {
+			return &v
+		}
+		return nil
+	}
+	ov.Host, ov.Profile, ov.HTTPPath = str("host", cfg.Host), str("profile", cfg.Profile), str("http-path", cfg.HTTPPath)
+	ov.ExportDir = str("export-dir", cfg.ExportDir)
+	ov.Proxy = str("proxy", cfg.Proxy)
+	if fs.Changed("warehouse") {
+		ov.Warehouses = cfg.Warehouses
+	}
+	ov.Refresh, ov.Window = dur("refresh", cfg.Refresh), dur("window", cfg.Window)
+	ov.InactivityWarn = dur("inactivity-warn", cfg.Thresholds.InactivityWarn)
+	ov.ServerIdleTimeout = dur("server-idle-timeout", cfg.Thresholds.ServerIdleTimeout)
+	ov.LeakAfter = dur("leak-after", cfg.Thresholds.LeakAfter)
+	rs, err := f.Resolve(cfg.Contexts, ov)
+	if err != nil {
+		return usagef("%s", err)
+	}
+	cfg.Resolved, cfg.configFile = rs, f
+	cfg.apply(rs[0], f)
+	return nil
 }
 
 // finishWorkspace applies the environment and cross-flag rules once the
@@ -74,15 +139,38 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 			return usagef("invalid DATABRICKS_HOST %q: %s", h, err)
 		}
 	}
-	if cfg.Proxy != "" {
-		tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")
-		if !ok || strings.TrimSpace(tok) == "" {
-			return usagef("--proxy needs the proxy's admin token in DBXTOP_PROXY_TOKEN (the admin_token=… of its first line)")
-		}
-		cfg.ProxyToken = strings.TrimSpace(tok)
-	}
 	if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
 		cfg.NoColor = true
 	}
+	if simulated {
+		// demo's workspace is its own simulator: contexts make no sense.
+		for _, name := range []string{"context", "config"} {
+			if fs.Changed(name) {
+				return invalidFlag(name, fs.Lookup(name).Value.String(), "demo watches its embedded simulator; use contexts with dbxtop, snapshot or serve")
+			}
+		}
+		return nil
+	}
+	if err := a.resolveConfig(fs, cfg); err != nil {
+		return err
+	}
+	return a.proxyToken(cfg)
+}
+
+// proxyToken reads the proxy's admin token when a proxy is set (by
+// --proxy or the config file's `proxy`); it is never a flag or a file key.
+func (a *app) proxyToken(cfg *WorkspaceConfig) error {
+	set := cfg.Proxy != ""
+	for _, s := range cfg.Resolved {
+		set = set || s.Proxy != ""
+	}
+	if !set {
+		return nil
+	}
+	tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")
+	if !ok || strings.TrimSpace(tok) == "" {
+		return usagef("--proxy needs the proxy's admin token in DBXTOP_PROXY_TOKEN (the admin_token=… of its first line)")
+	}
+	cfg.ProxyToken = strings.TrimSpace(tok)
 	return nil
 }

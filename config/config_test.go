@@ -237,3 +237,16 @@ func TestPathAndLoad(t *testing.T) {
 		t.Fatalf("invalid file: %v", err)
 	}
 }
+
+func TestRowLimits(t *testing.T) {
+	f := parse(t, sample)
+	if got := f.RowLimits("prod"); len(got) != 1 || got["vs-shared"] != 5000 {
+		t.Errorf("prod: %v", got)
+	}
+	if got := f.RowLimits("staging"); len(got) != 1 || got["vs-shared"] != 1000 {
+		t.Errorf("staging: %v", got)
+	}
+	if got := (&File{}).RowLimits("x"); got != nil {
+		t.Errorf("empty: %v", got)
+	}
+}

@@ -306,3 +306,29 @@ func (f *File) EndpointRowLimit(ctxName, endpoint string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// RowLimits are every row limit the file sets for a context's endpoints
+// (global [endpoints] overridden by the context's own), as the engine's
+// poller.Options.RowLimits wants them; nil when there are none.
+func (f *File) RowLimits(ctxName string) map[string]int64 {
+	if f == nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for name := range f.Endpoints {
+		if v, ok := f.EndpointRowLimit(ctxName, name); ok {
+			out[name] = v
+		}
+	}
+	if c, ok := f.Contexts[ctxName]; ok {
+		for name := range c.Endpoints {
+			if v, ok := f.EndpointRowLimit(ctxName, name); ok {
+				out[name] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -651,17 +651,13 @@ func fmTable(rs []fmResult, dur time.Duration) string {
 	return b.String()
 }
 
-// TestKnownBugRESTHostRace shows a data race in sources/databricks (not
-// ours to fix here; reported): Client.Host() calls the SDK's
-// Config.CanonicalHostName, which rewrites Config.Host on every call, and
-// wrapErr calls Host() for every API error, so two calls of one client
-// failing at the same time race. Run with DBXTOP_KNOWN_BUGS=1 and -race:
-// it fails until Host() caches the canonical host. The harness works
-// around it with one REST client per role.
-func TestKnownBugRESTHostRace(t *testing.T) {
-	if os.Getenv("DBXTOP_KNOWN_BUGS") != "1" {
-		t.Skip("known bug in sources/databricks (Client.Host races); DBXTOP_KNOWN_BUGS=1 -race shows it")
-	}
+// TestRESTHostNoRace is the regression test of a data race that was in
+// sources/databricks: Client.Host() called the SDK's
+// Config.CanonicalHostName, which rewrites Config.Host, for every API
+// error, so two calls of one client failing at the same time raced. The
+// canonical host is now resolved once in databricks.New; under -race (CI)
+// this test fails if that comes back.
+func TestRESTHostNoRace(t *testing.T) {
 	// Every call answers 503: discovery and capacity fail at once, as
 	// they did in the fault matrix under -race.
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "unavailable=1"})
@@ -674,13 +670,13 @@ func TestKnownBugRESTHostRace(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if _, err := c.Discover(context.Background()); err == nil {
+		if _, err := c.Discover(context.Background(), nil); err == nil {
 			t.Errorf("Discover under unavailable=1: want an error")
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		if _, err := c.Endpoints(context.Background()); err == nil {
+		if _, err := c.Endpoints(context.Background(), nil); err == nil {
 			t.Errorf("Endpoints under unavailable=1: want an error")
 		}
 	}()

@@ -99,9 +99,9 @@ type countingDiscoverer struct {
 	n *atomic.Int64
 }
 
-func (d countingDiscoverer) Discover(ctx context.Context) ([]poller.Discovered, error) {
+func (d countingDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
 	d.n.Add(1)
-	return d.Discoverer.Discover(ctx)
+	return d.Discoverer.Discover(ctx, retry)
 }
 
 type countingCapacity struct {
@@ -109,9 +109,9 @@ type countingCapacity struct {
 	n *atomic.Int64
 }
 
-func (c countingCapacity) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c countingCapacity) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
 	c.n.Add(1)
-	return c.CapacitySource.Endpoints(ctx)
+	return c.CapacitySource.Endpoints(ctx, retry)
 }
 
 type countingActions struct {
@@ -167,24 +167,16 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 	t.Helper()
 	ctx := context.Background()
 	ua := "dbxtop/e2e"
-	// WORKAROUND: one REST client per role instead of cmd/wire.go's single
-	// shared one. databricks.Client.Host() (sources/databricks/client.go)
-	// calls the SDK's Config.CanonicalHostName, which rewrites Config.Host
-	// on every call; wrapErr calls it for every API error, so two calls
-	// failing at once (discovery and capacity during a fault) race. The
-	// engine never runs discovery (or capacity) concurrently with itself,
-	// so a client per role keeps -race quiet. TestKnownBugRESTHostRace
-	// shows the bug.
-	newRest := func() *databricks.Client {
-		c, err := databricks.New(ctx, databricks.Config{
-			Host: host, Token: token, UserAgent: ua, MaxPages: o.MaxPages,
-		})
-		if err != nil {
-			t.Fatalf("databricks.New(%s): %v", host, err)
-		}
-		return c
+	// One REST client for every role, as cmd/wire.go builds it: its
+	// warehouse gate, fed by discovery, decides where status polls and
+	// actions go (TestRESTHostNoRace keeps the shared client race-free).
+	disc, err := databricks.New(ctx, databricks.Config{
+		Host: host, Token: token, UserAgent: ua, MaxPages: o.MaxPages,
+	})
+	if err != nil {
+		t.Fatalf("databricks.New(%s): %v", host, err)
 	}
-	disc, capa, fallback := newRest(), newRest(), newRest()
+	capa, fallback := disc, disc
 	tc, err := thrift.NewClient(thrift.Options{
 		Host: disc.Host(), Authenticate: disc.Authenticate, UserAgent: ua,
 	})
@@ -199,15 +191,17 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 	opts := poller.Options{
 		Discoverer: countingDiscoverer{disc, &calls.discover},
 		Status:     countingStatus{databricks.StatusWithFallback(tc, fallback), &calls.status, polls},
-		// As in cmd/wire.go for a simulated workspace: Thrift actions.
-		Actions:    countingActions{tc, &calls.actions},
+		// As in cmd/wire.go for a simulated workspace: Thrift actions,
+		// only to running warehouses.
+		Actions:    countingActions{databricks.GatedActions(tc, disc), &calls.actions},
 		Capacity:   countingCapacity{capa, &calls.capacity},
+		Settle:     disc,
 		Thresholds: o.Thresholds,
 		Refresh:    o.Refresh,
 		Workspace:  model.Workspace{Host: disc.Host()},
-		Idle:       []poller.IdleCloser{disc, capa, fallback, tc},
+		Idle:       []poller.IdleCloser{disc, tc},
 	}
-	r := &rig{t: t, eng: poller.NewEngine(opts), rests: []*databricks.Client{disc, capa, fallback}, tc: tc, calls: calls, polls: polls,
+	r := &rig{t: t, eng: poller.NewEngine(opts), rests: []*databricks.Client{disc}, tc: tc, calls: calls, polls: polls,
 		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{}),
 		countEv: o.CountEvents, evCounts: map[poller.EventKind]int{}}
 	runCtx, cancel := context.WithCancel(ctx)

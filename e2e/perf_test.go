@@ -148,7 +148,9 @@ func (s perfStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status
 // only status calls are compared.
 type perfDiscoverer []poller.Discovered
 
-func (d perfDiscoverer) Discover(context.Context) ([]poller.Discovered, error) { return d, nil }
+func (d perfDiscoverer) Discover(context.Context, sources.Retry) ([]poller.Discovered, error) {
+	return d, nil
+}
 
 // perfOp is one executed statement with the server's truth about it.
 type perfOp struct {

@@ -39,7 +39,7 @@ func TestDemoQuitNamesAdoptedStillOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rest.CloseIdleConnections()
-	whs, err := rest.Warehouses(ctx)
+	whs, err := rest.Warehouses(ctx, nil)
 	if err != nil || len(whs) == 0 {
 		t.Fatalf("warehouses: %v %v", whs, err)
 	}

@@ -33,6 +33,14 @@ type tmuxSession struct {
 // the test when tmux is not installed.
 func startTmux(t *testing.T, w, h int, home, dir string, args ...string) *tmuxSession {
 	t.Helper()
+	return startTmuxEnv(t, w, h, home, dir, "", nil, args...)
+}
+
+// startTmuxEnv is startTmux with a tmux config file ("" for none, so the
+// server's options are set before the program starts) and extra
+// environment (KEY=value).
+func startTmuxEnv(t *testing.T, w, h int, home, dir, conf string, env []string, args ...string) *tmuxSession {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
 	}
@@ -41,10 +49,14 @@ func startTmux(t *testing.T, w, h int, home, dir string, args ...string) *tmuxSe
 		stderrPath: filepath.Join(out, "stderr"), statusPath: filepath.Join(out, "status")}
 	// env -i: the program gets exactly this environment, not the tmux
 	// server's.
-	cmd := []string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", bin}
+	cmd := append([]string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8"}, env...)
+	cmd = append(cmd, bin)
 	cmd = append(cmd, args...)
 	script := shellJoin(cmd) + " 2>" + shellJoin([]string{s.stderrPath}) + "; echo $? >" + shellJoin([]string{s.statusPath})
-	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir, script)
+	if conf == "" {
+		conf = "/dev/null"
+	}
+	s.tmux("-f", conf, "new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir, script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
 	return s
 }

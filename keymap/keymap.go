@@ -23,12 +23,15 @@ type KeyMap struct {
 	Detail   key.Binding // enter: operation detail, or expand an endpoint
 	Back     key.Binding // esc: leave detail/help, clear the filter
 	Quit     key.Binding
+	Suspend  key.Binding // ctrl+z: back to the shell; fg resumes
+	LastErr  key.Binding // !: the last error in full (Events view)
 
 	// Operations table.
 	Sort        key.Binding
 	SortReverse key.Binding
 	Filter      key.Binding
 	Flagged     key.Binding
+	Finished    key.Binding // show the finished-and-closed rows
 	Pause       key.Binding
 
 	// Row actions.
@@ -38,6 +41,9 @@ type KeyMap struct {
 	CopyID  key.Binding
 	CopySQL key.Binding
 	Export  key.Binding
+	// Workspace cycles the Operations view between every workspace and
+	// each one (when several are watched).
+	Workspace key.Binding
 
 	// Confirmation dialog: only Confirm runs the action; anything else,
 	// enter included, answers No.
@@ -53,28 +59,32 @@ func DefaultKeyMap() KeyMap {
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("j/down", "down")),
 		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g", "top")),
-		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G", "bottom")),
+		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "bottom")),
 
 		NextView: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
 		PrevView: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
 		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
-		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
+		LastErr:  key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "last error in full")),
+		Suspend:  key.NewBinding(key.WithKeys("ctrl+z"), key.WithHelp("ctrl+z", "suspend (fg resumes)")),
 
 		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
 		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Flagged:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "flagged only")),
+		Finished:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "show finished")),
 		Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause order")),
 
-		Adopt:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
-		Close:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
-		Cancel:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
-		CopyID:  key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
-		CopySQL: key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
-		Export:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
+		Adopt:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
+		Close:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
+		Cancel:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
+		CopyID:    key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
+		CopySQL:   key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
+		Export:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
+		Workspace: key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "workspace: all / one")),
 
 		Confirm: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "confirm")),
 	}
@@ -101,8 +111,8 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.Quit},
-		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Pause},
+		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Suspend, k.Quit},
+		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Finished, k.Pause},
 		{k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL, k.Export},
 	}
 	out := groups[:0]

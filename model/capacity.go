@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // RowLimitTag is the Vector Search endpoint custom tag whose integer value
@@ -233,9 +235,9 @@ func stateFlag(ep Endpoint) (Flag, bool) {
 	case "RED_STATE", "OFFLINE", "DELETED":
 		sev = SeverityCritical
 	}
-	d := "state " + ep.State
+	d := "state " + textfmt.Line(ep.State)
 	if ep.StateMessage != "" {
-		d += ": " + ep.StateMessage
+		d += ": " + textfmt.Line(ep.StateMessage)
 	}
 	return Flag{Kind: FlagEndpointState, Severity: sev, Detail: d}, true
 }
@@ -252,9 +254,9 @@ func readinessFlag(ep Endpoint) (Flag, bool) {
 		}
 		n++
 		if len(names) < maxNotReadyListed {
-			s := ix.Name
+			s := textfmt.Line(ix.Name)
 			if ix.Message != "" {
-				s += ": " + ix.Message
+				s += ": " + textfmt.Line(ix.Message)
 			}
 			names = append(names, s)
 		}

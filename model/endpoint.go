@@ -32,6 +32,10 @@ type Endpoint struct {
 	LastError  *ErrorInfo
 	Samples    []Sample // successive (time, rows) observations, oldest first
 	ObservedAt time.Time
+	Workspace  string // the watched workspace (context) when several are watched
+	// ListingError is set while endpoint listings fail: the endpoint is
+	// the last one known, as of ObservedAt, kept until a listing succeeds.
+	ListingError *ErrorInfo
 }
 
 // Index is one Vector Search index on an endpoint.

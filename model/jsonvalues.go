@@ -147,6 +147,8 @@ type errorInfoWire struct {
 	RequestID  string      `json:"request_id"`
 	Attempts   int         `json:"attempts"`
 	ElapsedS   jsonSeconds `json:"elapsed_s"`
+	Seen       int         `json:"seen,omitempty"` // addition: see ErrorInfo.Seen
+	Workspace  string      `json:"workspace,omitempty"`
 }
 
 // MarshalJSON encodes the §9 error object, with elapsed_s in seconds.
@@ -154,7 +156,7 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(errorInfoWire{
 		Kind: e.Kind, Call: e.Call, ErrorCode: e.ErrorCode, HTTPStatus: e.HTTPStatus,
 		Message: e.Message, RequestID: e.RequestID, Attempts: e.Attempts,
-		ElapsedS: jsonSeconds{D: e.Elapsed, Known: true},
+		ElapsedS: jsonSeconds{D: e.Elapsed, Known: true}, Seen: e.Seen, Workspace: e.Workspace,
 	})
 }
 
@@ -166,7 +168,8 @@ func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
 	}
 	*e = ErrorInfo{
 		Kind: w.Kind, Call: w.Call, ErrorCode: w.ErrorCode, HTTPStatus: w.HTTPStatus,
-		Message: w.Message, RequestID: w.RequestID, Attempts: w.Attempts, Elapsed: w.ElapsedS.D,
+		Message: w.Message, RequestID: w.RequestID, Attempts: w.Attempts, Elapsed: w.ElapsedS.D, Seen: w.Seen,
+		Workspace: w.Workspace,
 	}
 	return nil
 }

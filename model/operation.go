@@ -33,11 +33,29 @@ type Operation struct {
 	Close        CloseInfo
 	LastError    *ErrorInfo
 	Adopted      bool
-	// Gone is set when the operation disappeared from every source.
+	// Gone is set when the server no longer has the operation (its handle
+	// is invalid); State is then the final state the evidence gave (query
+	// history, the Statement Execution API), UNKNOWN when nothing said.
 	Gone bool
 	// Proxy is what `dbxtop proxy` saw of it; nil when no proxy did.
 	Proxy *ProxyAccount
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string
+	// StatusSource says which call last confirmed the state ("thrift",
+	// "statement_api", "query_history"); StatusNote says why it came from
+	// there when that is not the usual path (a warehouse that is not
+	// running is never asked over Thrift: that would start it).
+	StatusSource string
+	StatusNote   string
 }
+
+// Status sources (Operation.StatusSource).
+const (
+	StatusViaThrift       = "thrift"
+	StatusViaStatementAPI = "statement_api"
+	StatusViaHistory      = "query_history"
+)
 
 // PollStats counts dbxtop's own status polls of an operation.
 type PollStats struct {
@@ -73,6 +91,12 @@ const (
 	KindUnavailable ErrorKind = "unavailable"
 	KindPermanent   ErrorKind = "permanent"
 	KindCanceled    ErrorKind = "canceled"
+	// KindTruncated is a listing that left something out (a page cap, the
+	// time budget, a repeated page token); Seen says how much it read.
+	KindTruncated ErrorKind = "truncated"
+	// KindUnread is an observation round that could not read the status of
+	// the operations it follows (snapshot: exit 3).
+	KindUnread ErrorKind = "unread"
 )
 
 // ErrorInfo is the serialisable summary of an error: what the poller knew
@@ -86,4 +110,10 @@ type ErrorInfo struct {
 	RequestID  string        `json:"request_id"`
 	Attempts   int           `json:"attempts"`
 	Elapsed    time.Duration `json:"-"`
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string `json:"-"`
+	// Seen counts what a truncated listing did read (KindTruncated), or
+	// the operations whose status was read (KindUnread).
+	Seen int `json:"-"`
 }

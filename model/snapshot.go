@@ -20,6 +20,12 @@ type Snapshot struct {
 	Operations  []OperationView
 	Endpoints   []EndpointView
 	Errors      []ErrorInfo
+	// Clients aggregates the recent window by client application and user
+	// (see AggregateClients); filled by whoever knows the window.
+	Clients []ClientStats
+	// Workspaces is one entry per watched workspace when several are
+	// watched (see Merge); nil for one.
+	Workspaces []WorkspaceStatus
 }
 
 // OperationView is an operation with its flags evaluated at GeneratedAt.
@@ -76,6 +82,7 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
 	}
 	SortEndpoints(s.Endpoints)
+	s.sanitize()
 	return s
 }
 
@@ -93,7 +100,7 @@ func (s Snapshot) Summary() Summary {
 		}
 	}
 	for _, o := range s.Operations {
-		if o.State.Live() {
+		if o.State.Live() && !o.Gone {
 			sum.Running++
 		}
 		if len(o.Flags) > 0 {

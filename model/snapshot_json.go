@@ -17,6 +17,9 @@ type snapshotWire struct {
 	Operations  []operationWire `json:"operations"`
 	Endpoints   []endpointWire  `json:"endpoints"`
 	Errors      []ErrorInfo     `json:"errors"`
+	Clients     []ClientStats   `json:"clients"`
+	// Workspaces is present when several workspaces are watched.
+	Workspaces []WorkspaceStatus `json:"workspaces,omitempty"`
 }
 
 type workspaceWire struct {
@@ -47,6 +50,9 @@ type operationWire struct {
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
 	Adopted            bool     `json:"adopted"`
 	Gone               bool     `json:"gone"`
+	StatusSource       string   `json:"status_source,omitempty"`
+	StatusNote         string   `json:"status_note,omitempty"`
+	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
 	// Proxy is what `dbxtop proxy` saw (docs/proxy.md); null when none.
 	Proxy *proxyWire `json:"proxy"`
 }
@@ -82,6 +88,10 @@ type endpointWire struct {
 	ForecastWindowS float64       `json:"forecast_window_s"`
 	ObservedAt      jsonTime      `json:"observed_at"`
 	Samples         []sampleWire  `json:"samples"`
+	// ListingError: the last endpoint listing failed; the figures are
+	// those of observed_at (absent when the last listing succeeded).
+	ListingError *ErrorInfo `json:"listing_error,omitempty"`
+	Workspace    string     `json:"workspace,omitempty"`
 }
 
 type indexWire struct {
@@ -109,6 +119,8 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 		Operations:  make([]operationWire, 0, len(s.Operations)),
 		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
 		Errors:      nonNil(s.Errors),
+		Clients:     nonNil(s.Clients),
+		Workspaces:  s.Workspaces,
 	}
 	for _, o := range s.Operations {
 		w.Operations = append(w.Operations, o.wire())
@@ -134,6 +146,8 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		GeneratedAt: w.GeneratedAt.Time,
 		Workspace:   Workspace{Host: w.Workspace.Host, Warehouses: nilIfEmpty(w.Workspace.Warehouses)},
 		Errors:      nilIfEmpty(w.Errors),
+		Clients:     nilIfEmpty(w.Clients),
+		Workspaces:  nilIfEmpty(w.Workspaces),
 	}
 	for i, ow := range w.Operations {
 		v, err := ow.view()
@@ -189,6 +203,7 @@ func (v OperationView) wire() operationWire {
 		Flags: nonNil(v.Flags), LastError: v.LastError,
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
+		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
 		Proxy: v.Proxy.wire(),
 	}
 }
@@ -220,6 +235,7 @@ func (w operationWire) view() (OperationView, error) {
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
+			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
 			Proxy: w.Proxy.account(),
 		},
 		InactiveFor: w.InactiveForS.ptr(),
@@ -242,8 +258,10 @@ func (v EndpointView) wire() endpointWire {
 		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
 		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
 		WriteRowsPerMin: v.WriteRowsPerMin, ForecastWindowS: ForecastWindow.Seconds(),
-		ObservedAt: jsonTime{v.ObservedAt},
-		Samples:    make([]sampleWire, 0, len(v.Samples)),
+		ObservedAt:   jsonTime{v.ObservedAt},
+		Samples:      make([]sampleWire, 0, len(v.Samples)),
+		ListingError: v.ListingError,
+		Workspace:    v.Workspace,
 	}
 	for _, ix := range v.Indexes {
 		w.Indexes = append(w.Indexes, indexWire(ix))
@@ -261,9 +279,10 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time,
+			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
+			Workspace: w.Workspace,
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
 		WriteRowsPerMin: w.WriteRowsPerMin,

@@ -209,7 +209,7 @@ func TestSnapshotEmptyListsAndZero(t *testing.T) {
 	}
 	want := `{"schema":"dbxtop.snapshot/v1","generated_at":null,"workspace":{"host":"","warehouses":[]},` +
 		`"summary":{"operations":0,"running":0,"flagged":0,"warnings":0,"critical":0,"endpoints":0,"endpoints_exhausted":0},` +
-		`"operations":[],"endpoints":[],"errors":[]}`
+		`"operations":[],"endpoints":[],"errors":[],"clients":[]}`
 	if string(b) != want {
 		t.Errorf("empty snapshot:\n got %s\nwant %s", b, want)
 	}

@@ -32,6 +32,15 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 	return en, nil
 }
 
+// Follows reports whether the engine follows (or recently followed) the
+// operation: where a Fleet sends an action.
+func (e *Engine) Follows(statementID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.ops[statementID]
+	return ok
+}
+
 // Adopt makes dbxtop responsible for closing the operation once it is
 // terminal (at once if it already is and still open).
 func (e *Engine) Adopt(ctx context.Context, statementID string) error {
@@ -69,7 +78,8 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	if !en.queued {
 		en.op.Close.State = model.ClosePending
 	}
-	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Call: CallClose, Message: "close requested by the operator"})
+	_, closeCall := e.actionCalls(en.ref)
+	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
 	return e.closeAttempt(ctx, en)
 }
@@ -83,7 +93,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	e.mu.Lock()
 	ref := en.ref
 	e.mu.Unlock()
-	n, err := e.pol.do(ctx, Call{Name: CallClose, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
+	_, closeCall := e.actionCalls(ref)
+	n, err := e.pol.do(ctx, Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
 		return e.o.Actions.Close(ctx, ref)
 	})
 	e.mu.Lock()
@@ -113,7 +124,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		en.queued = true
 		e.closeQ[en.op.StatementID] = en
 	}
-	e.emit(Event{At: now, Kind: EventCloseFailed, StatementID: en.op.StatementID, Call: CallClose,
+	e.emit(Event{At: now, Kind: EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, fmtElapsed(wait)),
 		RequestID: info.RequestID, Err: info})
 	e.signal()
@@ -154,15 +165,16 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 		return err
 	}
 	ref := en.ref
-	e.emit(Event{At: e.clk.Now(), Kind: EventAction, StatementID: statementID, Call: CallCancel, Message: "cancel requested by the operator"})
+	cancelCall, _ := e.actionCalls(ref)
+	e.emit(Event{At: e.clk.Now(), Kind: EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
 	e.mu.Unlock()
-	err = e.pol.Do(ctx, Call{Name: CallCancel, Safe: true, OpID: statementID}, func(ctx context.Context) error {
+	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	ev := Event{At: now, Kind: EventAction, StatementID: statementID, Call: CallCancel, Message: "canceled"}
+	ev := Event{At: now, Kind: EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
 	if err != nil {
 		info := ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
@@ -203,4 +215,14 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 	}
 	sort.Strings(open)
 	return open
+}
+
+// actionCalls names the cancel and close calls the action source makes
+// for ref: the Thrift names unless the source says otherwise
+// (sources.ActionNamer), so a REST cancel reads CancelExecution.
+func (e *Engine) actionCalls(ref sources.Ref) (cancel, close string) {
+	if n, ok := e.o.Actions.(sources.ActionNamer); ok {
+		return n.ActionCalls(ref)
+	}
+	return CallCancel, CallClose
 }

@@ -22,7 +22,7 @@ type realisticSource struct {
 	start time.Time
 }
 
-func (s *realisticSource) Discover(context.Context) ([]Discovered, error) {
+func (s *realisticSource) Discover(context.Context, sources.Retry) ([]Discovered, error) {
 	ds := make([]Discovered, s.n)
 	for i := range ds {
 		id := fmt.Sprintf("01f0c2a4-%04x-4%03x-8000-%012x", i>>16&0xffff, i&0xfff, i)

@@ -23,7 +23,7 @@ func newMemSource(n int) *memSource {
 	return m
 }
 
-func (m *memSource) Discover(context.Context) ([]Discovered, error) { return m.ds, nil }
+func (m *memSource) Discover(context.Context, sources.Retry) ([]Discovered, error) { return m.ds, nil }
 
 func (m *memSource) Status(context.Context, sources.Ref) (sources.Status, error) {
 	open := true

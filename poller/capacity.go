@@ -4,27 +4,62 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// maxSamples bounds each endpoint's capacity history (growth rate, ETA).
-const maxSamples = 120
+// LearnedLimits keeps the row limits learned from RESOURCE_EXHAUSTED per
+// endpoint (capstore persists them; nil keeps them in the engine's
+// memory). SetLearned with nil forgets; its error is for the caller's
+// information only (the store reports its own problems once).
+type LearnedLimits interface {
+	Learned(endpoint string) *model.LearnedLimit
+	SetLearned(endpoint string, l *model.LearnedLimit) error
+}
 
-// capacityRound lists endpoints (and probes them when asked) and merges
-// the result with the previous samples.
+// memLearned is the in-memory LearnedLimits of an engine without a store.
+type memLearned map[string]model.LearnedLimit
+
+func (m memLearned) Learned(ep string) *model.LearnedLimit {
+	if l, ok := m[ep]; ok {
+		return &l
+	}
+	return nil
+}
+
+func (m memLearned) SetLearned(ep string, l *model.LearnedLimit) error {
+	if l == nil {
+		delete(m, ep)
+	} else {
+		m[ep] = *l
+	}
+	return nil
+}
+
+// capacityRound lists endpoints (and probes them when asked), merges the
+// result with the previous samples, learns or forgets row limits from the
+// probe's answers, and resolves each endpoint's row limit.
 func (e *Engine) capacityRound(ctx context.Context) {
 	defer func() {
 		e.mu.Lock()
 		e.capRunning = false
 		e.mu.Unlock()
 	}()
-	eps, err := Do(ctx, e.pol, Call{Name: CallCapacity, Safe: true}, e.o.Capacity.Endpoints)
+	// Each request of the listing goes through the policy on its own.
+	eps, err := e.o.Capacity.Endpoints(ctx, e.retry)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.mu.Lock()
-			e.recordWSError(CallCapacity, err)
+			info := listingErrorInfo(err)
+			e.wsErrs[CallCapacity] = *info
+			e.lastErr = info
+			// The last known endpoints stay, marked with the error (their
+			// observed_at gives their age), until a listing succeeds.
+			for i := range e.eps {
+				e.eps[i].ListingError = info
+			}
 			e.mu.Unlock()
 		}
 		return
@@ -49,26 +84,25 @@ func (e *Engine) capacityRound(ctx context.Context) {
 	}
 	for i := range eps {
 		ep := &eps[i]
-		var rows int64
-		for _, ix := range ep.Indexes {
-			rows += ix.Rows
-		}
+		rows := ep.TotalRows()
 		old, known := prev[ep.Name]
-		ep.Samples = append(append([]model.Sample(nil), old.Samples...), model.Sample{At: now, Rows: rows})
-		if len(ep.Samples) > maxSamples {
-			ep.Samples = ep.Samples[len(ep.Samples)-maxSamples:]
-		}
+		ep.Samples = model.AppendSample(old.Samples, model.Sample{At: now, Rows: rows})
 		ep.ObservedAt = now
+		ep.Exhausted = false
 		if perr := probes[i]; perr != nil && ctx.Err() == nil {
-			info := ErrorInfoOf(perr)
-			ep.LastError = info
+			ep.LastError = ErrorInfoOf(perr)
 			var he *sources.HTTPError
-			if errors.As(perr, &he) && (he.ErrorCode == "RESOURCE_EXHAUSTED" || he.ErrorCode == "QUOTA_EXCEEDED") {
+			// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
+			// index quota) stays the last error: the model flags it as such.
+			if errors.As(perr, &he) && he.ErrorCode == "RESOURCE_EXHAUSTED" {
 				ep.Exhausted = true
 			}
 		} else if ep.LastError == nil && old.LastError != nil && !e.o.Probe {
-			ep.LastError = old.LastError
+			ep.LastError, ep.Exhausted = old.LastError, old.Exhausted
 		}
+		e.learn(ep, rows, now)
+		ep.ConfigLimit = e.o.RowLimits[ep.Name]
+		*ep = ep.WithRowLimit()
 		if !known || old.Exhausted != ep.Exhausted {
 			msg := fmt.Sprintf("%s: %d rows", ep.Name, rows)
 			ev := Event{At: now, Kind: EventCapacity, Endpoint: ep.Name, Message: msg}
@@ -83,4 +117,32 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		}
 	}
 	e.eps = eps
+}
+
+// learn applies one round to the endpoint's learned limit: a refusal
+// records the row count, rows above the figure forget it (docs/capacity.md).
+// Caller holds e.mu.
+func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
+	store := e.o.Learned
+	if store == nil {
+		store = e.memLearned
+	}
+	prev := store.Learned(ep.Name)
+	rid := ""
+	if ep.Exhausted && ep.LastError != nil {
+		rid = ep.LastError.RequestID
+	}
+	l, out := model.UpdateLearned(prev, rows, ep.Exhausted, rid, now)
+	ep.Learned = l
+	switch out {
+	case model.LearnNew:
+		_ = store.SetLearned(ep.Name, l)
+		e.emit(Event{At: now, Kind: EventCapacity, Endpoint: ep.Name, RequestID: rid,
+			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, model.FormatCount(rows))})
+	case model.LearnForget:
+		_ = store.SetLearned(ep.Name, nil)
+		e.emit(Event{At: now, Kind: EventCapacity, Endpoint: ep.Name,
+			Message: fmt.Sprintf("%s: holds %s rows, above the learned limit of %s: the limit is learned again at the next refusal",
+				ep.Name, model.FormatCount(rows), model.FormatCount(prev.Rows))})
+	}
 }

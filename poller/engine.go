@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,20 +39,39 @@ var ErrNoActions = errors.New("this workspace source cannot cancel or close oper
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer  Discoverer     // required
-	Status      StatusSource   // required
-	Actions     ActionSource   // nil → every action refused with ErrNoActions
-	Capacity    CapacitySource // nil → no endpoints
-	Probe       bool           // --capacity-probe: one empty upsert per endpoint per refresh
-	Thresholds  model.Thresholds
-	Refresh     time.Duration // discovery + capacity period; 0 → 5s
-	ReadOnly    bool          // refuse Adopt/Close/Cancel with ErrReadOnly
-	Workspace   model.Workspace
-	MaxInFlight int // bounded concurrency of status polls; 0 → 16
-	Clock       Clock
-	Policy      PolicyOptions // zero value = documented defaults
-	Idle        []IdleCloser  // transports to drop idle connections of on transport errors
-	Logf        func(format string, args ...any)
+	Discoverer Discoverer     // required
+	Status     StatusSource   // required
+	Actions    ActionSource   // nil → every action refused with ErrNoActions
+	Capacity   CapacitySource // nil → no endpoints
+	Settle     Settler        // final state of a gone operation; nil → UNKNOWN unless already final
+	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	// RowLimits are the config file's per-endpoint row limits (by name).
+	RowLimits map[string]int64
+	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
+	// nil keeps them in memory for the engine's life.
+	Learned    LearnedLimits
+	Thresholds model.Thresholds
+	Refresh    time.Duration // discovery + capacity period; 0 → 5s
+	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
+	Workspace  model.Workspace
+	// MaxInFlight is the ceiling of calls in flight (per-operation polls
+	// and batch requests); 0 → 64. Below it the limiter sizes concurrency
+	// from latency and demand (limit.go).
+	MaxInFlight int
+	// Batch, when set, confirms live operations in batches (query history
+	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
+	// are then kept for what only they tell (batch.go). Discovery listings
+	// count as confirmations too: with Batch set, the Discoverer is
+	// assumed to read the same query history.
+	Batch      BatchStatusSource
+	BatchEvery time.Duration
+	Clock      Clock
+	Policy     PolicyOptions // zero value = documented defaults
+	Idle       []IdleCloser  // transports to drop idle connections of on transport errors
+	Logf       func(format string, args ...any)
+	// ClientsWindow is how far back the snapshot's clients[] aggregates
+	// (--window); 0 → 1h.
+	ClientsWindow time.Duration
 }
 
 // Health is the poller's own state for the TUI header.
@@ -61,6 +81,17 @@ type Health struct {
 	Polls, Retries, GiveUps         int64
 	LastError                       *model.ErrorInfo
 	EventsDropped                   int64
+	// BatchCalls counts batch confirmation requests (query history by
+	// statement ids); Polls counts per-operation status polls.
+	BatchCalls int64
+	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
+	Freshness  Freshness // whether the freshness goal holds, and why not
+	// LastDiscovery is when discovery last succeeded (zero: never);
+	// DiscoveryFailures counts the rounds that failed.
+	// DiscoveryUp: the last round succeeded (the workspace is observed).
+	LastDiscovery     time.Time
+	DiscoveryFailures int64
+	DiscoveryUp       bool
 }
 
 // entry is one followed operation with its scheduling state.
@@ -77,6 +108,9 @@ type entry struct {
 	closeFails int       // consecutive failed close rounds
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
+	rate       float64   // expected per-operation polls per second (demand)
+	probe      bool      // an activity probe is due (batch mode)
+	readRound  uint64    // the RunOnce round that last read its status
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -94,14 +128,30 @@ type Engine struct {
 	heap        pollHeap
 	eps         []model.Endpoint
 	wsErrs      map[string]model.ErrorInfo
+	discKeys    map[string]bool // wsErrs keys the last discovery set
+	round       uint64          // RunOnce rounds
 	lastErr     *model.ErrorInfo
 	polls       int64
 	inflight    int
 	gen         uint64
 	discovering bool
+	lastDisc    time.Time // last successful discovery
+	discFails   int64     // failed discovery rounds
+	discFailed  bool      // the last discovery round failed
 	capRunning  bool
+	memLearned  memLearned // Learned when Options.Learned is nil
 	flags       map[string]map[model.FlagKind]model.Severity
 	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+
+	lim          *limiter
+	rateSum      float64         // Σ entry.rate
+	batchQ       [][]sources.Ref // chunks of the current round not yet sent
+	batchPending int             // chunks of the current round not yet answered
+	batchCalls   int64
+	activity     bool // the status source reports client activity
+	probes       int  // activity probes made
+	fresh        Freshness
+	liveN        int // live operations, counted after merges and once a second
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -117,21 +167,29 @@ func NewEngine(o Options) *Engine {
 	if o.Refresh <= 0 {
 		o.Refresh = 5 * time.Second
 	}
+	if o.ClientsWindow <= 0 {
+		o.ClientsWindow = time.Hour
+	}
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 16
+		o.MaxInFlight = 64
+	}
+	if o.BatchEvery <= 0 {
+		o.BatchEvery = defaultBatchEvery
 	}
 	if o.Thresholds == (model.Thresholds{}) {
 		o.Thresholds = model.DefaultThresholds
 	}
 	e := &Engine{
-		o:      o,
-		clk:    clockOr(o.Clock),
-		events: make(chan Event, 4096),
-		ops:    map[string]*entry{},
-		wsErrs: map[string]model.ErrorInfo{},
-		flags:  map[string]map[model.FlagKind]model.Severity{},
-		wake:   make(chan struct{}, 1),
-		closeQ: map[string]*entry{},
+		o:          o,
+		clk:        clockOr(o.Clock),
+		events:     make(chan Event, 4096),
+		ops:        map[string]*entry{},
+		wsErrs:     map[string]model.ErrorInfo{},
+		flags:      map[string]map[model.FlagKind]model.Severity{},
+		wake:       make(chan struct{}, 1),
+		closeQ:     map[string]*entry{},
+		memLearned: memLearned{},
+		lim:        newLimiter(o.MaxInFlight),
 	}
 	po := o.Policy
 	if po.Clock == nil {
@@ -178,6 +236,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	nextRefresh := e.clk.Now()
 	nextFlags := nextRefresh
+	nextBatch := nextRefresh
 	for {
 		gen := e.sigGen.Load()
 		now := e.clk.Now()
@@ -193,13 +252,29 @@ func (e *Engine) Run(ctx context.Context) error {
 				spawn(e.capacityRound)
 			}
 		}
-		for e.inflight < e.o.MaxInFlight && len(e.heap) > 0 && !e.heap[0].next.After(now) {
+		if e.batchMode() && !now.Before(nextBatch) {
+			nextBatch = now.Add(e.o.BatchEvery)
+			if e.batchPending == 0 {
+				e.startBatch(spawn)
+			}
+		}
+		limit := e.lim.limit(e.demand(), e.budgetShare())
+		for e.inflight < limit && len(e.batchQ) > 0 {
+			c := e.batchQ[0]
+			e.batchQ = e.batchQ[1:]
+			e.inflight++
+			spawn(func(ctx context.Context) { e.confirmChunk(ctx, c) })
+		}
+		for e.inflight < limit && len(e.heap) > 0 && !e.heap[0].next.After(now) {
 			en := e.heap.popMin()
 			en.polling = true
 			e.inflight++
 			spawn(func(ctx context.Context) { e.pollOne(ctx, en) })
 		}
 		next := nextRefresh
+		if e.batchMode() && nextBatch.Before(next) {
+			next = nextBatch
+		}
 		for _, en := range e.closeQ {
 			if !en.closing {
 				if !en.op.Close.NextTry.After(now) {
@@ -210,7 +285,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(e.heap) > 0 && e.inflight < e.o.MaxInFlight && e.heap[0].next.Before(next) {
+		if len(e.heap) > 0 && e.inflight < limit && e.heap[0].next.Before(next) {
 			next = e.heap[0].next
 		}
 		e.mu.Unlock()
@@ -261,9 +336,16 @@ func (e *Engine) notifyHook() {
 func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Lock()
 	e.discovering = true
+	// The round starts before discovery: a state that discovery's listing
+	// confirms (batch mode) is read in this round.
+	e.round++
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
+	e.mu.Lock()
+	// What this round must read: every operation scheduled for polls.
+	want := slices.Clone(e.heap)
+	e.mu.Unlock()
 	var wg sync.WaitGroup
 	if e.o.Capacity != nil {
 		e.mu.Lock()
@@ -272,16 +354,47 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.capacityRound(ctx) }()
 	}
+	start := e.clk.Now()
+	if !e.batchMode() {
+		e.pollWhere(ctx, func(*entry) bool { return true })
+	} else {
+		// Probes and due openness polls first: they tell whether the
+		// source reports client activity.
+		e.pollWhere(ctx, func(en *entry) bool { return !en.next.After(start) })
+		if e.activity {
+			e.pollWhere(ctx, func(*entry) bool { return true })
+		} else {
+			e.runBatch(ctx, e.o.MaxInFlight)
+			// What no listing confirmed this round is asked one by one.
+			e.pollWhere(ctx, func(en *entry) bool {
+				return !en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)
+			})
+		}
+	}
+	wg.Wait()
+	e.mu.Lock()
+	e.roundStatus(want, errCtx(ctx))
+	e.mu.Unlock()
+	e.evalFlags()
+	return derr
+}
+
+// pollWhere polls, once each and within MaxInFlight, the scheduled
+// operations that match (RunOnce).
+func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	e.mu.Lock()
 	var due []*entry
-	for len(e.heap) > 0 {
-		en := e.heap.popMin()
-		en.polling = true
-		e.inflight++
-		due = append(due, en)
+	for _, en := range slices.Clone(e.heap) {
+		if match(en) {
+			e.heap.remove(en)
+			en.polling = true
+			e.inflight++
+			due = append(due, en)
+		}
 	}
 	e.mu.Unlock()
 	sem := make(chan struct{}, e.o.MaxInFlight)
+	var wg sync.WaitGroup
 	for _, en := range due {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -292,22 +405,34 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	e.evalFlags()
-	return derr
 }
 
-// discoverRound runs one discovery and merges its result.
+// discoverRound runs one discovery and merges its result. Each request
+// of the discovery goes through the policy on its own (e.retry). A
+// partial result (a truncated listing, a failed side listing) is merged
+// and its problems become workspace errors; only a discovery that read
+// nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := Do(ctx, e.pol, Call{Name: CallDiscover, Safe: true}, e.o.Discoverer.Discover)
+	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
 	now := e.clk.Now()
-	if err != nil {
-		e.recordWSError(CallDiscover, err)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		e.discFails++
+		e.discFailed = true
+		if ctx.Err() == nil || len(e.discKeys) == 0 {
+			e.setDiscoveryErrors([]error{err})
+		}
 		return fmt.Errorf("discovering operations: %w", err)
 	}
-	delete(e.wsErrs, CallDiscover)
+	var problems []error
+	if partial != nil {
+		problems = partial.Errs
+	}
+	e.setDiscoveryErrors(problems)
+	e.lastDisc, e.discFailed = now, false
 	e.merge(ds, now)
 	return nil
 }
@@ -352,6 +477,16 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			e.ops[id] = en
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
 				en.retired, en.retiredAt = true, now
+			} else if e.batchMode() && op.State != model.StateUnknown {
+				// Listed by query history: that is a confirmation. A few
+				// first operations get one poll of their own, to learn
+				// whether the status source reports client activity.
+				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}, now)
+				if e.probes < activityProbes && !en.retired {
+					e.probes++
+					en.probe, en.next = true, now
+					e.heap.reschedule(en)
+				}
 			} else {
 				en.next = now
 				e.heap.push(en)
@@ -369,7 +504,18 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			if len(d.Ref.Secret) > 0 {
 				en.ref.Secret = d.Ref.Secret
 			}
-			if o.LastPollOKAt.IsZero() && d.Op.State != "" {
+			if d.Op.Proxy != nil {
+				// What a proxy saw on the wire (proxy.Merge): its account,
+				// and the owning client's last call, which no server tells.
+				o.Proxy = d.Op.Proxy
+				if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
+					o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
+				}
+			}
+			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
+				// A listing of query history confirms like a batch.
+				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError}, now)
+			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
 			// Discovery says it ended while we still think it runs: confirm
@@ -383,6 +529,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 		}
 		en.seen = e.gen
 	}
+	e.liveCount()
 	for id, en := range e.ops {
 		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
 			delete(e.ops, id)
@@ -402,6 +549,7 @@ func (e *Engine) retire(en *entry, now time.Time) {
 	if en.idx >= 0 {
 		e.heap.remove(en)
 	}
+	e.setRate(en, 0)
 	en.retired, en.retiredAt = true, now
 }
 

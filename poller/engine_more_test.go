@@ -3,11 +3,13 @@ package poller
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // State changes of long-running operations are seen within 3 s at p95.
@@ -126,10 +128,10 @@ type capSource struct {
 	http *httpSource
 }
 
-func (c *capSource) Endpoints(context.Context) ([]model.Endpoint, error) {
+func (c *capSource) Endpoints(context.Context, sources.Retry) ([]model.Endpoint, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return []model.Endpoint{{Name: "vs-1", Type: "STANDARD", State: "ONLINE", RowLimit: 1000,
+	return []model.Endpoint{{Name: "vs-1", Type: "STANDARD", State: "ONLINE", TagLimit: 1000,
 		Indexes: []model.Index{{Name: "ix", Rows: c.rows, Ready: true}}}}, nil
 }
 
@@ -166,17 +168,80 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 	// Later probes meet the same full endpoint: one capacity event says
 	// so, and the repeated answers are not news (no give-up per refresh).
 	h.run(20*time.Second, 100*time.Millisecond)
-	var capEv, giveUps int
+	var capEv, learnEv, giveUps int
 	for _, ev := range h.drain() {
 		if ev.Kind == EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
-			capEv++
+			if strings.Contains(ev.Message, "EXHAUSTED: endpoint vs-1 is full") {
+				capEv++
+			}
+			if ev.Message == "vs-1: limit learned from RESOURCE_EXHAUSTED at 1,000 rows" {
+				learnEv++
+			}
 		}
 		if ev.Kind == EventGiveUp && ev.Endpoint == "vs-1" {
 			giveUps++
 		}
 	}
-	if capEv != 1 || giveUps != 0 {
-		t.Fatalf("%d capacity events with the request id (want 1), %d give-up events for the probe (want 0)", capEv, giveUps)
+	if capEv != 1 || learnEv != 1 || giveUps != 0 {
+		t.Fatalf("%d EXHAUSTED events with the request id (want 1), %d learned (want 1), %d give-up events for the probe (want 0)", capEv, learnEv, giveUps)
+	}
+}
+
+// TestEngineLearnsAndForgetsRowLimits: a refusal at 1,000 rows becomes the
+// learned limit (over the tag 5,000 and the config 4,000); rows above it
+// with the probe accepted forget it, and the next refusal learns again.
+func TestEngineLearnsAndForgetsRowLimits(t *testing.T) {
+	s := newOpServer(t)
+	src := newHTTPSource(s)
+	defer src.CloseIdleConnections()
+	cs := &capSource{rows: 1000, http: src}
+	store := memLearned{}
+	o := sourceOptions(src)
+	o.Capacity, o.Probe, o.Learned, o.RowLimits = cs, true, store, map[string]int64{"vs-1": 4000, "other": 1}
+	full := func(on bool) {
+		s.setFault(func(r request) fault {
+			if on && r.Path == "/upsert" {
+				return fault{status: 429, body: errBody("RESOURCE_EXHAUSTED", "full", "req-full")}
+			}
+			return fault{}
+		})
+	}
+	setRows := func(n int64) {
+		cs.mu.Lock()
+		cs.rows = n
+		cs.mu.Unlock()
+	}
+	h := startEngine(t, o)
+	h.run(time.Second, 100*time.Millisecond)
+	if v := h.e.Snapshot().Endpoints[0]; v.RowLimit != 4000 || v.RowLimitSource != model.LimitConfig {
+		t.Fatalf("before any refusal: %d %q", v.RowLimit, v.RowLimitSource)
+	}
+	full(true)
+	h.run(5*time.Second, 100*time.Millisecond)
+	v := h.e.Snapshot().Endpoints[0]
+	if v.RowLimit != 1000 || v.RowLimitSource != model.LimitLearned || store.Learned("vs-1") == nil ||
+		!strings.HasPrefix(v.RowLimitWhy, "limit learned ") || !strings.Contains(v.RowLimitWhy, "at 1,000 rows (over the config 4,000)") {
+		t.Fatalf("after the refusal: %d %q %q, stored %+v", v.RowLimit, v.RowLimitSource, v.RowLimitWhy, store.Learned("vs-1"))
+	}
+	// Rows deleted: the learned figure stays.
+	full(false)
+	setRows(600)
+	h.run(5*time.Second, 100*time.Millisecond)
+	if v := h.e.Snapshot().Endpoints[0]; v.RowLimitSource != model.LimitLearned {
+		t.Fatalf("after deletes: %q", v.RowLimitSource)
+	}
+	// A new quota: writes accepted above the figure forget it.
+	setRows(1500)
+	h.run(5*time.Second, 100*time.Millisecond)
+	if v := h.e.Snapshot().Endpoints[0]; v.RowLimitSource != model.LimitConfig || store.Learned("vs-1") != nil {
+		t.Fatalf("above the learned limit: %q, stored %+v", v.RowLimitSource, store.Learned("vs-1"))
+	}
+	// The next refusal learns again.
+	setRows(3000)
+	full(true)
+	h.run(5*time.Second, 100*time.Millisecond)
+	if l := store.Learned("vs-1"); l == nil || l.Rows != 3000 {
+		t.Fatalf("re-learned %+v", l)
 	}
 }
 
@@ -198,7 +263,7 @@ func TestEngineDiscoveryErrorIsReported(t *testing.T) {
 	}
 	var giveUp bool
 	for _, ev := range h.drain() {
-		giveUp = giveUp || (ev.Kind == EventGiveUp && ev.Call == CallDiscover && ev.RequestID == "req-403")
+		giveUp = giveUp || (ev.Kind == EventGiveUp && ev.Call == "ListQueries" && ev.RequestID == "req-403")
 	}
 	if !giveUp {
 		t.Fatal("no give-up event")

@@ -34,4 +34,7 @@ type Event struct {
 	RequestID   string
 	Err         *model.ErrorInfo
 	Flag        *model.Flag
+	// Workspace names the watched workspace (its context) when several
+	// are watched (see Fleet); "" otherwise.
+	Workspace string
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -14,15 +15,22 @@ import (
 func (e *Engine) emit(ev Event) {
 	e.emitMu.Lock()
 	defer e.emitMu.Unlock()
+	sendDropOldest(e.events, ev, &e.dropped)
+}
+
+// sendDropOldest puts ev on ch without blocking, dropping (and counting)
+// the oldest buffered event when ch is full: a slow reader loses old news,
+// never stalls a poller. Callers serialise their sends.
+func sendDropOldest(ch chan Event, ev Event, dropped *atomic.Int64) {
 	for {
 		select {
-		case e.events <- ev:
+		case ch <- ev:
 			return
 		default:
 		}
 		select {
-		case <-e.events:
-			e.dropped.Add(1)
+		case <-ch:
+			dropped.Add(1)
 		default:
 		}
 	}
@@ -101,13 +109,18 @@ func (e *Engine) Snapshot() model.Snapshot {
 		ep.Samples = append([]model.Sample(nil), ep.Samples...)
 		eps[i] = ep
 	}
-	errs := make([]model.ErrorInfo, 0, len(e.wsErrs))
+	errs := make([]model.ErrorInfo, 0, len(e.wsErrs)+1)
 	for _, v := range e.wsErrs {
 		errs = append(errs, v)
 	}
+	if fe := e.freshnessError(); fe != nil {
+		errs = append(errs, *fe)
+	}
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	return model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+	s := model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+	s.Clients = model.AggregateClients(s.Operations, now, e.o.ClientsWindow)
+	return s
 }
 
 // evalFlags compares flags with the previous evaluation and emits
@@ -142,6 +155,7 @@ func (e *Engine) evalFlags() {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.evalFreshness(s.GeneratedAt)
 	for _, v := range s.Operations {
 		if len(v.Flags) > 0 || e.flags[v.StatementID] != nil {
 			diff(v.StatementID, v.StatementID, "", v.Flags)
@@ -163,7 +177,11 @@ func (e *Engine) Health() Health {
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
 		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
-		EventsDropped: e.dropped.Load()}
+		EventsDropped: e.dropped.Load(), BatchCalls: e.batchCalls,
+		LastDiscovery: e.lastDisc, DiscoveryFailures: e.discFails,
+		DiscoveryUp: !e.lastDisc.IsZero() && !e.discFailed,
+		Capacity:    e.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+	h.Capacity.Limit = e.lim.limit(e.rateSum, avail/max(capa, 1))
 	for _, en := range e.ops {
 		if !en.retired {
 			h.Followed++

@@ -46,9 +46,16 @@ type PolicyOptions struct {
 	Idle []IdleCloser
 	// Observe, if set, is told of every retry and give-up. It must not block.
 	Observe func(Report)
+	// Done, if set, is told of every call's end: its attempts and its
+	// final error (nil on success, else the *GiveUpError). It must not
+	// block. `serve` counts calls by outcome with it.
+	Done func(call Call, attempts int, err error)
 	// Rand returns [0,1) for jitter; nil → math/rand/v2.
 	Rand func() float64
 }
+
+// listingLimit is the limit of one request of a paginated listing.
+var listingLimit = Limit{Attempts: 12, Elapsed: 15 * time.Second}
 
 // DefaultLimits are the per-call limits applied when PolicyOptions.Limits
 // does not name a call.
@@ -59,10 +66,18 @@ var DefaultLimits = map[string]Limit{
 	"CloseStatement":     {Attempts: 3, Elapsed: 15 * time.Second},
 	"CancelOperation":    {Attempts: 3, Elapsed: 15 * time.Second},
 	"CancelExecution":    {Attempts: 3, Elapsed: 15 * time.Second},
-	// Discovery reads several pages of query history in one attempt.
-	"Discover":      {Attempts: 3, Elapsed: 45 * time.Second, Attempt: 30 * time.Second},
-	"ListQueries":   {Attempts: 3, Elapsed: 45 * time.Second, Attempt: 30 * time.Second},
-	"ListEndpoints": {Attempts: 3, Elapsed: 10 * time.Second},
+	// Each request of a listing (one page) is retried on its own, for as
+	// long as its elapsed limit allows: pages are cheap, idempotent GETs,
+	// a page given up loses the listing's rest, and the budget bounds the
+	// total. Under a 50 % throttle with Retry-After: 1 a page then fails
+	// with probability 2^-12 instead of 1/8 at 3 attempts; an unreachable
+	// host is reported after about 8 s (6 attempts: the next backoff would
+	// pass 15 s).
+	"ListQueries":    listingLimit,
+	"ListWarehouses": listingLimit,
+	"ListEndpoints":  listingLimit,
+	"ListIndexes":    listingLimit,
+	"GetIndex":       listingLimit,
 	// The probe exists to get RESOURCE_EXHAUSTED in one request.
 	"UpsertDataVectorIndex": {Attempts: 2, Elapsed: 5 * time.Second},
 }
@@ -158,7 +173,10 @@ func (p *Policy) limit(name string) Limit {
 // Do runs fn until it succeeds or the policy gives up; the error is then a
 // *GiveUpError wrapping the last cause.
 func (p *Policy) Do(ctx context.Context, call Call, fn func(ctx context.Context) error) error {
-	_, err := p.do(ctx, call, fn)
+	attempts, err := p.do(ctx, call, fn)
+	if p.o.Done != nil {
+		p.o.Done(call, attempts, err)
+	}
 	return err
 }
 

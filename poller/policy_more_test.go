@@ -106,7 +106,7 @@ type unknownOpenSource struct {
 	n  int
 }
 
-func (u *unknownOpenSource) Discover(context.Context) ([]Discovered, error) {
+func (u *unknownOpenSource) Discover(context.Context, sources.Retry) ([]Discovered, error) {
 	return []Discovered{{Op: model.Operation{StatementID: "fin", State: model.StateFinished}}}, nil
 }
 
@@ -123,13 +123,13 @@ func (u *unknownOpenSource) calls() int {
 	return u.n
 }
 
-// Discovery reads several pages in one attempt: it gets a longer attempt
-// timeout than a single status call, and other calls keep the default.
-func TestDiscoveryAttemptTimeoutCoversPages(t *testing.T) {
+// Each page of a listing is one request, retried on its own for as long
+// as its elapsed limit allows; its attempt timeout is the default.
+func TestListingRequestsRetriedAlone(t *testing.T) {
 	p := NewPolicy(PolicyOptions{})
-	for _, name := range []string{CallDiscover, "ListQueries"} {
-		if got := p.limit(name).Attempt; got != 30*time.Second {
-			t.Fatalf("%s attempt timeout %s, want 30s", name, got)
+	for _, name := range []string{"ListQueries", "ListWarehouses", "ListEndpoints", "ListIndexes", "GetIndex"} {
+		if got := p.limit(name); got.Attempts != 12 || got.Elapsed != 15*time.Second || got.Attempt != 10*time.Second {
+			t.Fatalf("%s limit %+v, want 12 attempts within 15s, 10s each", name, got)
 		}
 	}
 	if got := p.limit("GetOperationStatus").Attempt; got != 10*time.Second {

@@ -18,24 +18,39 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	e.mu.Unlock()
 	call := Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
 	st, err := Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
-		return e.o.Status.Status(ctx, ref)
+		t0 := e.clk.Now()
+		st, err := e.o.Status.Status(ctx, ref)
+		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+		return st, err
 	})
+	var settled sources.Status
+	var settleErr error
+	if errors.Is(err, sources.ErrHandleGone) && ctx.Err() == nil {
+		settled, settleErr = e.settleGone(ctx, en)
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	en.polling = false
+	en.polling, en.probe = false, false
 	e.inflight--
 	e.polls++
 	if err != nil && ctx.Err() != nil {
-		return // shutting down: not a failure of the operation
+		// Shutting down, or a RunOnce round's deadline: not a failure of
+		// the operation. It stays scheduled, so the next round (--watch)
+		// polls it again.
+		if !en.retired && en.idx < 0 {
+			en.next = now
+			e.heap.push(en)
+		}
+		return
 	}
 	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		// The server answered: it no longer has the operation. That is
 		// news about the operation, not a failure of dbxtop's polling.
-		e.markGone(en, now)
+		e.markGone(en, now, settled, settleErr)
 		return
 	case err != nil:
 		op.Poll.Failed++
@@ -43,20 +58,18 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		op.LastError = info
 		e.lastErr = info
 	default:
+		if st.ClientLastActivity != nil && !e.activity {
+			// The source reports the owning client's activity (INACTIVE's
+			// evidence): live operations keep a per-operation poll.
+			e.activity = true
+			e.logf("the status source reports client activity: live operations are polled one by one too")
+		}
 		e.applyStatus(en, st, now)
 	}
 	if en.retired {
 		return
 	}
-	wait := pollInterval(op, now, e.pol.o.Rand())
-	// A server that asked for more time than the policy would wait gets
-	// it before the next poll too (bounded, so the operation is not lost).
-	var he *sources.HTTPError
-	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {
-		wait = min(he.RetryAfter, maxServerWait)
-	}
-	en.next = now.Add(wait)
-	e.heap.reschedule(en)
+	e.scheduleNext(en, now, err)
 }
 
 // maxServerWait bounds how long a Retry-After can delay the next poll.
@@ -89,8 +102,10 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		op.Proxy = st.Proxy
 	}
 	op.LastPollOKAt = now
+	en.readRound = e.round
 	op.Poll.OK++
 	op.LastError = nil
+	op.StatusSource, op.StatusNote = st.Source, st.Note
 	if prev != op.State {
 		msg := fmt.Sprintf("%s → %s", prev, op.State)
 		if op.ServerError != "" && op.State == model.StateFailed {
@@ -120,12 +135,41 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	}
 }
 
-// markGone records that the server no longer has the operation.
-func (e *Engine) markGone(en *entry, now time.Time) {
+// markGone records that the server no longer has the operation, with the
+// final state the evidence gave (settleGone): never still RUNNING. The
+// server's answer confirms the operation's fate, so it counts as a read
+// status when the final state was settled; a failed settle is the row's
+// reason.
+func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
 	op := &en.op
+	prev := op.State
+	if st.State != "" {
+		op.State = st.State
+	}
+	if !st.CompletedAt.IsZero() {
+		op.CompletedAt = st.CompletedAt
+	}
+	if st.ErrorMessage != "" {
+		op.ServerError = st.ErrorMessage
+	}
+	op.StatusSource, op.StatusNote = st.Source, st.Note
+	if settleErr != nil {
+		op.LastError = ErrorInfoOf(settleErr)
+		op.Poll.Failed++
+	} else {
+		op.LastPollOKAt = now
+		en.readRound = e.round
+		op.LastError = nil
+	}
 	if !op.Gone {
-		e.emit(Event{At: now, Kind: EventGone, StatementID: op.StatementID, Call: CallStatus,
-			Message: "the server no longer has this operation (closed or reaped)"})
+		msg := "the server no longer has this operation (closed or reaped)"
+		if op.State != prev {
+			msg += fmt.Sprintf("; %s → %s", prev, op.State)
+			if st.Source == model.StatusViaHistory {
+				msg += " (from query history)"
+			}
+		}
+		e.emit(Event{At: now, Kind: EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
 	f := false

@@ -314,9 +314,12 @@ func (h *httpSource) post(ctx context.Context, call, path, id string, out any) e
 	return nil
 }
 
-func (h *httpSource) Discover(ctx context.Context) ([]Discovered, error) {
+func (h *httpSource) Discover(ctx context.Context, retry sources.Retry) ([]Discovered, error) {
 	var list []srvOp
-	if err := h.post(ctx, "ListQueries", "/ops", "", &list); err != nil {
+	if err := retry(ctx, "ListQueries", func(ctx context.Context) error {
+		list = nil
+		return h.post(ctx, "ListQueries", "/ops", "", &list)
+	}); err != nil {
 		return nil, err
 	}
 	out := make([]Discovered, 0, len(list))

@@ -141,26 +141,38 @@ func Merge(admin *AdminClient, disc poller.Discoverer, status poller.StatusSourc
 	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{}}
 }
 
-// Discover lists dbxtop's discovery plus what only the proxy saw. The
-// proxy's facts are read once per discovery; when the admin API fails,
-// the round fails with an error naming it (nothing silent), and the
-// operations already followed keep being polled.
-func (m *Merged) Discover(ctx context.Context) ([]poller.Discovered, error) {
-	ds, err := m.disc.Discover(ctx)
-	if err != nil {
+// Discover lists dbxtop's discovery plus what only the proxy saw, with
+// the proxy's account on every operation it saw. The proxy's facts are
+// read once per discovery (through the caller's retry); when the admin
+// API fails, discovery's own result is kept with the last facts, and the
+// failure is reported as a *sources.PartialError (nothing silent).
+func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
+	ds, err := m.disc.Discover(ctx, retry)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
 		return nil, err
 	}
-	facts, err := m.admin.Operations(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]sources.ProxyOperation, len(facts))
-	for _, f := range facts {
-		byID[f.StatementID] = f
-	}
+	var facts []sources.ProxyOperation
+	ferr := retry(ctx, "ProxyOperations", func(ctx context.Context) error {
+		var err error
+		facts, err = m.admin.Operations(ctx)
+		return err
+	})
 	m.mu.Lock()
-	m.facts = byID
+	if ferr == nil {
+		m.facts = make(map[string]sources.ProxyOperation, len(facts))
+		for _, f := range facts {
+			m.facts[f.StatementID] = f
+		}
+	}
+	byID := m.facts
 	m.mu.Unlock()
+	if ferr != nil {
+		if partial == nil {
+			partial = &sources.PartialError{}
+		}
+		partial.Errs = append(partial.Errs, fmt.Errorf("proxy %s: %w", m.admin.URL(), ferr))
+	}
 	listed := make(map[string]bool, len(ds))
 	for i := range ds {
 		id := ds[i].Op.StatementID
@@ -172,14 +184,20 @@ func (m *Merged) Discover(ctx context.Context) ([]poller.Discovered, error) {
 			overlay(&ds[i].Op, f)
 		}
 	}
-	for _, f := range facts {
+	for _, f := range byID {
 		if listed[f.StatementID] || (f.Close.Outcome != sources.ProxyOpen && f.Close.Outcome != sources.ProxyCloseFailed) {
 			continue
 		}
+		// Only the proxy saw it (another warehouse, or query history lags):
+		// followed like any other. Its state is left unknown here: what the
+		// proxy last relayed is not a confirmation by dbxtop.
 		op := model.Operation{StatementID: f.StatementID, WarehouseID: f.WarehouseID,
-			ClientApplication: f.ClientApplication, State: f.State, StartedAt: f.StartedAt}
+			ClientApplication: f.ClientApplication, StartedAt: f.StartedAt}
 		overlay(&op, f)
 		ds = append(ds, poller.Discovered{Op: op, Ref: sources.Ref{StatementID: f.StatementID, WarehouseID: f.WarehouseID}})
+	}
+	if partial != nil {
+		return ds, partial
 	}
 	return ds, nil
 }
@@ -262,6 +280,19 @@ func (m *Merged) Cancel(ctx context.Context, ref sources.Ref) error {
 		return errors.New("no action source")
 	}
 	return m.actions.Cancel(ctx, ref)
+}
+
+// ActionCalls names the calls made for ref (sources.ActionNamer): the
+// proxy's CancelOperation/CloseOperation with the real handle, or those of
+// dbxtop's own action source.
+func (m *Merged) ActionCalls(ref sources.Ref) (cancel, close string) {
+	if _, ok := m.fact(ref.StatementID); ok {
+		return "CancelOperation", "CloseOperation"
+	}
+	if n, ok := m.actions.(sources.ActionNamer); ok {
+		return n.ActionCalls(ref)
+	}
+	return "CancelOperation", "CloseOperation"
 }
 
 // CloseIdleConnections drops the admin client's pooled connections.

@@ -53,6 +53,15 @@ type Options struct {
 	Tick time.Duration
 	// Logf receives one line per action; it never gets a token or body.
 	Logf func(string, ...any)
+	// Gate says whether a warehouse is RUNNING (a *sources.WarehouseGate
+	// fed by ListWarehouses). The proxy's own Thrift calls (its close
+	// queue, abandonment, dbxtop's close and cancel) go only to running
+	// warehouses: a Thrift call starts a stopped one. nil: the proxy has
+	// no workspace credentials to list warehouses; its own calls then go
+	// out as before (docs/proxy.md).
+	Gate interface {
+		Running(warehouseID string) (bool, string)
+	}
 }
 
 // HealLimits are the proxy's per-call limits in the project's retry

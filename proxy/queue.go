@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -124,6 +125,9 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	if cerr == nil {
 		err = p.pol.Do(cctx, poller.Call{Name: "CloseOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 			attempts++
+			if err := p.gated("CloseOperation", ref); err != nil {
+				return err
+			}
 			p.stats.ownCalls.Add(1)
 			return p.own.CloseOperation(actx, ref)
 		})
@@ -184,6 +188,9 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 	}
 	st, err := poller.Do(cctx, p.pol, poller.Call{Name: "GetOperationStatus", Safe: true, OpID: ref.StatementID},
 		func(actx context.Context) (sources.Status, error) {
+			if err := p.gated("GetOperationStatus", ref); err != nil {
+				return sources.Status{}, err
+			}
 			p.stats.ownCalls.Add(1)
 			return p.own.GetOperationStatus(actx, ref)
 		})
@@ -195,6 +202,9 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 	}
 	if err == nil && st.State.Live() {
 		cerr := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+			if err := p.gated("CancelOperation", ref); err != nil {
+				return err
+			}
 			p.stats.ownCalls.Add(1)
 			return p.own.CancelOperation(actx, ref)
 		})
@@ -241,6 +251,9 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 		return cerr
 	}
 	err := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+		if err := p.gated("CancelOperation", ref); err != nil {
+			return err
+		}
 		p.stats.ownCalls.Add(1)
 		return p.own.CancelOperation(actx, ref)
 	})
@@ -268,4 +281,21 @@ func (p *Proxy) claim(id string) (*op, error) {
 	}
 	o.busy = true
 	return o, nil
+}
+
+// gated refuses an own Thrift call to a warehouse the gate does not know
+// to be running (the refusal is an error like any failed call: a close is
+// queued again with backoff and says why).
+func (p *Proxy) gated(call string, ref sources.Ref) error {
+	if p.o.Gate == nil {
+		return nil
+	}
+	id := ref.WarehouseID
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		id = id[i+1:] // the operation's HTTP path, /sql/1.0/warehouses/<id>
+	}
+	if ok, why := p.o.Gate.Running(id); !ok {
+		return sources.NotRunningError(call, why)
+	}
+	return nil
 }

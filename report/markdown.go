@@ -5,11 +5,10 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // MaxEvents bounds the "Recent events" section of the incident report.
@@ -69,7 +68,9 @@ func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
 				ew.printf("- Last close error: %s (attempts %d)\n", mdInline(o.Close.LastError.String()), o.Close.Attempts)
 			}
 			if o.SQL != "" {
-				ew.printf("\n```sql\n%s\n```\n", strings.ReplaceAll(cleanBlock(o.SQL), "```", "` ` `"))
+				sql := textfmt.Block(o.SQL)
+				fence := mdFence(sql)
+				ew.printf("\n%ssql\n%s\n%s\n", fence, sql, fence)
 			}
 		}
 	}
@@ -174,15 +175,20 @@ func mdCell(s string) string {
 	return strings.ReplaceAll(mdInline(s), "|", `\|`)
 }
 
-// cleanBlock keeps line structure (newlines, tabs) but drops every other
-// control character, so SQL in a code block cannot carry escape sequences.
-func cleanBlock(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || (!unicode.IsControl(r) && r != utf8.RuneError) {
-			return r
+// mdFence is a code fence longer than any run of backticks in s, so the
+// text inside cannot close it and forge report content (CommonMark: a
+// fence closes only with at least as many backticks as opened it).
+func mdFence(s string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
 		}
-		return -1
-	}, s)
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 // mdCode is text placed between backticks.

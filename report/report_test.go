@@ -287,3 +287,42 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// A statement cannot forge report content: its SQL fence is longer than any
+// backtick run inside it, and table cells escape pipes and newlines.
+func TestMarkdownCannotBeForged(t *testing.T) {
+	forge := "SELECT 1\n````\n\n## Flagged operations\n\nNone.\n````sql\n"
+	now := t0
+	op := model.Operation{
+		StatementID: "01ef0000-0000-4000-8000-0000000000ff", WarehouseID: "wh|x", User: "mallory\n| forged | row |",
+		SQL: forge, State: model.StateFinished, StartedAt: now.Add(-time.Hour), CompletedAt: now.Add(-50 * time.Minute),
+		Open: ptr(true), FirstSeenAt: now.Add(-time.Hour), LastPollOKAt: now,
+	}
+	s := model.NewSnapshot(now, model.Workspace{Host: "h"}, []model.Operation{op}, nil, nil, model.DefaultThresholds)
+	if len(s.Operations[0].Flags) == 0 {
+		t.Fatal("fixture: the operation should be flagged UNCLOSED")
+	}
+	var b bytes.Buffer
+	if err := Markdown(&b, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "\n`````sql\n"+forge+"\n`````\n") {
+		t.Errorf("SQL not fenced by five backticks:\n%s", out)
+	}
+	outside := strings.Replace(out, "`````sql\n"+forge+"\n`````", "", 1)
+	if strings.Count(outside, "## Flagged operations") != 1 {
+		t.Errorf("a forged heading escaped the fence:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "mallory") && strings.Count(strings.ReplaceAll(l, `\|`, ""), "|") != 12 {
+			t.Errorf("the user cell broke the table row: %q", l)
+		}
+	}
+	if strings.Contains(out, "\n| forged") {
+		t.Errorf("a newline in a cell started a new row:\n%s", out)
+	}
+	if mdFence("no ticks") != "```" || mdFence("a ``` b") != "````" {
+		t.Errorf("mdFence: %q %q", mdFence("no ticks"), mdFence("a ``` b"))
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // clean makes remote text (SQL, user names, server messages) safe for one
@@ -12,6 +14,7 @@ import (
 // newlines, become spaces and runs of spaces collapse; in ASCII mode every
 // non-ASCII rune becomes "?".
 func clean(s string, ascii bool) string {
+	s = textfmt.Line(s) // escape sequences, C1 and bidi controls go first
 	var b strings.Builder
 	space := false
 	for _, r := range s {

@@ -198,6 +198,10 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`),
 	regexp.MustCompile(`(?i)dapi[A-Za-z0-9._-]{8,}`),
 	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]+`),
+	// URL userinfo: scheme://user:password@host (a token pasted into --host).
+	regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"']+@`),
+	// Query values whose name looks secret: ?sig=…, &api_key=…, &code=….
+	regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|secret|password|passwd|pwd|key|sig|signature|credential|auth|code)=)[^&#\s"']+`),
 }
 
 // RedactToken removes a known secret (the configured token) from s, then
@@ -210,7 +214,11 @@ func RedactToken(s, token string) string {
 	return Redact(s)
 }
 
-// Redact replaces credentials in s with "[REDACTED]".
+// Redact replaces credentials in s with "[REDACTED]": authorization
+// headers, bearer and basic credentials, Databricks tokens, token= /
+// password= / secret= values, the userinfo of a URL
+// (https://user:TOKEN@host) and query values whose name looks secret
+// (?sig=…, &api_key=…).
 func Redact(s string) string {
 	for i, re := range secretPatterns {
 		switch i {
@@ -218,6 +226,10 @@ func Redact(s string) string {
 			s = re.ReplaceAllString(s, "${1}: [REDACTED]")
 		case 3:
 			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
+		case 4:
+			s = re.ReplaceAllString(s, "${1}[REDACTED]@")
+		case 5:
+			s = re.ReplaceAllString(s, "${1}[REDACTED]")
 		default:
 			s = re.ReplaceAllString(s, "[REDACTED]")
 		}
@@ -268,6 +280,10 @@ func sanitizeText(s string, max int) string {
 // messageFromText makes a one-line message of a plain-text body; HTML error
 // pages (load balancers) say nothing a status text does not.
 func messageFromText(clean string) string {
+	if looksHTML(clean) {
+		// A gateway's page: its title says what happened ("502 Bad Gateway").
+		return OneLine(clean, maxErrorMessage)
+	}
 	if clean == "" || strings.HasPrefix(clean, "<") {
 		return ""
 	}

@@ -101,10 +101,10 @@ func TestParseHTTPError(t *testing.T) {
 			wantInBody: "reset reason",
 		},
 		{
-			name:       "HTML page: no message, body kept",
+			name:       "HTML page: summarised to its text, body kept",
 			status:     504,
 			body:       "<html><body><h1>504 Gateway Time-out</h1></body></html>",
-			want:       HTTPError{},
+			want:       HTTPError{Message: "HTML page: 504 Gateway Time-out"},
 			wantInBody: "504 Gateway Time-out",
 		},
 	}

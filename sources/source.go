@@ -5,6 +5,7 @@
 package sources
 
 import (
+	"context"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -34,4 +35,60 @@ type Status struct {
 	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
 	// is configured or it did not see it.
 	Proxy *model.ProxyAccount
+	// Source is the call that answered (model.StatusViaThrift, …); Note
+	// says why it was that one when not the usual path (the warehouse is
+	// not running, so Thrift was not asked).
+	Source, Note string
+}
+
+// The poller's view of its sources. Each method makes ONE attempt and
+// returns the raw outcome (a *HTTPError, *ServerError, ErrHandleGone, or a
+// transport error from net/http); the poller's policy decides about
+// retries. Sources never retry on their own.
+
+// Discoverer lists the operations to follow (query history, or the
+// simulator's own list). A listing of several requests makes each through
+// retry; a usable but incomplete result comes with a *PartialError.
+type Discoverer interface {
+	Discover(ctx context.Context, retry Retry) ([]Discovered, error)
+}
+
+// Discovered is one operation found by discovery, with how to reach it.
+type Discovered struct {
+	Op  model.Operation
+	Ref Ref
+}
+
+// StatusSource reports one operation's status.
+type StatusSource interface {
+	Status(ctx context.Context, ref Ref) (Status, error)
+}
+
+// ActionSource cancels and closes operations.
+type ActionSource interface {
+	Cancel(ctx context.Context, ref Ref) error
+	Close(ctx context.Context, ref Ref) error
+}
+
+// ActionNamer is implemented by action sources whose calls are not the
+// Thrift ones: it names the calls made for ref (CancelExecution and
+// CloseStatement for the Statement Execution API), so retries, give-ups
+// and events name the call really made.
+type ActionNamer interface {
+	ActionCalls(ref Ref) (cancel, close string)
+}
+
+// CapacitySource lists Vector Search endpoints with their indexes, each
+// request through retry. Probe sends one empty upsert to an endpoint's
+// index (opt-in).
+type CapacitySource interface {
+	Endpoints(ctx context.Context, retry Retry) ([]model.Endpoint, error)
+	Probe(ctx context.Context, endpoint string) error
+}
+
+// IdleCloser is implemented by sources whose HTTP transport can drop its
+// idle pooled connections; the policy calls it before retrying after a
+// transport error so the retry never reuses the connection that failed.
+type IdleCloser interface {
+	CloseIdleConnections()
 }

@@ -1,6 +1,7 @@
 package textfmt
 
 import (
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -151,4 +152,19 @@ func validUTF8(s string) string {
 		s = s[size:]
 	}
 	return b.String()
+}
+
+// Writer sanitises (as Block) everything written through it: for stderr,
+// where error lines quote server text. Each Write is cleaned on its own, so
+// callers write whole lines (fmt.Fprintln does).
+type Writer struct{ W io.Writer }
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{W: w} }
+
+func (w *Writer) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(w.W, Block(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -24,7 +24,7 @@ func TestFirstSnapshotSelectsFirstRowMostSevereFirst(t *testing.T) {
 	// Critical first (CLOSE_FAILED has two flags, then INACTIVE), then
 	// warnings, then the rest.
 	must(t, got[0] == idCloseFailed && got[1] == idInactive, "order %v", got)
-	must(t, m.selected().StatementID == idCloseFailed, "cursor on %s", m.cursorID)
+	must(t, m.selected().StatementID == idCloseFailed, "cursor on %s", m.ops.cursorID)
 }
 
 func TestCursorStaysOnOperationAcrossRefresh(t *testing.T) {
@@ -33,7 +33,7 @@ func TestCursorStaysOnOperationAcrossRefresh(t *testing.T) {
 	for m.selected().StatementID != idStale {
 		press(m, "j")
 	}
-	before := m.cursorIdx
+	before := m.ops.cursorIdx
 
 	// A new critical operation appears at the top and the stale one
 	// becomes healthy: its row moves, the cursor must follow it.
@@ -45,8 +45,8 @@ func TestCursorStaysOnOperationAcrossRefresh(t *testing.T) {
 	})
 	e.setSnapshot(s)
 	refresh(m)
-	must(t, m.selected() != nil && m.selected().StatementID == idStale, "cursor moved to %v", m.cursorID)
-	must(t, m.cursorIdx != before, "row did not move (%d); the test proves nothing", before)
+	must(t, m.selected() != nil && m.selected().StatementID == idStale, "cursor moved to %v", m.ops.cursorID)
+	must(t, m.ops.cursorIdx != before, "row did not move (%d); the test proves nothing", before)
 	must(t, strings.Contains(plain(m), "› "), "no cursor marker on screen")
 	// The marked row is the stale operation's.
 	for _, l := range strings.Split(plain(m), "\n") {
@@ -63,13 +63,13 @@ func TestCursorStaysAcrossSortAndFilter(t *testing.T) {
 	}
 	for range numSortKeys {
 		press(m, "s")
-		must(t, m.selected() != nil && m.selected().StatementID == idUnclosed, "sort %s moved the cursor to %s", m.sort, m.cursorID)
+		must(t, m.selected() != nil && m.selected().StatementID == idUnclosed, "sort %s moved the cursor to %s", m.ops.sort, m.ops.cursorID)
 	}
 	press(m, "S")
 	must(t, m.selected().StatementID == idUnclosed, "reverse moved the cursor")
 
 	press(m, "/", "w", "h", "-", "1", "enter")
-	must(t, len(m.rows) == 4, "filter wh-1 shows %d rows", len(m.rows))
+	must(t, len(m.ops.rows) == 4, "filter wh-1 shows %d rows", len(m.ops.rows))
 	must(t, m.selected().StatementID == idUnclosed, "filter moved the cursor")
 
 	// A filter that hides the operation says so, and clearing it brings
@@ -78,7 +78,7 @@ func TestCursorStaysAcrossSortAndFilter(t *testing.T) {
 	must(t, m.selected() == nil, "cursor silently moved to %v", m.selected())
 	must(t, strings.Contains(plain(m), "operation 01ef2c3c… is hidden by the filter"), "no hidden line:\n%s", plain(m))
 	press(m, "esc")
-	must(t, m.filter.text == "" && m.selected().StatementID == idUnclosed, "esc did not restore the cursor: %q %v", m.filter.text, m.cursorID)
+	must(t, m.ops.filter.text == "" && m.selected().StatementID == idUnclosed, "esc did not restore the cursor: %q %v", m.ops.filter.text, m.ops.cursorID)
 }
 
 func TestGoneOperationIsAnnouncedNotReplaced(t *testing.T) {
@@ -87,7 +87,7 @@ func TestGoneOperationIsAnnouncedNotReplaced(t *testing.T) {
 	for m.selected().StatementID != idStale {
 		press(m, "j")
 	}
-	idx := m.cursorIdx
+	idx := m.ops.cursorIdx
 	s := fixtureSnapshot()
 	s.Operations = slices.DeleteFunc(s.Operations, func(op model.OperationView) bool { return op.StatementID == idStale })
 	e.setSnapshot(s)
@@ -100,7 +100,7 @@ func TestGoneOperationIsAnnouncedNotReplaced(t *testing.T) {
 	must(t, press(m, "x") == nil && m.confirm == nil, "cancel offered with no selection")
 	// j resumes at the row that took its place.
 	press(m, "j")
-	must(t, m.selected() != nil && m.cursorIdx == idx, "j went to %d, want %d", m.cursorIdx, idx)
+	must(t, m.selected() != nil && m.ops.cursorIdx == idx, "j went to %d, want %d", m.ops.cursorIdx, idx)
 }
 
 func TestConfirmationDefaultsToNo(t *testing.T) {
@@ -109,8 +109,8 @@ func TestConfirmationDefaultsToNo(t *testing.T) {
 	for m.selected().StatementID != idInactive {
 		press(m, "j")
 	}
-	want := "Cancel 01ef2c3a… on wh-1 (alice@example.com, RUNNING)? The statement will stop on the server. [y/N]"
-	for _, answer := range []string{"enter", "n", "esc", "x", "Y"} {
+	want := "Cancel 01ef2c3a… on wh-1 (alice@example.com, RUNNING)? dbxtop sends CancelExecution (POST /api/2.0/sql/statements/{id}/cancel); the statement stops on the server. y: cancel only (it stays open until its client closes it); c: cancel and close (dbxtop then sends statement close (DELETE /api/2.0/sql/statements/{id})). [y/c/N]"
+	for _, answer := range []string{"enter", "n", "esc", "x", "Y", "C"} {
 		must(t, press(m, "x") == nil, "x ran something before confirmation")
 		must(t, m.confirm != nil && m.confirm.prompt == want, "prompt %+v", m.confirm)
 		must(t, strings.Contains(plain(m), "Cancel 01ef2c3a… on wh-1"), "prompt not on screen:\n%s", plain(m))
@@ -121,21 +121,40 @@ func TestConfirmationDefaultsToNo(t *testing.T) {
 	}
 	press(m, "x")
 	cmd := press(m, "y")
-	must(t, m.busy[idInactive] == "canceling…", "no progress shown: %q", m.busy[idInactive])
+	must(t, m.ctx.busy[idInactive] == "canceling…", "no progress shown: %q", m.ctx.busy[idInactive])
 	must(t, strings.Contains(plain(m), "canceling…"), "progress not on screen")
 	run(t, m, cmd)
 	must(t, slices.Equal(e.Calls(), []string{"cancel " + idInactive}), "engine calls %v", e.Calls())
 	must(t, strings.Contains(plain(m), "Cancel 01ef2c3a…: cancel sent"), "no result status:\n%s", plain(m))
-	evs := m.ring.newest(10, idInactive)
+	evs := m.ctx.ring.newest(10, idInactive)
 	must(t, len(evs) == 2 && evs[0].Kind == poller.EventAction && strings.Contains(evs[0].Message, "cancel sent"), "events %+v", evs)
+}
+
+// "cancel and close": an orphan dbxtop cancels would otherwise stay open
+// (UNCLOSED) with nobody to close it.
+func TestCancelAndClose(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	o := testOptions()
+	o.ActionPath = "thrift"
+	m := syncModel(t, e, o, 80, 24)
+	for m.selected().StatementID != idInactive {
+		press(m, "j")
+	}
+	press(m, "x")
+	must(t, m.confirm != nil && strings.Contains(m.confirm.prompt, "CancelOperation (Thrift)") &&
+		strings.Contains(m.confirm.prompt, "CloseOperation (Thrift)"), "prompt does not name the Thrift calls: %q", m.confirm.prompt)
+	must(t, strings.Contains(plain(m), "c cancels and closes"), "dialog does not offer cancel and close:\n%s", plain(m))
+	run(t, m, press(m, "c"))
+	must(t, slices.Equal(e.Calls(), []string{"cancel " + idInactive, "adopt " + idInactive}), "calls %v", e.Calls())
+	must(t, strings.Contains(plain(m), "dbxtop closes it once it stops"), "status:\n%s", plain(m))
 }
 
 func TestEveryActionNamesItsEffect(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for k, want := range map[string]string{
-		"a": "Adopt 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? It has already finished: dbxtop closes it on the server now.",
-		"c": "Re-close 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? dbxtop sends CloseOperation now",
+		"a": "Adopt 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? It has already finished: dbxtop closes it on the server now (statement close (DELETE /api/2.0/sql/statements/{id})).",
+		"c": "Re-close 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? dbxtop sends statement close (DELETE /api/2.0/sql/statements/{id}) now",
 	} {
 		press(m, k)
 		must(t, m.confirm != nil && strings.HasPrefix(m.confirm.prompt, want), "%s prompt %q", k, m.confirm.prompt)
@@ -162,7 +181,7 @@ func TestActionFailureIsShownInRowStatusAndEvents(t *testing.T) {
 	screen := plain(m)
 	must(t, strings.Contains(screen, "Re-close 01ef2c3d… failed after"), "status:\n%s", screen)
 	must(t, strings.Contains(screen, ": boom"), "cause missing:\n%s", screen)
-	must(t, strings.Contains(m.ring.at(0).Message, "boom"), "event %+v", m.ring.at(0))
+	must(t, strings.Contains(m.ctx.ring.at(0).Message, "boom"), "event %+v", m.ctx.ring.at(0))
 }
 
 func TestReadOnlyKeysDoNothingAndAreHidden(t *testing.T) {
@@ -180,12 +199,14 @@ func TestReadOnlyKeysDoNothingAndAreHidden(t *testing.T) {
 				press(m, k)
 				must(t, m.confirm == nil, "key %q opened a confirmation in read-only mode", k)
 			}
+			press(m, "esc", "x")
+			must(t, strings.Contains(plain(m), "read-only: cancel refused"), "no visible refusal:\n%s", plain(m))
 			must(t, len(e.Calls()) == 0, "engine called: %v", e.Calls())
 			must(t, strings.Contains(plain(m), "READ-ONLY"), "no READ-ONLY badge")
 			must(t, !strings.Contains(plain(m), "cancel statement"), "footer advertises cancel")
 			press(m, "esc", "?")
 			help := plain(m)
-			must(t, strings.Contains(help, "adopt, re-close and cancel are disabled"), "help:\n%s", help)
+			must(t, strings.Contains(help, "adopt, re-close and cancel are refused"), "help:\n%s", help)
 			for _, s := range []string{"cancel statement", "c          re-close", "adopt (close", "(x)", "(c)"} {
 				must(t, !strings.Contains(help, s), "help lists %q", s)
 			}
@@ -240,14 +261,14 @@ func TestFilterAndFlaggedOnly(t *testing.T) {
 	must(t, slices.Equal(ids(m), []string{idInactive}), "filter alice: %v", ids(m))
 	must(t, strings.Contains(plain(m), "/AlIcE_"), "filter input not shown")
 	press(m, "enter")
-	must(t, !m.filtering && m.filter.text == "alice", "enter did not keep the filter")
+	must(t, !m.ops.box.active && m.ops.filter.text == "alice", "enter did not keep the filter")
 	press(m, "esc")
-	must(t, len(m.rows) == 8, "esc did not clear: %d", len(m.rows))
+	must(t, len(m.ops.rows) == 7 && m.ops.doneHidden == 1, "esc did not clear: %d", len(m.ops.rows))
 
 	press(m, "/", "c", "l", "o", "s", "e", "_", "f", "enter") // flag kinds match too
 	must(t, slices.Equal(ids(m), []string{idCloseFailed}), "filter close_f: %v", ids(m))
 	press(m, "esc", "f")
-	must(t, len(m.rows) == 5, "flagged only: %d rows", len(m.rows))
+	must(t, len(m.ops.rows) == 5, "flagged only: %d rows", len(m.ops.rows))
 	for _, id := range ids(m) {
 		must(t, id != idHealthy && id != idUnknown && id != idClosed, "unflagged %s shown", id)
 	}
@@ -257,23 +278,23 @@ func TestFilterAndFlaggedOnly(t *testing.T) {
 func TestSortCyclesColumnsAndReverses(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
 	press(m, "s") // age, descending: oldest first
-	must(t, m.sort == sortAge, "sort %s", m.sort)
+	must(t, m.ops.sort == sortAge, "sort %s", m.ops.sort)
 	got := ids(m)
-	must(t, got[0] == idClosed && got[len(got)-1] == idUnknown, "age desc %v", got)
+	must(t, got[0] == idReaped && got[len(got)-1] == idUnknown, "age desc %v", got)
 	must(t, strings.Contains(plain(m), "AGE▼"), "no sort marker")
 	press(m, "S")
 	got = ids(m)
-	must(t, got[0] == idUnknown && got[len(got)-1] == idClosed, "age asc %v", got)
+	must(t, got[0] == idUnknown && got[len(got)-1] == idReaped, "age asc %v", got)
 	must(t, strings.Contains(plain(m), "AGE▲"), "no reversed marker")
 	press(m, "s", "s", "s") // inactivity → state → user
-	must(t, m.sort == sortUser && ids(m)[0] == idInactive, "user asc %v", ids(m))
+	must(t, m.ops.sort == sortUser && ids(m)[0] == idInactive, "user asc %v", ids(m))
 }
 
 func TestDetailShowsEverything(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
 	}
 	press(m, "enter") // close-failed operation
 	screen := plain(m)
@@ -302,7 +323,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	o.ExportDir = dir
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
 	}
 	msg := run(t, m, press(m, "e")).(exportDoneMsg)
 	must(t, msg.err == nil, "export: %v", msg.err)
@@ -367,7 +388,7 @@ func TestCopyUsesOSC52(t *testing.T) {
 	clip.Reset()
 	run(t, m, press(m, "Y"))
 	must(t, strings.Contains(clip.String(), base64.StdEncoding.EncodeToString([]byte("INSERT INTO audit.events"))[:20]), "SQL not copied: %q", clip.String())
-	must(t, strings.Contains(plain(m), "copied SQL"), "no status")
+	must(t, strings.Contains(plain(m), "copy SQL: sent"), "no status")
 }
 
 func TestTooSmallTerminalSaysSo(t *testing.T) {
@@ -385,7 +406,7 @@ func TestScreenFitsExactly(t *testing.T) {
 		for _, o := range []Options{testOptions(), func() Options { o := testOptions(); o.ASCII = true; return o }()} {
 			m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, sz[0], sz[1])
 			for _, ev := range fixtureEvents() {
-				m.Update(eventMsg{ev: ev, ok: true})
+				m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
 			}
 			for _, keys := range [][]string{nil, {"enter"}, {"esc", "x"}, {"n", "tab"}, {"enter"}, {"tab"}, {"tab"}} {
 				press(m, keys...)
@@ -401,7 +422,7 @@ func TestScreenFitsExactly(t *testing.T) {
 
 func TestColumnsCollapseByPriority(t *testing.T) {
 	names := func(w int) []colID {
-		cols, _ := layout(w)
+		cols, _ := layout(w, 21)
 		var out []colID
 		for _, c := range cols {
 			out = append(out, c.id)
@@ -412,6 +433,25 @@ func TestColumnsCollapseByPriority(t *testing.T) {
 	must(t, slices.Contains(names(120), colSQL) && slices.Contains(names(120), colClose), "120: %v", names(120))
 	must(t, !slices.Contains(names(100), colSQL) && !slices.Contains(names(100), colClose) && slices.Contains(names(100), colRetries), "100: %v", names(100))
 	must(t, !slices.Contains(names(110), colSQL) && slices.Contains(names(110), colClose), "110: %v", names(110))
+}
+
+// With room to spare USER and WAREHOUSE widen before SQL takes the rest,
+// and an unflagged table's FLAG column is only as wide as its title.
+func TestColumnsAdaptToWidth(t *testing.T) {
+	width := func(cols []column, id colID) int {
+		for _, c := range cols {
+			if c.id == id {
+				return c.width
+			}
+		}
+		return -1
+	}
+	cols, sql := layout(120, 6)
+	must(t, width(cols, colFlag) == 6 && sql >= 25, "120 without flags: FLAG %d, SQL %d", width(cols, colFlag), sql)
+	cols, sql = layout(160, 21)
+	must(t, width(cols, colUser) > 11 && width(cols, colWarehouse) >= 10 && sql >= sqlComfort, "160: %v sql %d", cols, sql)
+	cols, sql = layout(200, 21)
+	must(t, width(cols, colUser) == 24 && width(cols, colWarehouse) == 20 && sql > 60, "200: user %d wh %d sql %d", width(cols, colUser), width(cols, colWarehouse), sql)
 }
 
 func TestEventsRingKeepsNewest(t *testing.T) {
@@ -427,7 +467,7 @@ func TestEventsRingKeepsNewest(t *testing.T) {
 func TestEventsViewNewestFirst(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{ev: ev, ok: true})
+		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
 	}
 	press(m, "tab", "tab")
 	screen := plain(m)
@@ -458,13 +498,13 @@ func TestOrderIsComputedInTheFetchCommand(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	msg := m.fetch()().(snapMsg)
-	must(t, slices.Equal(msg.rows, m.rows), "command order %v differs from %v", msg.rows, m.rows)
+	must(t, slices.Equal(msg.rows, m.ops.rows), "command order %v differs from %v", msg.rows, m.ops.rows)
 	// The operator re-sorts while the snapshot is in flight: the stale
 	// order is not applied.
 	press(m, "s")
-	want := slices.Clone(m.rows)
+	want := slices.Clone(m.ops.rows)
 	m.Update(msg)
-	must(t, slices.Equal(m.rows, want), "stale order applied: %v want %v", m.rows, want)
+	must(t, slices.Equal(m.ops.rows, want), "stale order applied: %v want %v", m.ops.rows, want)
 }
 
 // FuzzOperationsScreen renders arbitrary server-provided strings (SQL,

@@ -40,7 +40,7 @@ func BenchmarkOperationsView(b *testing.B) {
 			m := newModel(e, testOptions())
 			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 			m.Update(m.fetch()())
-			m.moveCursor(n / 2) // mid-table: the window is sliced, not scanned
+			m.ops.moveCursor(n / 2) // mid-table: the window is sliced, not scanned
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {

@@ -24,16 +24,17 @@ type snapMsg struct {
 // tickMsg asks for the next snapshot.
 type tickMsg time.Time
 
-// eventMsg is one engine event; ok is false once the channel is closed.
+// eventMsg is one frame's worth of engine events; ok is false once the
+// channel is closed.
 type eventMsg struct {
-	ev poller.Event
-	ok bool
+	evs []poller.Event
+	ok  bool
 }
 
 // fetch takes a snapshot in a command: the engine copies its state there,
 // not in Update.
 func (m *Model) fetch() tea.Cmd {
-	e, order := m.eng, m.orderSpec()
+	e, order := m.eng, m.ops.orderSpec()
 	return func() tea.Msg {
 		s := e.Snapshot()
 		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations)}
@@ -58,20 +59,50 @@ func (m *Model) tick() tea.Cmd {
 	}
 }
 
-// waitEvent reads one engine event; Update re-arms it after each one, so
-// the engine's channel feeds the program one message at a time.
-// done (closed by Run when the program ends) releases the reader so no
-// goroutine outlives the program.
+// Frames, not events: the engine can publish thousands of events a
+// second (every state change at 100,000 operations), and Bubble Tea
+// renders after every message. waitEvent therefore hands Update the
+// events of one frame at a time: it blocks for the first, then gathers
+// what arrives within frameEvery of it (at most maxFrameEvents), so
+// events cause at most 10 renders a second however many there are.
+const (
+	frameEvery     = 100 * time.Millisecond
+	maxFrameEvents = 4096 // the engine's buffer: one frame can drain it
+)
+
+// waitEvent reads one frame of engine events; Update re-arms it after
+// each frame. done (closed by Run when the program ends) releases the
+// reader so no goroutine outlives the program.
 func waitEvent(ch <-chan poller.Event, done <-chan struct{}) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
 	return func() tea.Msg {
+		var evs []poller.Event
 		select {
 		case ev, ok := <-ch:
-			return eventMsg{ev: ev, ok: ok}
+			if !ok {
+				return eventMsg{}
+			}
+			evs = append(evs, ev)
 		case <-done:
 			return eventMsg{}
 		}
+		frame := time.NewTimer(frameEvery)
+		defer frame.Stop()
+		for len(evs) < maxFrameEvents {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return eventMsg{evs: evs, ok: true} // the closed channel is seen next time
+				}
+				evs = append(evs, ev)
+			case <-frame.C:
+				return eventMsg{evs: evs, ok: true}
+			case <-done:
+				return eventMsg{evs: evs, ok: true}
+			}
+		}
+		return eventMsg{evs: evs, ok: true}
 	}
 }

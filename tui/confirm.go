@@ -13,7 +13,7 @@ func (m *Model) overlayConfirm(body []string) []string {
 	st := &m.ctx.styles
 	w := min(72, m.ctx.width-4)
 	text := ansi.Wrap(m.confirm.prompt, w-4, " ")
-	box := st.Dialog.Width(w - 2).Render(text + "\n\n" + st.Dim.Render("y confirms; n, esc or enter answer No"))
+	box := st.Dialog.Width(w - 2).Render(text + "\n\n" + st.Dim.Render(m.confirmHint()))
 	lines := strings.Split(box, "\n")
 	top := max(0, (len(body)-len(lines))/2)
 	out := append([]string(nil), body...)
@@ -23,4 +23,11 @@ func (m *Model) overlayConfirm(body []string) []string {
 		}
 	}
 	return out
+}
+
+func (m *Model) confirmHint() string {
+	if m.confirm.kind == actCancel {
+		return "y cancels; c cancels and closes; n, esc or enter answer No"
+	}
+	return "y confirms; n, esc or enter answer No"
 }

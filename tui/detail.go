@@ -4,24 +4,78 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dbxtop/dbxtop/model"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // detailHistory is how many of the operation's own events the detail
 // lists as its poll and close history.
 const detailHistory = 50
 
-// detailView shows one operation whole: identity, flags with details, the
+// detailModel shows one operation whole: identity, flags with details, the
 // full SQL wrapped, the error chain with request ids, and its poll and
-// close history. It scrolls with j/k.
-func (m *Model) detailView() []string {
-	st, g := &m.ctx.styles, m.ctx.glyphs
-	op := m.selected()
-	if op == nil {
-		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.cursorID, g.Ellipsis)))}
+// close history. It scrolls with j/k; the operation is the Operations
+// table's selection.
+type detailModel struct {
+	ctx           *programContext
+	ops           *opsModel
+	width, height int
+	scroll        int
+}
+
+func (m *detailModel) SetSize(w, h int) { m.width, m.height = w, h }
+
+func (m *detailModel) ShortHelp() []key.Binding {
+	k := &m.ctx.keys
+	return enabledKeys(k.Back, k.Down, k.Cancel, k.Close, k.CopyID, k.CopySQL)
+}
+
+func (m *detailModel) FullHelp() [][]key.Binding {
+	k := &m.ctx.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
+}
+
+func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
 	}
-	w := m.ctx.width - 4
-	now := m.snap.GeneratedAt
+	k := &m.ctx.keys
+	last := max(0, len(m.build())-m.height)
+	switch {
+	case key.Matches(km, k.Up):
+		m.scroll--
+	case key.Matches(km, k.Down):
+		m.scroll++
+	case key.Matches(km, k.PageUp):
+		m.scroll -= m.height
+	case key.Matches(km, k.PageDown):
+		m.scroll += m.height
+	case key.Matches(km, k.Top):
+		m.scroll = 0
+	case key.Matches(km, k.Bottom):
+		m.scroll = last
+	}
+	m.scroll = max(0, min(m.scroll, last))
+	return nil
+}
+
+// View shows the window at the scroll position; the content may have
+// shrunk since, so the position is clamped here without being stored.
+func (m *detailModel) View() string {
+	l := m.build()
+	s := max(0, min(m.scroll, len(l)-m.height))
+	return lines(l[s:])
+}
+
+func (m *detailModel) build() []string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	op := m.ops.selected()
+	if op == nil {
+		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))}
+	}
+	w := m.width - 4
+	now := m.ctx.snap.GeneratedAt
 	var l []string
 	add := func(s ...string) { l = append(l, s...) }
 	field := func(k, v string) { add("  " + st.Dim.Render(fit(k, 18, "")) + v) }
@@ -38,7 +92,7 @@ func (m *Model) detailView() []string {
 	field("state", state)
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
-	field("client idle", m.idleCell(op))
+	field("client idle", idleCell(m.ctx, op))
 	open := "unknown"
 	if op.Open != nil {
 		open = fmt.Sprint(*op.Open)
@@ -55,11 +109,7 @@ func (m *Model) detailView() []string {
 		add("  none")
 	}
 	for _, f := range op.Flags {
-		style := st.Warn
-		if f.Severity == model.SeverityCritical {
-			style = st.Crit
-		}
-		add(wrapIndent(style.Render(flagLabel(f, g))+": "+f.Detail, w, "    ")...)
+		add(wrapIndent(st.ForSeverity(f.Severity).Render(flagLabel(f, g))+": "+f.Detail, w, "    ")...)
 	}
 
 	section("SQL")
@@ -95,7 +145,7 @@ func (m *Model) detailView() []string {
 	if !op.Close.NextTry.IsZero() {
 		cl += "; next try in " + fmtDur(op.Close.NextTry.Sub(now))
 	}
-	if b, ok := m.busy[op.StatementID]; ok {
+	if b, ok := m.ctx.busy[op.StatementID]; ok {
 		cl += "; " + b
 	}
 	field("close", cl)
@@ -120,7 +170,7 @@ func (m *Model) detailView() []string {
 			add(wrapIndent(a, w, "    ")...)
 		}
 	}
-	hist := m.ring.newest(detailHistory, op.StatementID)
+	hist := m.ctx.ring.newest(detailHistory, op.StatementID)
 	if len(hist) > 0 {
 		section("History (newest first)")
 	}
@@ -131,9 +181,7 @@ func (m *Model) detailView() []string {
 		}
 		add(wrapIndent(line, w, "    ")...)
 	}
-
-	m.detailScroll = min(m.detailScroll, max(0, len(l)-m.bodyHeight()))
-	return l[m.detailScroll:]
+	return l
 }
 
 // wrapIndent wraps s to w cells: first line indented by two spaces, the

@@ -5,50 +5,173 @@ import (
 	"math"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/dbxtop/dbxtop/model"
 )
 
-// endpointsView: one line per endpoint with its capacity bar, %, rows and
+// endpointsModel: one line per endpoint with its capacity bar, %, rows and
 // limit, time to full and flag badge; a second line with the server's
 // error (message and request id) when there is one; its indexes when
-// expanded with enter.
-func (m *Model) endpointsView() []string {
-	st := &m.ctx.styles
-	eps := m.snap.Endpoints
-	if len(eps) == 0 {
-		return []string{"", st.Dim.Render("  no Vector Search endpoints observed")}
+// expanded with enter. `/` filters by name, type, state, flag or index.
+type endpointsModel struct {
+	ctx           *programContext
+	width, height int
+	cursor        int // index into visible()
+	expanded      map[string]bool
+	offset        int // first body line shown under the column header
+	box           filterBox
+}
+
+func newEndpointsModel(ctx *programContext) *endpointsModel {
+	return &endpointsModel{ctx: ctx, expanded: map[string]bool{}}
+}
+
+func (m *endpointsModel) SetSize(w, h int) { m.width, m.height = w, h; m.follow() }
+
+func (m *endpointsModel) Capturing() bool { return m.box.active }
+
+func (m *endpointsModel) ShortHelp() []key.Binding {
+	k := &m.ctx.keys
+	return []key.Binding{k.Detail, k.Filter, k.Down}
+}
+
+func (m *endpointsModel) FullHelp() [][]key.Binding {
+	k := &m.ctx.keys
+	return [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.Detail, k.Filter, k.Back}}
+}
+
+// visible are the endpoints the filter lets through, in snapshot order.
+func (m *endpointsModel) visible() []*model.EndpointView {
+	eps := m.ctx.snap.Endpoints
+	out := make([]*model.EndpointView, 0, len(eps))
+	for i := range eps {
+		if ep := &eps[i]; m.match(ep) {
+			out = append(out, ep)
+		}
 	}
+	return out
+}
+
+func (m *endpointsModel) match(ep *model.EndpointView) bool {
+	t := m.box.text
+	if t == "" {
+		return true
+	}
+	if containsFold(ep.Name, t) || containsFold(ep.Type, t) || containsFold(ep.State, t) {
+		return true
+	}
+	for _, f := range ep.Flags {
+		if containsFold(string(f.Kind), t) {
+			return true
+		}
+	}
+	for _, ix := range ep.Indexes {
+		if containsFold(ix.Name, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *endpointsModel) Update(msg tea.Msg) tea.Cmd {
+	if _, ok := msg.(snapMsg); ok {
+		m.follow()
+		return nil
+	}
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	if m.box.active {
+		if m.box.key(km) {
+			m.cursor = 0
+		}
+		m.follow()
+		return nil
+	}
+	k := &m.ctx.keys
+	vis := m.visible()
+	n := len(vis)
+	switch {
+	case key.Matches(km, k.Up):
+		m.cursor--
+	case key.Matches(km, k.Down):
+		m.cursor++
+	case key.Matches(km, k.PageUp):
+		m.cursor -= max(1, m.height/2)
+	case key.Matches(km, k.PageDown):
+		m.cursor += max(1, m.height/2)
+	case key.Matches(km, k.Top):
+		m.cursor = 0
+	case key.Matches(km, k.Bottom):
+		m.cursor = n - 1
+	case key.Matches(km, k.Filter):
+		m.box.open()
+	case key.Matches(km, k.Back):
+		m.box.set("")
+	case key.Matches(km, k.Detail):
+		if m.cursor >= 0 && m.cursor < n {
+			name := vis[m.cursor].Name
+			m.expanded[name] = !m.expanded[name]
+		}
+	}
+	m.follow()
+	return nil
+}
+
+// follow clamps the cursor and scrolls so the selected endpoint is on
+// screen; the list is short, so its lines are built whole.
+func (m *endpointsModel) follow() {
+	_, cursorLine, n := m.build()
+	m.cursor = max(0, min(m.cursor, n-1))
+	bh := m.height
+	if cursorLine < m.offset+1 {
+		m.offset = max(0, cursorLine-1)
+	}
+	if cursorLine >= m.offset+bh {
+		m.offset = cursorLine - bh + 1
+	}
+}
+
+func (m *endpointsModel) View() string {
+	out, _, _ := m.build()
+	if off := max(0, min(m.offset, len(out)-2)); off > 0 {
+		out = append(out[:1:1], out[1+off:]...)
+	}
+	return lines(out)
+}
+
+// build returns the lines, the line of the cursor, and how many endpoints
+// are listed.
+func (m *endpointsModel) build() ([]string, int, int) {
+	st := &m.ctx.styles
+	if len(m.ctx.snap.Endpoints) == 0 {
+		return []string{"", st.Dim.Render("  no Vector Search endpoints observed")}, 0, 0
+	}
+	eps := m.visible()
 	barW := 10
-	if m.ctx.width >= 110 {
+	if m.width >= 110 {
 		barW = 20
 	}
 	head := "  " + fit("ENDPOINT", 18, "") + " " + fit("USAGE", barW+2, "") + " " + fit("%", 6, "") + " " +
 		fit("FLAG", 15, "") + " " + fit("ROWS/LIMIT", 13, "") + " " + fit("TIME TO FULL", 14, "") + " " + fit("STATE", 10, "") + " TYPE"
 	out := []string{st.ColHead.Render(head)}
+	if len(eps) == 0 {
+		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0
+	}
 	cursorLine := 0
-	for i := range eps {
-		ep := &eps[i]
-		if i == m.epCursor {
+	for i, ep := range eps {
+		if i == m.cursor {
 			cursorLine = len(out)
 		}
-		out = append(out, m.endpointLines(ep, i == m.epCursor, barW)...)
+		out = append(out, m.endpointLines(ep, i == m.cursor, barW)...)
 	}
-	// Keep the selected endpoint on screen; the list is short, so the
-	// lines are built whole and the window is cut from them.
-	bh := m.bodyHeight()
-	if cursorLine < m.epOffset+1 {
-		m.epOffset = max(0, cursorLine-1)
-	}
-	if cursorLine >= m.epOffset+bh {
-		m.epOffset = cursorLine - bh + 1
-	}
-	if m.epOffset > 0 {
-		out = append(out[:1:1], out[1+m.epOffset:]...)
-	}
-	return out
+	return out, cursorLine, len(eps)
 }
 
-func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []string {
+func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW int) []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	cur := "  "
 	if sel {
@@ -59,11 +182,8 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 	fill := int(math.Round(math.Min(ep.Usage, 1) * float64(barW)))
 	bar := "[" + strings.Repeat(g.BarFull, fill) + strings.Repeat(g.BarEmpty, barW-fill) + "]"
 	style := st.OK
-	switch sev {
-	case model.SeverityCritical:
-		style = st.Crit
-	case model.SeverityWarning:
-		style = st.Warn
+	if sev != "" {
+		style = st.ForSeverity(sev)
 	}
 	badge := ""
 	if f.Kind != "" {
@@ -101,13 +221,13 @@ func (m *Model) endpointLines(ep *model.EndpointView, sel bool, barW int) []stri
 		fit(ep.State, 10, g.Ellipsis) + " " + ep.Type
 	out := []string{line}
 	if ep.LastError != nil {
-		out = append(out, wrapIndent(st.Crit.Render(errorLine(ep.LastError)), m.ctx.width-4, "      ")...)
+		out = append(out, wrapIndent(st.Crit.Render(errorLine(ep.LastError)), m.width-4, "      ")...)
 		out[len(out)-1] = "  " + out[len(out)-1]
 		for i := 1; i < len(out)-1; i++ {
 			out[i] = "  " + out[i]
 		}
 	}
-	if m.epExpanded[ep.Name] {
+	if m.expanded[ep.Name] {
 		if len(ep.Indexes) == 0 {
 			out = append(out, "      no indexes")
 		}

@@ -50,6 +50,14 @@ type Options struct {
 	Clipboard io.Writer
 	// ActionTimeout bounds one adopt/close/cancel call. 0 → 30s.
 	ActionTimeout time.Duration
+	// Mouse turns on wheel scrolling and click selection (--mouse). Off by
+	// default: mouse reporting takes text selection away from the
+	// terminal, which operators over ssh rely on.
+	Mouse bool
+	// ActionPath names the API actions go through, for the confirmation
+	// text: "thrift" (CancelOperation/CloseOperation) or "" for the
+	// Statement Execution API.
+	ActionPath string
 }
 
 func (o Options) withDefaults() Options {

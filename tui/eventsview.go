@@ -4,26 +4,108 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/poller"
 )
 
-// eventsView lists engine and operator events, newest first: time, kind,
+// eventsModel lists engine and operator events, newest first: time, kind,
 // operation (or endpoint), message and request id. A long message wraps
-// onto at most eventLines lines so its request id stays readable.
-func (m *Model) eventsView() []string {
+// onto at most eventLines lines so its request id stays readable. `/`
+// filters by kind ("retry", "give-up"), target or message.
+type eventsModel struct {
+	ctx           *programContext
+	width, height int
+	offset        int // first matching event shown (0 = newest)
+	box           filterBox
+}
+
+func (m *eventsModel) SetSize(w, h int) { m.width, m.height = w, h }
+
+func (m *eventsModel) Capturing() bool { return m.box.active }
+
+func (m *eventsModel) ShortHelp() []key.Binding {
+	k := &m.ctx.keys
+	return []key.Binding{k.Filter, k.Down, k.Top}
+}
+
+func (m *eventsModel) FullHelp() [][]key.Binding {
+	k := &m.ctx.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Filter, k.Back}}
+}
+
+// matching are the ring's events the filter lets through, newest first.
+func (m *eventsModel) matching() []poller.Event {
+	r := m.ctx.ring
+	out := make([]poller.Event, 0, r.len())
+	for i := 0; i < r.len(); i++ {
+		if e := r.at(i); m.match(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (m *eventsModel) match(e poller.Event) bool {
+	t := m.box.text
+	return t == "" || containsFold(string(e.Kind), t) || containsFold(e.StatementID, t) ||
+		containsFold(e.Endpoint, t) || containsFold(eventText(e), t)
+}
+
+func (m *eventsModel) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	if m.box.active {
+		if m.box.key(km) {
+			m.offset = 0
+		}
+		return nil
+	}
+	k := &m.ctx.keys
+	last := max(0, len(m.matching())-m.height+1)
+	switch {
+	case key.Matches(km, k.Up):
+		m.offset--
+	case key.Matches(km, k.Down):
+		m.offset++
+	case key.Matches(km, k.PageUp):
+		m.offset -= m.height
+	case key.Matches(km, k.PageDown):
+		m.offset += m.height
+	case key.Matches(km, k.Top):
+		m.offset = 0
+	case key.Matches(km, k.Bottom):
+		m.offset = last
+	case key.Matches(km, k.Filter):
+		m.box.open()
+	case key.Matches(km, k.Back):
+		m.box.set("")
+		m.offset = 0
+	}
+	m.offset = max(0, min(m.offset, last))
+	return nil
+}
+
+func (m *eventsModel) View() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	n := m.bodyHeight()
+	n := m.height
 	out := []string{st.ColHead.Render(fmt.Sprintf("  %-8s  %-12s %-10s %s", "TIME", "KIND", "TARGET", "MESSAGE"))}
-	if m.ring.len() == 0 {
-		return append(out, st.Dim.Render("  no events yet"))
+	evs := m.matching()
+	if len(evs) == 0 {
+		if m.box.text != "" {
+			return lines(append(out, st.Dim.Render(fmt.Sprintf("  no event matches %q (esc clears)", m.box.text))))
+		}
+		return lines(append(out, st.Dim.Render("  no events yet")))
 	}
 	const prefixW = 2 + 8 + 2 + 12 + 1 + 10 + 1
-	msgW := max(20, m.ctx.width-prefixW)
-	for i := m.evOffset; i < m.ring.len() && len(out) < n; i++ {
-		e := m.ring.at(i)
+	msgW := max(20, m.width-prefixW)
+	for i := min(m.offset, len(evs)-1); i < len(evs) && len(out) < n; i++ {
+		e := evs[i]
 		target := shortID(e.StatementID, g.Ellipsis)
 		if target == "" {
 			target = e.Endpoint
@@ -63,7 +145,7 @@ func (m *Model) eventsView() []string {
 			out = append(out, style.Render(line))
 		}
 	}
-	return out
+	return lines(out)
 }
 
 // eventLines bounds how many lines one event may take.

@@ -25,12 +25,12 @@ const exportEvents = 100
 // export writes the current snapshot as §9 JSON and a Markdown incident
 // report, both mode 0600 (they name users and SQL text), in ExportDir.
 func (m *Model) export() tea.Cmd {
-	if !m.loaded {
-		m.setStatus("export: no snapshot yet", true)
+	if !m.ctx.loaded {
+		m.ctx.setStatus("export: no snapshot yet", true)
 		return nil
 	}
-	snap := m.snap
-	events := m.ring.newest(exportEvents, "")
+	snap := m.ctx.snap
+	events := m.ctx.ring.newest(exportEvents, "")
 	dir, now := m.ctx.opts.ExportDir, m.ctx.opts.Now().UTC()
 	return func() tea.Msg {
 		paths, err := writeExport(dir, now, snap, events)
@@ -72,8 +72,8 @@ func writeExport(dir string, now time.Time, snap model.Snapshot, events []poller
 
 func (m *Model) exportDone(msg exportDoneMsg) {
 	if msg.err != nil {
-		m.setStatus(msg.err.Error(), true)
+		m.ctx.setStatus(msg.err.Error(), true)
 		return
 	}
-	m.setStatus(fmt.Sprintf("exported %s and %s (mode 0600)", msg.paths[0], msg.paths[1]), false)
+	m.ctx.setStatus(fmt.Sprintf("exported %s and %s (mode 0600)", msg.paths[0], msg.paths[1]), false)
 }

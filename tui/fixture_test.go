@@ -232,8 +232,8 @@ var errBoom = errors.New("boom")
 
 func ids(m *Model) []string {
 	var out []string
-	for _, r := range m.rows {
-		out = append(out, m.snap.Operations[r].StatementID)
+	for _, r := range m.ops.rows {
+		out = append(out, m.ctx.snap.Operations[r].StatementID)
 	}
 	return out
 }

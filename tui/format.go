@@ -13,10 +13,10 @@ import (
 // shortID is the first 8 characters of a statement id and an ellipsis:
 // enough to tell operations apart on screen; the detail shows it whole.
 func shortID(id string, ell string) string {
-	if len(id) <= 8 {
+	if ansi.StringWidth(id) <= 8 {
 		return id
 	}
-	return id[:8] + ell
+	return ansi.Truncate(id, 8, "") + ell // never splits a rune
 }
 
 // fmtDur renders a duration the way operators read it: 5s, 1m12s, 2h03m,
@@ -88,8 +88,17 @@ func sevRank(s model.Severity) int {
 
 // worstFlag is the flag the table shows for a row, and how many more
 // there are. Private until model's severity helpers land.
+//
+// STALE comes first whatever its severity: when dbxtop's own polls fail,
+// every other flag on the row rests on old evidence, and the row must not
+// blame the client for dbxtop's blindness.
 func worstFlag(fs []model.Flag) (model.Flag, int) {
 	var w model.Flag
+	for _, f := range fs {
+		if f.Kind == model.FlagStale {
+			return f, len(fs) - 1
+		}
+	}
 	for _, f := range fs {
 		r, wr := sevRank(f.Severity), sevRank(w.Severity)
 		// EXHAUSTED says more than CAPACITY at the same severity.
@@ -136,8 +145,8 @@ func errorLine(e *model.ErrorInfo) string {
 	if e.ErrorCode != "" {
 		b.WriteString(" " + e.ErrorCode)
 	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+	if msg := strings.TrimPrefix(e.Message, string(e.Kind)+": "); msg != "" {
+		b.WriteString(": " + msg) // never "transport: transport: …"
 	}
 	if e.Attempts > 0 {
 		fmt.Fprintf(&b, " (%d attempt", e.Attempts)

@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
 )
 
 // goldenViews are the screens under golden test: keys to reach each one
@@ -32,6 +36,8 @@ var goldenViews = []struct {
 	{"help", []string{"?"}, nil},
 	{"confirm", []string{"j", "x"}, nil},
 	{"filtered", []string{"/", "w", "h", "-", "2", "enter"}, nil},
+	{"hostile", nil, nil}, // hostileSnapshot: server text full of escape sequences
+	{"hostile-detail", []string{"enter"}, nil},
 }
 
 var goldenVariants = []struct {
@@ -49,7 +55,7 @@ var goldenVariants = []struct {
 // final screen with testdata/TestGolden/... (refresh with -update).
 func TestGolden(t *testing.T) {
 	for _, v := range goldenViews {
-		for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
 			for _, vr := range goldenVariants {
 				if vr.name == "readonly" && v.name != "operations" && v.name != "help" && v.name != "confirm" {
 					continue
@@ -62,7 +68,14 @@ func TestGolden(t *testing.T) {
 					if v.name == "events" || sz[0] >= 120 {
 						wait = v.waitLarge
 					}
-					screen := runGolden(t, o, sz[0], sz[1], v.keys, wait)
+					snap, evs := fixtureSnapshot(), fixtureEvents()
+					if strings.HasPrefix(v.name, "hostile") {
+						// No events: their arrival races the keys, and the
+						// Events view is covered by TestHostileTextEveryView.
+						snap, evs = hostileSnapshot(), nil
+					}
+					screen := runGoldenOn(t, snap, evs, o, sz[0], sz[1], v.keys, wait)
+					checkFrame(t, screen, vr.name != "color")
 					if vr.name == "ascii" || vr.name == "readonly" {
 						for i, r := range screen {
 							if r > 127 {
@@ -92,8 +105,13 @@ func TestGoldenTooSmall(t *testing.T) {
 // model's screen.
 func runGolden(t *testing.T, o Options, w, h int, keys, wait []string) string {
 	t.Helper()
-	e := newFakeEngine(fixtureSnapshot())
-	for _, ev := range fixtureEvents() {
+	return runGoldenOn(t, fixtureSnapshot(), fixtureEvents(), o, w, h, keys, wait)
+}
+
+func runGoldenOn(t *testing.T, snap model.Snapshot, evs []poller.Event, o Options, w, h int, keys, wait []string) string {
+	t.Helper()
+	e := newFakeEngine(snap)
+	for _, ev := range evs {
 		e.events <- ev
 	}
 	t.Cleanup(e.closeEvents)

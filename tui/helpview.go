@@ -1,7 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // flagHelp is the legend the Help view shows: what each flag means and
@@ -16,49 +21,104 @@ var flagHelp = []struct{ kind, means, act string }{
 	{"EXHAUSTED", "the endpoint answered RESOURCE_EXHAUSTED: writes fail until rows are removed or it is resized. Retrying does not help.", ""},
 }
 
-// helpView lists the enabled keys by group (disabled ones, e.g. actions
-// in read-only mode, are not shown) and the flag legend.
-func (m *Model) helpView() []string {
+// helpModel is the Help view: every enabled key, rendered by bubbles/help
+// from the keymap (so help cannot drift from behaviour), then the flag
+// legend. It scrolls; ? or esc returns to the view it was opened from.
+type helpModel struct {
+	ctx           *programContext
+	width, height int
+	scroll        int
+	from          viewID
+	help          help.Model
+}
+
+func newHelpModel(ctx *programContext) *helpModel {
+	h := help.New()
+	h.Styles.FullKey = ctx.styles.HelpKey
+	h.Styles.FullDesc = ctx.styles.HelpDesc
+	h.Styles.FullSeparator = ctx.styles.HelpDesc
+	h.Styles.Ellipsis = ctx.styles.HelpDesc
+	h.FullSeparator = "    "
+	h.Ellipsis = ctx.glyphs.Ellipsis
+	return &helpModel{ctx: ctx, help: h}
+}
+
+func (m *helpModel) SetSize(w, h int) { m.width, m.height = w, h; m.help.Width = w - 2 }
+
+func (m *helpModel) ShortHelp() []key.Binding {
+	k := &m.ctx.keys
+	return []key.Binding{k.Back, k.Down, k.PageDown}
+}
+
+func (m *helpModel) FullHelp() [][]key.Binding {
+	k := &m.ctx.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
+}
+
+func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	k := &m.ctx.keys
+	last := max(0, len(m.build())-m.height)
+	switch {
+	case key.Matches(km, k.Up):
+		m.scroll--
+	case key.Matches(km, k.Down):
+		m.scroll++
+	case key.Matches(km, k.PageUp):
+		m.scroll -= m.height
+	case key.Matches(km, k.PageDown):
+		m.scroll += m.height
+	case key.Matches(km, k.Top):
+		m.scroll = 0
+	case key.Matches(km, k.Bottom):
+		m.scroll = last
+	}
+	m.scroll = max(0, min(m.scroll, last))
+	return nil
+}
+
+func (m *helpModel) View() string {
+	l := m.build()
+	s := max(0, min(m.scroll, len(l)-m.height))
+	out := l[s:]
+	if more := len(l) - s - m.height; more > 0 && m.height > 1 {
+		out = append(out[:m.height-1:m.height-1], m.ctx.styles.Dim.Render(fmt.Sprintf("  %d more lines (j/pgdn)", more)))
+	}
+	return lines(out)
+}
+
+func (m *helpModel) build() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	titles := []string{"Move", "Views", "Operations table", "Actions on the selected operation"}
+	titles := []string{"Move", "Views and program", "Operations table", "Actions on the selected operation"}
 	if m.ctx.readOnly {
 		titles[3] = "Selected operation (read-only)"
 	}
-	var out []string
 	groups := m.ctx.keys.FullHelp()
-	// Two columns of key groups when the width allows, else one.
-	colW := (m.ctx.width - 4) / 2
-	var cols [][]string
-	for i, grp := range groups {
-		t := "" // FullHelp keeps its four groups: copy and export never disable
-		if i < len(titles) {
-			t = titles[i]
-		}
-		c := []string{st.Bold.Render(t)}
-		for _, b := range grp {
-			h := b.Help()
-			c = append(c, "  "+st.HelpKey.Render(fit(h.Key, 10, ""))+" "+st.HelpDesc.Render(h.Desc))
-		}
-		cols = append(cols, c)
+	var out []string
+	// Two groups side by side when both fit, else one per block.
+	per := 2
+	if m.width < 100 {
+		per = 1
 	}
-	for i := 0; i < len(cols); i += 2 {
-		left := cols[i]
-		var right []string
-		if i+1 < len(cols) {
-			right = cols[i+1]
+	for i := 0; i < len(groups); i += per {
+		j := min(i+per, len(groups))
+		var ts []string
+		for t := i; t < j; t++ {
+			if t < len(titles) {
+				ts = append(ts, fit(titles[t], 40, ""))
+			}
 		}
-		for j := 0; j < max(len(left), len(right)); j++ {
-			l, r := "", ""
-			if j < len(left) {
-				l = left[j]
-			}
-			if j < len(right) {
-				r = right[j]
-			}
-			out = append(out, "  "+fit(l, colW, "")+r)
+		out = append(out, "  "+st.Bold.Render(strings.TrimRight(strings.Join(ts, "  "), " ")))
+		for _, l := range strings.Split(m.help.FullHelpView(groups[i:j]), "\n") {
+			out = append(out, "  "+l)
 		}
 		out = append(out, "")
 	}
+	out = append(out, "  "+st.Bold.Render("In every list")+st.Dim.Render("  / filters and captures every key until enter or esc; several keys"))
+	out = append(out, st.Dim.Render("  arriving at once (paste, slow link) count as that many presses."), "")
 	out = append(out, st.Bold.Render("  Flags")+st.Dim.Render("  ("+g.Crit+" CRIT = critical, "+g.Warn+" WARN = warning)"))
 	for _, f := range flagHelp {
 		text := f.means
@@ -66,7 +126,7 @@ func (m *Model) helpView() []string {
 			text += " " + f.act // read-only: never advertise a disabled key
 		}
 		// Wrap the text alone: wrapping collapses the padding of the name.
-		for i, l := range wrapWords(text, m.ctx.width-18) {
+		for i, l := range wrapWords(text, m.width-18) {
 			name := strings.Repeat(" ", 13)
 			if i == 0 {
 				name = st.Bold.Render(fit(f.kind, 13, ""))
@@ -75,7 +135,7 @@ func (m *Model) helpView() []string {
 		}
 	}
 	if m.ctx.readOnly {
-		out = append(out, "", st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are disabled; the engine refuses them too.")
+		out = append(out, "", st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are refused; the engine refuses them too.")
 	}
 	return out
 }

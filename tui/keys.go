@@ -1,112 +1,104 @@
 package tui
 
 import (
-	"strings"
+	"fmt"
+	"slices"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// handleKey is the one place keys are interpreted. Order matters: an open
-// confirmation swallows every key, then the filter input, then global
-// keys, then the current view's keys.
-func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+// handleKey is the one place keys are routed. Order matters: an open
+// confirmation swallows every key; a view reading text (the `/` prompt)
+// gets every key but ctrl+c; several runes in one message (fast typing,
+// paste, a slow link) are that many presses; then the program's keys,
+// the row actions, and finally the current view's own keys.
+func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := &m.ctx.keys
 	if m.confirm != nil {
-		return m, m.answerConfirm(msg)
+		return m.answerConfirm(msg)
 	}
-	if m.filtering {
-		return m, m.filterKey(msg)
+	cur := m.current()
+	if c, ok := cur.(capturer); ok && c.Capturing() {
+		if msg.Type == tea.KeyCtrlC {
+			return tea.Quit
+		}
+		return cur.Update(msg)
+	}
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
+		var cmds []tea.Cmd
+		for i, r := range msg.Runes {
+			cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+			if c, ok := m.current().(capturer); ok && c.Capturing() {
+				// A `/` inside the burst opened a prompt: the rest is its text.
+				if rest := msg.Runes[i+1:]; len(rest) > 0 {
+					cmds = append(cmds, m.current().Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: rest}))
+				}
+				break
+			}
+		}
+		return tea.Batch(cmds...)
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m, tea.Quit
+		return tea.Quit
+	case key.Matches(msg, k.Suspend):
+		return tea.Suspend
 	case key.Matches(msg, k.NextView):
 		m.switchView(1)
-		return m, nil
+		return nil
 	case key.Matches(msg, k.PrevView):
 		m.switchView(-1)
-		return m, nil
+		return nil
 	case key.Matches(msg, k.Help):
-		if m.view == viewHelp {
-			m.view = viewOps
-		} else {
-			m.view, m.detail = viewHelp, false
-		}
-		return m, nil
+		m.toggleHelp()
+		return nil
 	case key.Matches(msg, k.Export):
-		return m, m.export()
+		return m.export()
+	case key.Matches(msg, k.LastErr):
+		m.showLastError()
+		return nil
+	case m.view == viewHelp && key.Matches(msg, k.Back):
+		m.toggleHelp()
+		return nil
 	}
-	switch m.view {
-	case viewOps:
-		if m.detail {
-			return m, m.detailKey(msg)
+	if m.view == viewOps {
+		if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
+			m.detailOpen = false
+			return nil
 		}
-		return m, m.opsKey(msg)
-	case viewEndpoints:
-		m.endpointsKey(msg)
-	case viewEvents:
-		m.eventsKey(msg)
-	case viewHelp:
-		if key.Matches(msg, k.Back) {
-			m.view = viewOps
+		if !m.detailOpen && key.Matches(msg, k.Detail) {
+			if m.selected() != nil {
+				m.detailOpen, m.detail.scroll = true, 0
+			}
+			return nil
+		}
+		if cmd, done := m.rowAction(msg); done {
+			return cmd
 		}
 	}
-	return m, nil
+	return cur.Update(msg)
 }
 
 func (m *Model) switchView(d int) {
-	m.detail = false
+	m.detailOpen = false
 	m.view = (m.view + viewID(d) + numViews) % numViews
 }
 
-// opsKey handles the Operations table.
-func (m *Model) opsKey(msg tea.KeyMsg) tea.Cmd {
-	k := &m.ctx.keys
-	switch {
-	case key.Matches(msg, k.Up):
-		m.moveCursor(-1)
-	case key.Matches(msg, k.Down):
-		m.moveCursor(1)
-	case key.Matches(msg, k.PageUp):
-		m.moveCursor(-m.tableRows())
-	case key.Matches(msg, k.PageDown):
-		m.moveCursor(m.tableRows())
-	case key.Matches(msg, k.Top):
-		m.moveCursor(-len(m.rows))
-	case key.Matches(msg, k.Bottom):
-		m.moveCursor(len(m.rows))
-	case key.Matches(msg, k.Detail):
-		if m.selected() != nil {
-			m.detail, m.detailScroll = true, 0
-		}
-	case key.Matches(msg, k.Sort):
-		m.sort = (m.sort + 1) % numSortKeys
-		m.resort()
-	case key.Matches(msg, k.SortReverse):
-		m.desc = !m.desc
-		m.resort()
-	case key.Matches(msg, k.Filter):
-		m.filtering = true
-		m.filterInput.SetValue(m.filter.text)
-	case key.Matches(msg, k.Back):
-		if m.filter.text != "" {
-			m.setFilterText("")
-		}
-	case key.Matches(msg, k.Flagged):
-		m.filter.flaggedOnly = !m.filter.flaggedOnly
-		m.rebuild()
-	case key.Matches(msg, k.Pause):
-		m.setPaused(!m.paused)
-	default:
-		return m.rowAction(msg)
+// toggleHelp opens Help over the current view, or returns to it.
+func (m *Model) toggleHelp() {
+	if m.view == viewHelp {
+		m.view = m.help.from
+		return
 	}
-	return nil
+	m.help.from, m.help.scroll = m.view, 0
+	m.view = viewHelp
 }
 
 // rowAction handles the keys that act on the selected operation; shared
-// by the table and the detail view.
-func (m *Model) rowAction(msg tea.KeyMsg) tea.Cmd {
+// by the table and the detail view. In read-only mode the mutating keys
+// are disabled, and pressing one says so instead of doing nothing.
+func (m *Model) rowAction(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := &m.ctx.keys
 	switch {
 	case key.Matches(msg, k.Adopt):
@@ -117,119 +109,63 @@ func (m *Model) rowAction(msg tea.KeyMsg) tea.Cmd {
 		m.askConfirm(actCancel)
 	case key.Matches(msg, k.CopyID):
 		if op := m.selected(); op != nil {
-			return m.copy("id", op.StatementID)
+			return m.copy("id", op.StatementID), true
 		}
-		m.setStatus("no operation selected: nothing to copy", false)
+		m.ctx.setStatus("no operation selected: nothing to copy", false)
 	case key.Matches(msg, k.CopySQL):
 		if op := m.selected(); op != nil {
-			return m.copy("SQL", op.SQL)
+			return m.copy("SQL", op.SQL), true
 		}
-		m.setStatus("no operation selected: nothing to copy", false)
-	}
-	return nil
-}
-
-// resort applies a new sort key or direction. While paused the operator
-// asked for a new order explicitly, so it is frozen again in that order.
-func (m *Model) resort() {
-	if m.paused {
-		m.paused = false
-		m.rebuild()
-		m.paused = true
-		m.freeze()
-	}
-	m.rebuild()
-}
-
-// filterKey edits the filter; it applies as the operator types. enter
-// keeps it, esc clears it.
-func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
-	switch msg.Type {
-	case tea.KeyEsc:
-		m.filtering = false
-		m.setFilterText("")
-		return nil
-	case tea.KeyEnter:
-		m.filtering = false
-		return nil
-	case tea.KeyCtrlC:
-		return tea.Quit
-	}
-	if m.filterInput.update(msg) {
-		m.setFilterText(m.filterInput.Value())
-	}
-	return nil
-}
-
-func (m *Model) setFilterText(s string) {
-	m.filter.text = strings.ToLower(strings.TrimSpace(s))
-	if s == "" {
-		m.filterInput.SetValue("")
-	}
-	m.rebuild()
-}
-
-// detailKey handles the operation detail: scroll, close it, act on it.
-func (m *Model) detailKey(msg tea.KeyMsg) tea.Cmd {
-	k := &m.ctx.keys
-	switch {
-	case key.Matches(msg, k.Back), key.Matches(msg, k.Detail):
-		m.detail = false
-	case key.Matches(msg, k.Up):
-		m.detailScroll = max(0, m.detailScroll-1)
-	case key.Matches(msg, k.Down):
-		m.detailScroll++
-	case key.Matches(msg, k.PageUp):
-		m.detailScroll = max(0, m.detailScroll-m.bodyHeight())
-	case key.Matches(msg, k.PageDown):
-		m.detailScroll += m.bodyHeight()
+		m.ctx.setStatus("no operation selected: nothing to copy", false)
 	default:
-		return m.rowAction(msg)
+		if what, ok := m.refused(msg); ok {
+			m.ctx.setStatus(fmt.Sprintf("read-only: %s refused (dbxtop was started with --read-only)", what), true)
+			return nil, true
+		}
+		return nil, false
 	}
-	return nil
+	return nil, true
 }
 
-// endpointsKey moves between endpoints and expands their indexes.
-func (m *Model) endpointsKey(msg tea.KeyMsg) {
+// refused names the mutating action a key would run, when read-only mode
+// disabled it.
+func (m *Model) refused(msg tea.KeyMsg) (string, bool) {
+	if !m.ctx.readOnly {
+		return "", false
+	}
 	k := &m.ctx.keys
-	n := len(m.snap.Endpoints)
-	switch {
-	case key.Matches(msg, k.Up):
-		m.epCursor = max(0, m.epCursor-1)
-	case key.Matches(msg, k.Down):
-		m.epCursor = max(0, min(n-1, m.epCursor+1))
-	case key.Matches(msg, k.Top):
-		m.epCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.epCursor = max(0, n-1)
-	case key.Matches(msg, k.Detail):
-		if m.epCursor < n {
-			name := m.snap.Endpoints[m.epCursor].Name
-			m.epExpanded[name] = !m.epExpanded[name]
+	for _, a := range []struct {
+		b    key.Binding
+		what string
+	}{{k.Adopt, "adopt"}, {k.Close, "re-close"}, {k.Cancel, "cancel"}} {
+		if slices.Contains(a.b.Keys(), msg.String()) {
+			return a.what, true
 		}
 	}
+	return "", false
 }
 
-// eventsKey scrolls the Events view.
-func (m *Model) eventsKey(msg tea.KeyMsg) {
-	k := &m.ctx.keys
-	last := max(0, m.ring.len()-m.bodyHeight()+1)
-	switch {
-	case key.Matches(msg, k.Up):
-		m.evOffset = max(0, m.evOffset-1)
-	case key.Matches(msg, k.Down):
-		m.evOffset = min(last, m.evOffset+1)
-	case key.Matches(msg, k.PageUp):
-		m.evOffset = max(0, m.evOffset-m.bodyHeight())
-	case key.Matches(msg, k.PageDown):
-		m.evOffset = min(last, m.evOffset+m.bodyHeight())
-	case key.Matches(msg, k.Top):
-		m.evOffset = 0
-	case key.Matches(msg, k.Bottom):
-		m.evOffset = last
+// enabledKeys drops disabled bindings so help never advertises a key that
+// does nothing.
+func enabledKeys(bs ...key.Binding) []key.Binding {
+	out := make([]key.Binding, 0, len(bs))
+	for _, b := range bs {
+		if b.Enabled() {
+			out = append(out, b)
+		}
 	}
+	return out
 }
 
-func (m *Model) setStatus(s string, crit bool) {
-	m.status, m.statusCrit = s, crit
+// showLastError opens the Events view on the last error's call: its
+// give-up events carry the whole error, request id on a line of its own.
+func (m *Model) showLastError() {
+	e := m.ctx.health.LastError
+	if e == nil {
+		m.ctx.setStatus("no error so far", false)
+		return
+	}
+	m.detailOpen, m.view = false, viewEvents
+	m.evs.box.set(e.Call)
+	m.evs.offset = 0
 }

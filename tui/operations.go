@@ -1,21 +1,24 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/dbxtop/dbxtop/model"
 )
 
-// column is one Operations table column. Widths are fixed except SQL,
-// which takes what is left; drop is the order in which columns collapse
-// on a narrow terminal (lower drops first, 0 never drops).
+// column is one Operations table column. Widths are the narrowest
+// useful; drop is the order in which columns collapse on a narrow terminal
+// (lower drops first, 0 never drops); grow is how much wider the column
+// gets, in priority order, when the terminal has room (SQL takes the rest).
 type column struct {
 	id    colID
 	title string
 	width int
 	drop  int
 	sort  sortKey
+	grow  int
 }
 
 type colID int
@@ -31,34 +34,49 @@ const (
 	colClose
 	colRetries
 	colSQL
+	colWorkspace // only when several workspaces are watched
 )
 
-// sqlMin is the narrowest SQL column worth showing.
-const sqlMin = 12
+// sqlMin is the narrowest SQL column worth showing; sqlComfort is what SQL
+// keeps before USER and WAREHOUSE widen.
+const (
+	sqlMin     = 12
+	sqlComfort = 40
+)
 
 var allColumns = []column{
-	{colFlag, "FLAG", 21, 0, sortFlag},
-	{colID_, "STATEMENT", 9, 0, sortID},
-	{colState, "STATE", 8, 0, sortState},
-	{colUser, "USER", 11, 5, sortUser},
-	{colWarehouse, "WAREHOUSE", 10, 4, sortWarehouse},
-	{colAge, "AGE", 6, 6, sortAge},
-	{colInactive, "IDLE/REAPER", 14, 0, sortInactivity},
-	{colClose, "CLOSE", 13, 2, -1},
-	{colRetries, "RETRY", 5, 3, sortRetries},
-	{colSQL, "SQL", 0, 1, -1},
+	{colFlag, "FLAG", 21, 0, sortFlag, 0},
+	{colID_, "STATEMENT", 9, 0, sortID, 0},
+	{colState, "STATE", 8, 0, sortState, 0},
+	{colUser, "USER", 11, 5, sortUser, 13},
+	{colWarehouse, "WAREHOUSE", 10, 4, sortWarehouse, 10},
+	{colWorkspace, "WORKSPACE", 10, 5, -1, 6},
+	{colAge, "AGE", 6, 6, sortAge, 0},
+	{colInactive, "IDLE/REAPER", 14, 0, sortInactivity, 0},
+	{colClose, "CLOSE", 13, 2, -1, 0},
+	{colRetries, "RETRY", 5, 3, sortRetries, 0},
+	{colSQL, "SQL", 0, 1, -1, 0},
 }
 
 // layout picks the columns that fit width: SQL goes first, then close,
-// retries, warehouse, user, age.
-func layout(width int) ([]column, int) {
+// retries, warehouse, user, age. flagW is the widest flag label in the
+// table, so an unflagged table does not spend 21 cells on blanks. With
+// room to spare, USER and WAREHOUSE widen before SQL takes the rest.
+func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false) }
+
+// layoutFor is layout with the WORKSPACE column when multi (several
+// workspaces watched).
+func layoutFor(width, flagW int, multi bool) ([]column, int) {
 	dropped := 0
 	for {
 		need := 2 // cursor and space
 		var cols []column
 		for _, c := range allColumns {
-			if c.drop != 0 && c.drop <= dropped {
+			if c.drop != 0 && c.drop <= dropped || c.id == colWorkspace && !multi {
 				continue
+			}
+			if c.id == colFlag {
+				c.width = flagW
 			}
 			cols = append(cols, c)
 			if c.id == colSQL {
@@ -71,6 +89,12 @@ func layout(width int) ([]column, int) {
 			sqlW := 0
 			if cols[len(cols)-1].id == colSQL {
 				sqlW = width - need + sqlMin
+				for i := range cols {
+					if g := min(cols[i].grow, max(0, sqlW-sqlComfort)); g > 0 {
+						cols[i].width += g
+						sqlW -= g
+					}
+				}
 			}
 			return cols, sqlW
 		}
@@ -78,11 +102,13 @@ func layout(width int) ([]column, int) {
 	}
 }
 
-// opsView renders the column header and only the visible rows: its cost
+// View renders the column header and only the visible rows: its cost
 // depends on the screen height, not on the number of operations.
-func (m *Model) opsView() []string {
+func (m *opsModel) View() string { return lines(m.viewLines()) }
+
+func (m *opsModel) viewLines() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	cols, sqlW := layout(m.ctx.width)
+	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1)
 	n := m.tableRows()
 	out := make([]string, 0, n+1)
 
@@ -91,11 +117,7 @@ func (m *Model) opsView() []string {
 	for _, c := range cols {
 		t := c.title
 		if c.sort == m.sort && c.sort >= 0 {
-			if m.desc {
-				t += arrow(g, true)
-			} else {
-				t += arrow(g, false)
-			}
+			t += arrow(g, m.desc)
 		}
 		w := c.width
 		if c.id == colSQL {
@@ -107,21 +129,41 @@ func (m *Model) opsView() []string {
 	out = append(out, st.ColHead.Render(strings.TrimRight(hb.String(), " ")))
 
 	if len(m.rows) == 0 {
-		msg := "  no operations"
-		if m.filter.text != "" || m.filter.flaggedOnly {
-			msg += " match the filter (esc clears it, f toggles flagged only)"
-		}
-		return append(out, st.Dim.Render(msg))
+		out = append(out, m.emptyLines()...)
+		return out
 	}
 	end := min(len(m.rows), m.offset+n)
+	if m.doneHidden > 0 && end == len(m.rows) && end-m.offset == n {
+		end-- // keep a line for the collapsed finished rows
+	}
 	for i := m.offset; i < end; i++ {
-		op := &m.snap.Operations[m.rows[i]]
+		op := &m.ctx.snap.Operations[m.rows[i]]
 		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorIdx && m.missing != hidden && op.StatementID == m.cursorID))
+	}
+	if m.doneHidden > 0 && end == len(m.rows) {
+		out = append(out, st.Dim.Render(fmt.Sprintf("  %s %d finished and closed (d shows them)", g.Collapsed, m.doneHidden)))
 	}
 	return out
 }
 
+// emptyLines says why the table is empty: a filter, only finished rows,
+// or nothing observed (then whether dbxtop can see the workspace at all).
+func (m *opsModel) emptyLines() []string {
+	st := &m.ctx.styles
+	switch {
+	case m.filter.text != "" || m.filter.flaggedOnly:
+		return []string{st.Dim.Render("  no operations match the filter (esc clears it, f toggles flagged only)")}
+	case m.doneHidden > 0:
+		return []string{st.Dim.Render(fmt.Sprintf("  no live or flagged operations; %d finished and closed (d shows them)", m.doneHidden))}
+	}
+	if b := blindBanner(m.ctx, m.width); b != nil {
+		return b
+	}
+	return []string{st.Dim.Render("  no operations on the watched warehouses")}
+}
+
 func arrow(g Glyphs, desc bool) string {
+	// ASCII has no arrows; v/^ after a space.
 	switch {
 	case g.Cursor == ">" && desc:
 		return " v"
@@ -135,7 +177,7 @@ func arrow(g Glyphs, desc bool) string {
 
 // opRow renders one row. Colour only repeats what the symbols and words
 // already say.
-func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool) string {
+func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel bool) string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	var b strings.Builder
 	if sel {
@@ -171,14 +213,16 @@ func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool
 			v = fit(op.User, w, g.Ellipsis)
 		case colWarehouse:
 			v = fit(op.WarehouseID, w, g.Ellipsis)
+		case colWorkspace:
+			v = fit(op.Workspace, w, g.Ellipsis)
 		case colAge:
 			a := "?"
 			if !op.StartedAt.IsZero() {
-				a = fmtDur(m.snap.GeneratedAt.Sub(op.StartedAt))
+				a = fmtDur(m.ctx.snap.GeneratedAt.Sub(op.StartedAt))
 			}
 			v = fit(a, w, "")
 		case colInactive:
-			v = fit(m.idleCell(op), w, "")
+			v = fit(idleCell(m.ctx, op), w, "")
 		case colClose:
 			v = fit(m.closeCell(op), w, g.Ellipsis)
 		case colRetries:
@@ -192,15 +236,14 @@ func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool
 	}
 	row := strings.TrimRight(b.String(), " ")
 	if sel {
-		return st.Selected.Render(fit(row, m.ctx.width, ""))
+		// The glyph marks the row; reverse video only repeats it.
+		return st.Selected.Render(fit(row, m.width, ""))
 	}
 	if flagCell != "" {
 		f, _ := worstFlag(op.Flags)
-		style := st.Warn
-		if f.Severity == model.SeverityCritical {
-			style = st.Crit
-		}
-		row = strings.Replace(row, "\x00", style.Render(flagCell), 1)
+		row = strings.Replace(row, "\x00", st.ForSeverity(f.Severity).Render(flagCell), 1)
+	} else if isDone(op) {
+		row = st.Dim.Render(row)
 	}
 	return row
 }
@@ -208,26 +251,44 @@ func (m *Model) opRow(op *model.OperationView, cols []column, sqlW int, sel bool
 // idleCell is "1m12s →5m58s": time since the owning client's last call and
 // the countdown to the server reaper; "?" when the source cannot tell;
 // "-" once the operation stopped running (no inactivity reaper applies).
-func (m *Model) idleCell(op *model.OperationView) string {
+//
+// While dbxtop is blind on the operation (STALE), what it knows is only as
+// old as its last successful poll: the cell says "as of 19:58:02" instead
+// of counting on as if the client were still idle now.
+func idleCell(ctx *programContext, op *model.OperationView) string {
+	if op.State.Terminal() || op.Gone {
+		return "-"
+	}
 	if op.InactiveFor == nil {
-		if op.State.Terminal() {
-			return "-"
-		}
 		return "?"
+	}
+	if op.HasFlag(model.FlagStale) && !op.LastPollOKAt.IsZero() {
+		return "as of " + op.LastPollOKAt.UTC().Format("15:04:05")
 	}
 	s := fmtDur(*op.InactiveFor)
 	if op.ReapedIn != nil {
-		s += " " + m.ctx.glyphs.Reaper + fmtDur(*op.ReapedIn)
+		s += " " + ctx.glyphs.Reaper + fmtDur(*op.ReapedIn)
 	}
 	return s
 }
 
+// isDone is an operation that ended normally and is closed (or gone with
+// nothing to say): nothing to act on, so it is dimmed, and collapsed
+// unless the operator asks for it (d).
+func isDone(op *model.OperationView) bool {
+	if len(op.Flags) > 0 || !op.State.Terminal() && !op.Gone {
+		return false
+	}
+	return op.Gone || op.State == model.StateClosed || op.Close.State == model.CloseClosed ||
+		(op.Open != nil && !*op.Open)
+}
+
 // closeCell shows a running action first, then dbxtop's close bookkeeping.
-func (m *Model) closeCell(op *model.OperationView) string {
-	if s, ok := m.busy[op.StatementID]; ok {
+func (m *opsModel) closeCell(op *model.OperationView) string {
+	if s, ok := m.ctx.busy[op.StatementID]; ok {
 		return s
 	}
-	if r, ok := m.results[op.StatementID]; ok && m.ctx.opts.Now().Sub(r.at) < resultTTL {
+	if r, ok := m.ctx.results[op.StatementID]; ok && m.ctx.opts.Now().Sub(r.at) < resultTTL {
 		return r.text
 	}
 	switch op.Close.State {

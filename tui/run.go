@@ -36,7 +36,11 @@ func Run(ctx context.Context, e Engine, o Options, in io.Reader, out io.Writer) 
 	// Signals are the caller's: it cancels ctx on SIGINT/SIGTERM. Bubble
 	// Tea's own handler would race that cancellation and can block forever
 	// sending to the stopped event loop (v1.3.10).
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithoutSignalHandler())
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithoutSignalHandler()}
+	if o.Mouse {
+		popts = append(popts, tea.WithMouseCellMotion())
+	}
+	p := tea.NewProgram(m, popts...)
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ctx done is a normal way to stop

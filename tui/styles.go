@@ -5,6 +5,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // Styles are built once per program from one renderer, so the colour
@@ -42,12 +44,14 @@ type Glyphs struct {
 	Border      lipgloss.Border
 	Progress    string // "closing…"
 	VerticalSep string
+	Collapsed   string // before "N finished and closed"
+	Cut         string // marks header text dropped for width
 }
 
 var unicodeGlyphs = Glyphs{
 	Crit: "●", Warn: "▲", Reaper: "→", Cursor: "›", BarFull: "█", BarEmpty: "░",
 	Ellipsis: "…", HelpSep: " • ", Rule: "─", Border: lipgloss.RoundedBorder(),
-	Progress: "…", VerticalSep: "│",
+	Progress: "…", VerticalSep: "│", Collapsed: "+", Cut: "»",
 }
 
 var asciiGlyphs = Glyphs{
@@ -57,7 +61,7 @@ var asciiGlyphs = Glyphs{
 		Top: "-", Bottom: "-", Left: "|", Right: "|",
 		TopLeft: "+", TopRight: "+", BottomLeft: "+", BottomRight: "+",
 	},
-	Progress: "...", VerticalSep: "|",
+	Progress: "...", VerticalSep: "|", Collapsed: "+", Cut: ">>",
 }
 
 // newRenderer decides the colour profile: --no-color (or NO_COLOR, which
@@ -97,4 +101,15 @@ func newStyles(r *lipgloss.Renderer, g Glyphs) Styles {
 		HelpKey:   s().Bold(true),
 		HelpDesc:  s().Foreground(dim),
 	}
+}
+
+// ForSeverity is the one style of a severity: critical, warning, or plain.
+func (s *Styles) ForSeverity(sev model.Severity) lipgloss.Style {
+	switch sev {
+	case model.SeverityCritical:
+		return s.Crit
+	case model.SeverityWarning:
+		return s.Warn
+	}
+	return lipgloss.Style{}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -34,19 +35,10 @@ func (m *Model) View() string {
 	lines := make([]string, 0, h)
 	lines = append(lines, m.header()...)
 	var body []string
-	switch {
-	case !m.loaded && m.view != viewHelp:
+	if !m.ctx.loaded && m.view != viewHelp {
 		body = []string{"", "  waiting for the first snapshot" + m.ctx.glyphs.Ellipsis}
-	case m.view == viewOps && m.detail:
-		body = m.detailView()
-	case m.view == viewOps:
-		body = m.opsView()
-	case m.view == viewEndpoints:
-		body = m.endpointsView()
-	case m.view == viewEvents:
-		body = m.eventsView()
-	case m.view == viewHelp:
-		body = m.helpView()
+	} else {
+		body = strings.Split(m.current().View(), "\n")
 	}
 	bh := m.bodyHeight()
 	if len(body) > bh {
@@ -65,7 +57,28 @@ func (m *Model) View() string {
 			lines[i] = ansi.Truncate(l, w, "")
 		}
 	}
-	return strings.Join(lines, "\n")
+	frame := strings.Join(lines, "\n")
+	if m.ctx.opts.ASCII {
+		// Every glyph of dbxtop's own is ASCII here; what is left is
+		// server text (names, SQL, the sanitiser's markers).
+		frame = asciiOnly(frame)
+	}
+	return frame
+}
+
+// asciiOnly replaces every non-ASCII rune with '?' (--ascii).
+func asciiOnly(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return strings.Map(func(r rune) rune {
+				if r >= 0x80 {
+					return '?'
+				}
+				return r
+			}, s)
+		}
+	}
+	return s
 }
 
 // tooSmall is the whole screen below 80×24: a centred message instead of
@@ -81,13 +94,70 @@ func (m *Model) tooSmall() string {
 	return lipgloss.Place(m.ctx.width, m.ctx.height, lipgloss.Center, lipgloss.Center, msg)
 }
 
-// header: identity and badges; poller health; counts per flag; tabs;
-// a rule.
+// seg is one piece of a header line. When a line is too wide the
+// lowest-priority pieces go first (the later one among equals), and the
+// line ends with the Cut glyph so the operator knows something was
+// dropped; a piece is never cut in the middle of a word.
+type seg struct {
+	text string // may be styled
+	prio int
+}
+
+// Priorities of header pieces: what an operator acts on stays longest.
+const (
+	prioLow      = 10
+	prioMid      = 50
+	prioHigh     = 80
+	prioCritical = 100 // badges, filter, sort, flag counts, tabs: never dropped at 80 columns
+)
+
+func fitSegs(segs []seg, w int, sep, cut string) string {
+	segs = slices.Clone(segs)
+	width := func() int {
+		n := 0
+		for i, s := range segs {
+			if i > 0 {
+				n += len(sep)
+			}
+			n += ansi.StringWidth(s.text)
+		}
+		return n
+	}
+	dropped := false
+	for len(segs) > 1 && width()+btoi(dropped)*(len(sep)+ansi.StringWidth(cut)) > w {
+		lo := 0
+		for i, s := range segs {
+			if s.prio <= segs[lo].prio {
+				lo = i
+			}
+		}
+		segs = slices.Delete(segs, lo, lo+1)
+		dropped = true
+	}
+	parts := make([]string, 0, len(segs)+1)
+	for _, s := range segs {
+		parts = append(parts, s.text)
+	}
+	if dropped {
+		parts = append(parts, cut)
+	}
+	return strings.Join(parts, sep)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// header: identity and badges; poller health; the last error; counts per
+// flag; tabs with the view's sort and filter.
 func (m *Model) header() []string {
-	st, g := &m.ctx.styles, m.ctx.glyphs
+	st, g, w := &m.ctx.styles, m.ctx.glyphs, m.ctx.width
 	ws := m.ctx.opts.Workspace
-	if m.snap.Workspace.Host != "" {
-		ws = m.snap.Workspace
+	if m.ctx.snap.Workspace.Host != "" {
+		ws = m.ctx.snap.Workspace
 	}
 	title := "dbxtop"
 	if v := m.ctx.opts.Version; v != "" {
@@ -97,64 +167,166 @@ func (m *Model) header() []string {
 	if len(ws.Warehouses) > 0 {
 		whs = strings.Join(ws.Warehouses, ",")
 	}
-	l1 := st.Title.Render(title) + "  " + orDash(ws.Host) + "  warehouses " + whs +
-		"  refresh " + m.ctx.opts.Refresh.String()
+	l1 := []seg{{st.Title.Render(title), prioCritical}}
 	if m.ctx.readOnly {
-		l1 += "  " + st.Badge.Render(" READ-ONLY ")
+		l1 = append(l1, seg{st.Badge.Render(" READ-ONLY "), prioCritical})
 	}
-	if m.paused {
-		l1 += "  " + st.Badge.Render(" PAUSED (order frozen) ")
+	if m.ops.paused {
+		l1 = append(l1, seg{st.Badge.Render(" PAUSED "), prioCritical})
 	}
+	// The scheme says nothing an operator needs; 8 columns matter at 80.
+	host := strings.TrimPrefix(ws.Host, "https://")
+	l1 = append(l1, seg{orDash(host), prioMid}, seg{"warehouses " + whs, prioLow},
+		seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 
-	h := m.health
-	l2 := fmt.Sprintf("poller  followed %d  in flight %d  retry budget %.0f/%.0f  polls %d  retries %d  give-ups %d",
-		h.Followed, h.InFlight, h.BudgetAvailable, h.BudgetCapacity, h.Polls, h.Retries, h.GiveUps)
-	if h.EventsDropped > 0 {
-		l2 += fmt.Sprintf("  events dropped %d", h.EventsDropped)
+	h := m.ctx.health
+	l2 := []seg{{"poller", prioCritical}, {fmt.Sprintf("followed %d", h.Followed), prioHigh},
+		{fmt.Sprintf("in flight %d", h.InFlight), prioLow},
+		{fmt.Sprintf("retry budget %.0f/%.0f", h.BudgetAvailable, h.BudgetCapacity), prioHigh},
+		{fmt.Sprintf("polls %d", h.Polls), prioLow}, {fmt.Sprintf("retries %d", h.Retries), prioMid},
+		{fmt.Sprintf("give-ups %d", h.GiveUps), prioMid}}
+	if h.BatchCalls > 0 {
+		l2 = append(l2, seg{fmt.Sprintf("batches %d", h.BatchCalls), prioLow})
 	}
-	// The last error gets a line of its own: it is what the operator
-	// reports (call, cause, attempts, request id).
-	l2e := "last error: none"
-	if h.LastError != nil {
-		l2e = "last error: " + st.Crit.Render(errorLine(h.LastError))
+	if h.EventsDropped > 0 {
+		l2 = append(l2, seg{st.Warn.Render(fmt.Sprintf("events dropped %d", h.EventsDropped)), prioCritical})
+	}
+	if f := h.Freshness; f.Goal > 0 && !f.Held {
+		// The schedule cannot hold its freshness goal: say so, and why.
+		l2 = append(l2, seg{st.Warn.Render(g.Warn + " " + f.String()), prioCritical})
 	}
 
 	c := &m.counts
-	l3 := "flags"
-	// Only raised flags are listed, so the line fits 80 columns.
+	l3 := []seg{{"flags", prioCritical}}
+	// Only raised flags are listed, critical ones before warnings.
 	nflags := 0
 	for _, k := range []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped} {
 		if c.warn[k]+c.crit[k] > 0 {
-			l3 += " " + m.countCell(k, c.warn[k], c.crit[k])
+			p := prioHigh
+			if c.crit[k] > 0 {
+				p = prioCritical
+			}
+			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
 			nflags++
 		}
 	}
 	if nflags == 0 {
-		l3 += " " + st.OK.Render("no operation flags")
+		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
 	}
-	l3 += " " + g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.snap.Endpoints))
-	if len(m.snap.Endpoints) > 0 {
-		l3 += ":"
-	}
+	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
 	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity} {
 		if c.warn[k]+c.crit[k] > 0 {
-			l3 += " " + m.countCell(k, c.warn[k], c.crit[k])
+			p := prioHigh
+			if c.crit[k] > 0 {
+				p = prioCritical
+			}
+			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
 		}
 	}
 
+	// Tabs: the current one in brackets.
 	var tabs []string
 	for v := viewID(0); v < numViews; v++ {
 		if v == m.view {
 			tabs = append(tabs, st.TabActive.Render("["+viewNames[v]+"]"))
 		} else {
-			tabs = append(tabs, st.TabIdle.Render(" "+viewNames[v]+" "))
+			tabs = append(tabs, st.TabIdle.Render(viewNames[v]))
 		}
 	}
-	l4 := strings.Join(tabs, " ") + "   " + st.Dim.Render(fmt.Sprintf("ops %d  live %d  flagged %d", c.ops, c.running, c.flagged))
-	if m.view == viewOps {
-		l4 += st.Dim.Render("  " + g.VerticalSep + "  " + m.tableInfo())
+	l4 := []seg{{strings.Join(tabs, " "), prioCritical}}
+	l4 = append(l4, m.viewInfo()...)
+	l4 = append(l4, seg{st.Dim.Render(fmt.Sprintf("ops %d live %d flagged %d", c.ops, c.running, c.flagged)), prioLow})
+
+	cut := st.Dim.Render(g.Cut)
+	return []string{
+		fitSegs(l1, w, "  ", cut),
+		fitSegs(l2, w, "  ", cut),
+		m.lastErrorLine(),
+		fitSegs(l3, w, " ", cut),
+		fitSegs(l4, w, "  ", cut),
 	}
-	return []string{l1, l2, l2e, l3, l4}
+}
+
+// lastErrorLine is the last error with its age, or when it recovered. It
+// is cut at the width; the full text (request id included) is one key
+// away: ! opens it in the Events view.
+func (m *Model) lastErrorLine() string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	// A listing that left operations out outranks the last error: what
+	// the screen shows is not everything (never a silent cap).
+	for i := range m.ctx.snap.Errors {
+		if e := &m.ctx.snap.Errors[i]; e.Kind == model.KindTruncated {
+			return truncLine(st.Crit.Render("INCOMPLETE: "+e.Call+" "+e.Message), m.ctx.width, g.Ellipsis)
+		}
+	}
+	e := m.ctx.health.LastError
+	if e == nil {
+		return "last error: none"
+	}
+	now := m.ctx.opts.Now()
+	var head string
+	if r := m.lastErr.recovered; !r.IsZero() && m.lastErr.sawFailing {
+		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+fmtDur(now.Sub(m.lastErr.since))+" ago: ")
+		line := head + st.Dim.Render(errorLine(e)+")")
+		return truncLine(line, m.ctx.width, g.Ellipsis)
+	}
+	head = "last error " + fmtDur(now.Sub(m.lastErr.since)) + " ago: "
+	line := head + st.Crit.Render(errorLine(e))
+	return truncLine(line, m.ctx.width, g.Ellipsis+" (! full)")
+}
+
+func truncLine(s string, w int, tail string) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	return ansi.Truncate(s, w, tail)
+}
+
+// viewInfo is what the current view is narrowed or ordered by: always
+// shown, even when the sorted column is hidden at this width.
+func (m *Model) viewInfo() []seg {
+	st := &m.ctx.styles
+	switch m.view {
+	case viewOps:
+		o := m.ops
+		dir := "desc"
+		if !o.desc {
+			dir = "asc"
+		}
+		out := []seg{{st.Bold.Render(fmt.Sprintf("sort %s %s", o.sort, dir)), prioCritical}}
+		if o.filter.text != "" {
+			out = append(out, seg{st.Bold.Render(fmt.Sprintf("filter %q", clip(o.filter.text, 20, m.ctx.glyphs.Ellipsis))), prioCritical})
+		}
+		if o.filter.flaggedOnly {
+			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
+		}
+		if o.filter.workspace != "" {
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+		} else if len(m.ctx.snap.Workspaces) > 1 {
+			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
+		}
+		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
+		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {
+			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})
+		}
+		return out
+	case viewEndpoints:
+		if t := m.endpoints.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
+	case viewEvents:
+		if t := m.evs.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
+	}
+	return nil
+}
+
+func clip(s string, n int, ell string) string {
+	if ansi.StringWidth(s) <= n {
+		return s
+	}
+	return ansi.Truncate(s, n, ell)
 }
 
 // countCell is "INACTIVE 3" with its severity as a symbol, so it reads
@@ -173,47 +345,36 @@ func (m *Model) countCell(k model.FlagKind, warn, crit int) string {
 	return ""
 }
 
-// tableInfo: sort, filter and how many rows are shown.
-func (m *Model) tableInfo() string {
-	dir := "desc"
-	if !m.desc {
-		dir = "asc"
-	}
-	s := fmt.Sprintf("sort %s %s", m.sort, dir)
-	if m.filter.text != "" {
-		s += fmt.Sprintf("  filter %q", m.filter.text)
-	}
-	if m.filter.flaggedOnly {
-		s += "  flagged only"
-	}
-	return s + fmt.Sprintf("  showing %d", len(m.rows))
-}
-
-// statusLine: the filter input while typing; else the gone/hidden line
+// statusLine: the filter prompt while typing; else the gone/hidden line
 // for the cursor's operation; else the last action's status.
 func (m *Model) statusLine() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	switch {
-	case m.filtering:
-		return st.Bold.Render("/"+m.filterInput.Value()+"_") + st.Dim.Render("  filter: id, user, warehouse, state, flag or SQL (enter keeps, esc clears)")
-	case m.view == viewOps && m.missing == gone:
-		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.cursorID, g.Ellipsis)))
-	case m.view == viewOps && m.missing == hidden:
-		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.cursorID, g.Ellipsis)))
-	case m.status != "" && m.statusCrit:
-		return st.Crit.Render(m.status)
-	case m.status != "":
-		return st.Status.Render(m.status)
+	case m.view == viewOps && m.ops.box.active && !m.detailOpen:
+		return m.ops.box.prompt(st, "id, user, warehouse, state, flag or SQL")
+	case m.view == viewEndpoints && m.endpoints.box.active:
+		return m.endpoints.box.prompt(st, "name, type, state, flag or index")
+	case m.view == viewEvents && m.evs.box.active:
+		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
+	case m.view == viewOps && m.ops.missing == gone:
+		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
+	case m.view == viewOps && m.ops.missing == hidden:
+		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
+	case m.ctx.status != "" && m.ctx.statusCrit:
+		return st.Crit.Render(m.ctx.status)
+	case m.ctx.status != "":
+		return st.Status.Render(m.ctx.status)
 	}
 	return ""
 }
 
-// shortHelp is the footer's key list; disabled keys are not listed, and
-// on a narrow screen the list is cut before "? help" and "q quit", which
-// always show.
+// shortHelp is the footer: the current view's keys, then the program's;
+// disabled keys are not listed, and on a narrow screen the list is cut
+// before "? help" and "q quit", which always show.
 func (m *Model) shortHelp() string {
 	st, sep := &m.ctx.styles, m.ctx.glyphs.HelpSep
-	bs := m.ctx.keys.ShortHelp()
+	k := &m.ctx.keys
+	bs := append(m.current().ShortHelp(), k.NextView, k.Help, k.Quit)
 	render := func(i int) string {
 		h := bs[i].Help()
 		return st.HelpKey.Render(h.Key) + " " + st.HelpDesc.Render(h.Desc)

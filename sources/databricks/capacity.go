@@ -11,6 +11,7 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // SDK method names of the Vector Search calls.
@@ -21,9 +22,6 @@ const (
 	CallUpsertData    = "UpsertDataVectorIndex"
 )
 
-// maxEndpointPages bounds one endpoint listing.
-const maxEndpointPages = 100
-
 // endpointInfo is the SDK's EndpointInfo plus throughput_info, which the
 // REST API returns but databricks-sdk-go v0.182.0 does not model.
 type endpointInfo struct {
@@ -33,14 +31,14 @@ type endpointInfo struct {
 
 // listEndpoints pages through GET /api/2.0/vector-search/endpoints, keeping
 // each raw entry so that throughput_info is read as well as the SDK's
-// fields.
-func (c *Client) listEndpoints(ctx context.Context) ([]endpointInfo, error) {
+// fields. Each page goes through retry on its own; the listing is bounded
+// by the page cap and the repeated-token check, and stopping early is an
+// error (a *sources.TruncatedError): capacity is not shown partial.
+func (c *Client) listEndpoints(ctx context.Context, retry sources.Retry) ([]endpointInfo, error) {
 	var out []endpointInfo
 	token := ""
-	for page := 0; ; page++ {
-		if page == maxEndpointPages {
-			return nil, fmt.Errorf("%s: more than %d pages of endpoints; capacity not shown rather than partial", CallListEndpoints, maxEndpointPages)
-		}
+	pager := sources.Pager{Call: CallListEndpoints, What: "endpoints", MaxPages: c.conf.MaxPages, Now: c.now}
+	for {
 		var resp struct {
 			Endpoints     []json.RawMessage `json:"endpoints"`
 			NextPageToken string            `json:"next_page_token"`
@@ -49,9 +47,12 @@ func (c *Client) listEndpoints(ctx context.Context) ([]endpointInfo, error) {
 		if token != "" {
 			q["page_token"] = token
 		}
-		err := c.dc.Do(ctx, http.MethodGet, "/api/2.0/vector-search/endpoints", map[string]string{"Accept": "application/json"}, q, nil, &resp)
+		err := retry(ctx, CallListEndpoints, func(ctx context.Context) error {
+			resp.Endpoints, resp.NextPageToken = nil, ""
+			return c.wrapErr(CallListEndpoints, c.dc.Do(ctx, http.MethodGet, "/api/2.0/vector-search/endpoints", map[string]string{"Accept": "application/json"}, q, nil, &resp))
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallListEndpoints, err)
+			return nil, err
 		}
 		for _, raw := range resp.Endpoints {
 			var ei endpointInfo
@@ -68,7 +69,11 @@ func (c *Client) listEndpoints(ctx context.Context) ([]endpointInfo, error) {
 			}
 			out = append(out, ei)
 		}
-		if resp.NextPageToken == "" || resp.NextPageToken == token {
+		more, trunc := pager.Next(resp.NextPageToken, len(out))
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
 			return out, nil
 		}
 		token = resp.NextPageToken
@@ -80,11 +85,16 @@ func (c *Client) listEndpoints(ctx context.Context) ([]endpointInfo, error) {
 // ListIndexes and GetIndex per index (the listing carries no status). The
 // row limit is resolved from what the endpoint holds and its custom tag
 // dbxtop_row_limit (model.ResolveRowLimit); the poller adds the config
-// file's and learned limits. The first failed request ends the call with
-// its error: a partial capacity picture would understate usage.
-func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
+// file's and learned limits. Each request goes through retry on its own.
+// The first failed request ends the call with its error: a partial
+// capacity picture would understate usage (the engine keeps the last
+// complete one, marked with its age and this error).
+func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.Endpoint, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
 	now := c.now()
-	infos, err := c.listEndpoints(ctx)
+	infos, err := c.listEndpoints(ctx, retry)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +102,7 @@ func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
 	first := map[string]string{}
 	for _, info := range infos {
 		ep := endpointFrom(info)
-		ixs, err := c.endpointIndexes(ctx, info.Name)
+		ixs, err := c.endpointIndexes(ctx, retry, info.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -110,35 +120,56 @@ func (c *Client) Endpoints(ctx context.Context) ([]model.Endpoint, error) {
 	return out, nil
 }
 
-func (c *Client) endpointIndexes(ctx context.Context, endpoint string) ([]model.Index, error) {
-	names, err := c.indexNames(ctx, endpoint)
+func (c *Client) endpointIndexes(ctx context.Context, retry sources.Retry, endpoint string) ([]model.Index, error) {
+	names, err := c.indexNames(ctx, retry, endpoint)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]model.Index, 0, len(names))
 	for _, name := range names {
-		vi, err := c.indexes.GetIndex(ctx, vectorsearch.GetIndexRequest{IndexName: name})
+		var vi *vectorsearch.VectorIndex
+		err := retry(ctx, CallGetIndex, func(ctx context.Context) error {
+			v, err := c.indexes.GetIndex(ctx, vectorsearch.GetIndexRequest{IndexName: name})
+			vi = v
+			return c.wrapErr(CallGetIndex, err)
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallGetIndex, err)
+			return nil, err
 		}
 		out = append(out, indexFrom(name, vi))
 	}
 	return out, nil
 }
 
-func (c *Client) indexNames(ctx context.Context, endpoint string) ([]string, error) {
+// indexNames pages through ListIndexes (each page through retry, within
+// the page cap and the repeated-token check).
+func (c *Client) indexNames(ctx context.Context, retry sources.Retry, endpoint string) ([]string, error) {
 	var names []string
-	it := c.indexes.ListIndexes(ctx, vectorsearch.ListIndexesRequest{EndpointName: endpoint})
-	for it.HasNext(ctx) {
-		mi, err := it.Next(ctx)
+	pager := sources.Pager{Call: CallListIndexes, What: "indexes", MaxPages: c.conf.MaxPages, Now: c.now}
+	req := vectorsearch.ListIndexesRequest{EndpointName: endpoint}
+	for {
+		var resp vectorsearch.ListVectorIndexesResponse
+		err := retry(ctx, CallListIndexes, func(ctx context.Context) error {
+			resp = vectorsearch.ListVectorIndexesResponse{}
+			return c.wrapErr(CallListIndexes, c.getJSON(ctx, "/api/2.0/vector-search/indexes", req, &resp))
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallListIndexes, err)
+			return nil, err
 		}
-		if mi.Name != "" {
-			names = append(names, mi.Name)
+		for _, mi := range resp.VectorIndexes {
+			if mi.Name != "" {
+				names = append(names, mi.Name)
+			}
 		}
+		more, trunc := pager.Next(resp.NextPageToken, len(names))
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
+			return names, nil
+		}
+		req.PageToken = resp.NextPageToken
 	}
-	return names, nil
 }
 
 // Probe sends one empty upsert (inputs_json "[]") to the endpoint's first
@@ -150,7 +181,7 @@ func (c *Client) Probe(ctx context.Context, endpoint string) error {
 	index, ok := c.firstIndex[endpoint]
 	c.mu.Unlock()
 	if !ok {
-		names, err := c.indexNames(ctx, endpoint)
+		names, err := c.indexNames(ctx, sources.Once, endpoint)
 		if err != nil {
 			return err
 		}

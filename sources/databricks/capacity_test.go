@@ -78,7 +78,7 @@ func TestEndpointsIndexesAndRowLimits(t *testing.T) {
 	f, _ := vsWorkspace(t)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	c := f.client(t, func(c *Config) { c.Now = func() time.Time { return now } })
-	eps, err := c.Endpoints(context.Background())
+	eps, err := c.Endpoints(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("Endpoints: %v", err)
 	}
@@ -126,7 +126,7 @@ func TestEndpointsIndexesAndRowLimits(t *testing.T) {
 func TestProbeIsOneEmptyUpsertAndReturnsExhausted(t *testing.T) {
 	f, upserts := vsWorkspace(t)
 	c := f.client(t)
-	if _, err := c.Endpoints(context.Background()); err != nil {
+	if _, err := c.Endpoints(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	before := f.total()
@@ -165,7 +165,7 @@ func TestEndpointsFailureNamesTheCall(t *testing.T) {
 		writeError(w, http.StatusBadGateway, "", "", "")
 	})
 	c := f.client(t)
-	_, err := c.Endpoints(context.Background())
+	_, err := c.Endpoints(context.Background(), nil)
 	var he *sources.HTTPError
 	if !errors.As(err, &he) || he.Call != CallGetIndex || he.StatusCode != 502 {
 		t.Fatalf("want 502 from GetIndex, got %v", err)
@@ -184,7 +184,7 @@ func TestWarehousesFiltered(t *testing.T) {
 		}})
 	})
 	c := f.client(t, func(c *Config) { c.Warehouses = []string{"wh2"} })
-	ws, err := c.Warehouses(context.Background())
+	ws, err := c.Warehouses(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,9 +41,14 @@ type Config struct {
 	DiscoveryWindow time.Duration
 	// PageSize is max_results per query-history page (must be < 1000); 0 → 500.
 	PageSize int
-	// MaxPages bounds the pages read per listing so a huge history cannot
-	// stall a refresh; 0 → 10.
+	// MaxPages bounds the pages read per listing (query history, warehouses,
+	// endpoints, indexes); 0 → 200 (100,000 statements at 500 a page).
+	// Reaching it is reported (sources.TruncatedError), never silent.
 	MaxPages int
+	// DiscoveryBudget bounds the time one Discover spends paging through
+	// query history; 0 → 20 s (under snapshot's default 30 s --timeout).
+	// Running out of it is reported like the page cap.
+	DiscoveryBudget time.Duration
 	// Transport carries every request; nil → a clone of http.DefaultTransport.
 	// The client owns it: CloseIdleConnections drops its pooled connections.
 	Transport *http.Transport
@@ -51,12 +56,15 @@ type Config struct {
 	HTTPTimeout time.Duration
 	// Now is the clock for the discovery window and samples; nil → time.Now.
 	Now func() time.Time
+	// MaxBody bounds every REST answer's body; 0 → MaxBody (32 MiB).
+	MaxBody int64
 }
 
 const (
 	defaultWindow   = 30 * time.Minute
 	defaultPageSize = 500
-	defaultMaxPages = 10
+	defaultMaxPages = 200
+	defaultBudget   = 20 * time.Second
 )
 
 // Client talks to one workspace. It implements poller.Discoverer,
@@ -75,6 +83,8 @@ type Client struct {
 	warehouses *sql.WarehousesAPI
 	indexes    *vectorsearch.VectorSearchIndexesAPI
 
+	gate *sources.WarehouseGate // fed by Discover (ListWarehouses)
+
 	mu         sync.Mutex
 	firstIndex map[string]string // endpoint → first index seen, for Probe
 }
@@ -90,6 +100,9 @@ func New(ctx context.Context, c Config) (*Client, error) {
 	if c.MaxPages <= 0 {
 		c.MaxPages = defaultMaxPages
 	}
+	if c.DiscoveryBudget <= 0 {
+		c.DiscoveryBudget = defaultBudget
+	}
 	if c.DiscoveryWindow <= 0 {
 		c.DiscoveryWindow = defaultWindow
 	}
@@ -100,7 +113,10 @@ func New(ctx context.Context, c Config) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	if err := checkProfile(c); err != nil {
+	if err := checkConfigFile(c); err != nil {
+		return nil, err
+	}
+	if err := resolveBounded(ctx, func() error { return checkProfile(c) }); err != nil {
 		return nil, err
 	}
 	tr := c.Transport
@@ -116,7 +132,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		// so the SDK's loop makes one attempt and returns.
 		RetryTimeoutSeconds: 1,
 		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
-		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr)},
+		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr), maxBody: c.MaxBody},
 	}
 	// Host metadata (/.well-known/databricks-config) only matters for OAuth
 	// discovery on real https hosts; skip it for plain-http hosts (the
@@ -127,7 +143,12 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		}
 		return sdk.DefaultHostMetadataResolver()(ctx, host)
 	}
-	hc, err := config.HTTPClientConfigFromConfig(sdk)
+	var hc httpclient.ClientConfig
+	err := resolveBounded(ctx, func() error {
+		var err error
+		hc, err = config.HTTPClientConfigFromConfig(sdk)
+		return err
+	})
 	if err != nil {
 		return nil, configError(c, err)
 	}
@@ -151,6 +172,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		warehouses: sql.NewWarehouses(dc),
 		indexes:    vectorsearch.NewVectorSearchIndexes(dc),
 		firstIndex: map[string]string{},
+		gate:       &sources.WarehouseGate{Now: now},
 	}, nil
 }
 
@@ -205,11 +227,7 @@ func checkProfile(c Config) error {
 		}
 	}
 	sort.Strings(names)
-	avail := "none"
-	if len(names) > 0 {
-		avail = strings.Join(names, ", ")
-	}
-	return fmt.Errorf("databricks profile %q not found in config file %s (profiles there: %s)", profile, f.Path(), avail)
+	return fmt.Errorf("databricks profile %q not found in config file %s (profiles there: %s)", profile, f.Path(), profileList(names))
 }
 
 // configError says which configuration could not be resolved, without any

@@ -54,7 +54,7 @@ func TestProfileFromFileReachesTheWorkspace(t *testing.T) {
 	if c.Host() != f.srv.URL {
 		t.Errorf("Host() = %q, want %q", c.Host(), f.srv.URL)
 	}
-	ws, err := c.Warehouses(context.Background())
+	ws, err := c.Warehouses(context.Background(), nil)
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("Warehouses: %v %v", ws, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/sql"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -26,12 +25,27 @@ var (
 // or running statement (whatever its age: a long-running orphan is exactly
 // what dbxtop exists for), plus statements that finished, failed or were
 // canceled within the discovery window (UNCLOSED and REAPED candidates).
-// It stops at the first failed request and returns that error, so a
-// permanent error costs exactly one request.
-func (c *Client) Discover(ctx context.Context) ([]poller.Discovered, error) {
+// Between the two listings it refreshes the warehouse gate
+// (ListWarehouses), so that the round's status polls know which
+// warehouses may be asked over Thrift.
+//
+// Every request goes through retry on its own: a throttled page is retried
+// alone. The live listing is read to the end unless a bound stops it (the
+// page cap, the time budget, a repeated page token); the terminal listing
+// gets what is left of the budget. The result is then usable but partial,
+// and the error says so: a *sources.PartialError holding a
+// *sources.TruncatedError (how many statements were seen, and why it
+// stopped) and/or the ListWarehouses failure. A failed query-history
+// request before anything was read fails the whole call with that error,
+// so a permanent error costs exactly one request.
+func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
 	now := c.now()
+	var problems []error
 	seen := map[string]int{}
-	var out []poller.Discovered
+	var out []sources.Discovered
 	add := func(q sql.QueryInfo) {
 		d, ok := discoveredFrom(q)
 		if !ok {
@@ -45,9 +59,21 @@ func (c *Client) Discover(ctx context.Context) ([]poller.Discovered, error) {
 		seen[d.Ref.StatementID] = len(out)
 		out = append(out, d)
 	}
+	start := c.now()
 	live := &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses}
-	if err := c.listHistory(ctx, live, add); err != nil {
-		return nil, err
+	if err := c.listHistory(ctx, retry, live, "live statements", c.conf.DiscoveryBudget, add); err != nil {
+		if _, ok := sources.IsTruncated(err); !ok {
+			return nil, err
+		}
+		problems = append(problems, err)
+	}
+	// After the first listing, so that a refused token or an exhausted
+	// quota still costs exactly one request.
+	if err := c.RefreshGate(ctx, retry); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		problems = append(problems, err)
 	}
 	recent := &sql.QueryFilter{
 		Statuses:     terminalStatuses,
@@ -57,37 +83,65 @@ func (c *Client) Discover(ctx context.Context) ([]poller.Discovered, error) {
 			EndTimeMs:   now.UnixMilli(),
 		},
 	}
-	if err := c.listHistory(ctx, recent, add); err != nil {
-		return nil, err
+	left := c.conf.DiscoveryBudget - c.now().Sub(start)
+	if left < c.conf.DiscoveryBudget/4 {
+		// A live listing that took most of the budget leaves the terminal
+		// one a quarter of it: UNCLOSED candidates matter too.
+		left = c.conf.DiscoveryBudget / 4
+	}
+	if err := c.listHistory(ctx, retry, recent, "finished statements", left, add); err != nil {
+		if _, ok := sources.IsTruncated(err); !ok && len(out) == 0 {
+			return nil, err
+		}
+		problems = append(problems, err)
+	}
+	if len(problems) > 0 {
+		return out, &sources.PartialError{Errs: problems}
 	}
 	return out, nil
 }
 
-// listHistory pages through one filtered listing, one request per page.
-func (c *Client) listHistory(ctx context.Context, f *sql.QueryFilter, add func(sql.QueryInfo)) error {
+// listHistory pages through one filtered listing, one request per page,
+// each through retry, within the page cap and budget.
+func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.QueryFilter, what string, budget time.Duration, add func(sql.QueryInfo)) error {
 	req := sql.ListQueryHistoryRequest{FilterBy: f, MaxResults: c.conf.PageSize}
-	for page := 0; page < c.conf.MaxPages; page++ {
-		resp, err := c.history.List(ctx, req)
-		if err != nil {
+	pager := sources.Pager{Call: CallListQueries, What: what, MaxPages: c.conf.MaxPages, Budget: budget, Now: c.now}
+	seen := 0
+	for {
+		var resp *historyPage
+		err := retry(ctx, CallListQueries, func(ctx context.Context) error {
+			r, err := c.historyList(ctx, req) // encoding/json, not the SDK's slow decoder
+			resp = r
 			return c.wrapErr(CallListQueries, err)
+		})
+		if err != nil {
+			return pager.Failed(err, seen)
 		}
-		for _, q := range resp.Res {
-			add(q)
+		for i := range resp.Res {
+			add(resp.Res[i].info())
 		}
-		if !resp.HasNextPage || resp.NextPageToken == "" {
+		seen += len(resp.Res)
+		token := resp.NextPageToken
+		if !resp.HasNextPage {
+			token = ""
+		}
+		more, trunc := pager.Next(token, seen)
+		if trunc != nil {
+			return trunc
+		}
+		if !more {
 			return nil
 		}
 		// Same filter with the token: a stateless server re-applies it.
-		req.PageToken = resp.NextPageToken
+		req.PageToken = token
 	}
-	return nil
 }
 
 // discoveredFrom maps one query-history row; rows without an id are
 // skipped (nothing could poll them).
-func discoveredFrom(q sql.QueryInfo) (poller.Discovered, bool) {
+func discoveredFrom(q sql.QueryInfo) (sources.Discovered, bool) {
 	if q.QueryId == "" {
-		return poller.Discovered{}, false
+		return sources.Discovered{}, false
 	}
 	wh := q.WarehouseId
 	if wh == "" {
@@ -111,7 +165,7 @@ func discoveredFrom(q sql.QueryInfo) (poller.Discovered, bool) {
 	if op.CompletedAt.IsZero() && op.State.Terminal() {
 		op.CompletedAt = msTime(q.ExecutionEndTimeMs)
 	}
-	return poller.Discovered{Op: op, Ref: sources.Ref{StatementID: q.QueryId, WarehouseID: wh}}, true
+	return sources.Discovered{Op: op, Ref: sources.Ref{StatementID: q.QueryId, WarehouseID: wh}}, true
 }
 
 func msTime(ms int64) time.Time {
@@ -119,4 +173,45 @@ func msTime(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// Settle reads the final state of a statement the server no longer holds
+// (its handle is gone) from query history: one ListQueries request
+// filtered by statement id. Query history keeps the execution status of
+// closed statements (FINISHED, FAILED, CANCELED). The status has Open
+// false; its State is UNKNOWN when history has no row for it, or still
+// lists it as live (a closed statement cannot be running).
+func (c *Client) Settle(ctx context.Context, retry sources.Retry, ref sources.Ref) (sources.Status, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
+	closed := false
+	st := sources.Status{State: model.StateUnknown, Open: &closed, Source: model.StatusViaHistory}
+	req := sql.ListQueryHistoryRequest{FilterBy: &sql.QueryFilter{StatementIds: []string{ref.StatementID}}, MaxResults: 10}
+	var resp *sql.ListQueriesResponse
+	err := retry(ctx, CallListQueries, func(ctx context.Context) error {
+		r, err := c.history.List(ctx, req)
+		resp = r
+		return c.wrapErr(CallListQueries, err)
+	})
+	if err != nil {
+		return st, err
+	}
+	for _, q := range resp.Res {
+		if q.QueryId != ref.StatementID {
+			continue
+		}
+		d, _ := discoveredFrom(q)
+		if d.Op.State.Terminal() {
+			st.State = d.Op.State
+			st.CompletedAt = d.Op.CompletedAt
+			st.StartedAt = d.Op.StartedAt
+			st.ErrorMessage = d.Op.ServerError
+		} else {
+			st.Note = "query history still lists it " + string(q.Status) + " although the server has no handle"
+		}
+		return st, nil
+	}
+	st.Note = "query history has no row for it"
+	return st, nil
 }

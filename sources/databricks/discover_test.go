@@ -63,7 +63,7 @@ func TestDiscoverFiltersPagingAndMapping(t *testing.T) {
 		c.Now = func() time.Time { return now }
 		c.PageSize = 2000 // invalid: must fall back below 1000
 	})
-	got, err := c.Discover(context.Background())
+	got, err := c.Discover(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestDiscoverQuotaIsOneRequestWithCodeAndRequestID(t *testing.T) {
 	})
 	c := f.client(t)
 	start := time.Now()
-	_, err := c.Discover(context.Background())
+	_, err := c.Discover(context.Background(), nil)
 	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatal("want an error")
@@ -161,7 +161,7 @@ func TestThrottleCarriesRetryAfter(t *testing.T) {
 				writeJSON(w, map[string]any{"error_code": "REQUEST_LIMIT_EXCEEDED", "message": "slow down", "details": details})
 			})
 			c := f.client(t, func(c *Config) { c.Now = func() time.Time { return now } })
-			_, err := c.Discover(context.Background())
+			_, err := c.Discover(context.Background(), nil)
 			var he *sources.HTTPError
 			if !errors.As(err, &he) {
 				t.Fatalf("want HTTPError, got %v", err)
@@ -186,7 +186,7 @@ func TestWrongTokenSaysCredentialsRefusedWithoutToken(t *testing.T) {
 	})
 	const wrong = "dapi-wrong-token-must-not-leak"
 	c := f.client(t, func(c *Config) { c.Token = wrong })
-	_, err := c.Discover(context.Background())
+	_, err := c.Discover(context.Background(), nil)
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -208,7 +208,7 @@ func TestTransportResetIsOneAttemptAndKeepsCause(t *testing.T) {
 		resetConn(t, w)
 	})
 	c := f.client(t)
-	_, err := c.Discover(context.Background())
+	_, err := c.Discover(context.Background(), nil)
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -240,7 +240,7 @@ func TestContextCanceledIsReturnedAsSuch(t *testing.T) {
 	c := f.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := c.Discover(ctx); errc <- err }()
+	go func() { _, err := c.Discover(ctx, nil); errc <- err }()
 	<-arrived
 	cancel()
 	err := <-errc

@@ -36,7 +36,9 @@ func (c *Client) wrapErr(call string, err error) error {
 		}
 		text = strings.ToUpper(ue.Op) + " " + path + ": " + ue.Err.Error()
 	}
-	return &CallError{Call: call, msg: call + ": " + sources.RedactToken(text, c.conf.Token), Err: err}
+	// One line, bounded: the SDK appends a request-log dump with the raw
+	// answer to decoding errors.
+	return &CallError{Call: call, msg: call + ": " + sources.OneLine(sources.RedactToken(text, c.conf.Token), 0), Err: err}
 }
 
 // CallError is a failed SDK call that got no HTTP answer (transport error,
@@ -59,8 +61,9 @@ func httpErrorFrom(call string, ae *apierr.APIError, token, host string, now tim
 		Call:       call,
 		StatusCode: ae.StatusCode,
 		ErrorCode:  ae.ErrorCode,
-		Message:    sources.RedactToken(ae.Message, token),
-		Cause:      ae,
+		// One line, bounded: a gateway's HTML page becomes its title.
+		Message: sources.OneLine(sources.RedactToken(ae.Message, token), 0),
+		Cause:   ae,
 	}
 	details := ae.ErrorDetails()
 	if details.RequestInfo != nil {

@@ -58,6 +58,10 @@ type fakeWS struct {
 func newFakeWS(t *testing.T) *fakeWS {
 	t.Helper()
 	f := &fakeWS{t: t, handlers: map[string]http.HandlerFunc{}, counts: map[string]int{}}
+	// Discover refreshes the warehouse gate: an empty workspace by default.
+	f.handlers["GET /api/2.0/sql/warehouses"] = func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"warehouses": []any{}})
+	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f

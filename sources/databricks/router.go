@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -20,7 +19,7 @@ import (
 // statement running or held open that primary called gone, primary is no
 // longer asked, so an observer never reports a live statement as gone. Transport errors and throttling
 // are returned as they are: the poller retries them.
-func StatusWithFallback(primary poller.StatusSource, rest *Client) poller.StatusSource {
+func StatusWithFallback(primary sources.StatusSource, rest *Client) sources.StatusSource {
 	if primary == nil {
 		return rest
 	}
@@ -28,7 +27,7 @@ func StatusWithFallback(primary poller.StatusSource, rest *Client) poller.Status
 }
 
 type statusRouter struct {
-	primary  poller.StatusSource
+	primary  sources.StatusSource
 	rest     *Client
 	disabled atomic.Bool  // primary proved unable to see live statements
 	verified atomic.Int32 // primary "gone" answers the REST API confirmed
@@ -41,6 +40,14 @@ type statusRouter struct {
 const verifyGone = 3
 
 func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	if ok, why := r.rest.Gate().Running(ref.WarehouseID); !ok {
+		// Never a warehouse-level call to a warehouse that is not running:
+		// Thrift would start it. The Statement Execution API is
+		// workspace-level.
+		st, err := r.rest.Status(ctx, ref)
+		st.Note = why
+		return st, err
+	}
 	if r.disabled.Load() {
 		return r.rest.Status(ctx, ref)
 	}
@@ -94,4 +101,45 @@ func fallbackWorthy(err error) bool {
 		return he.StatusCode == http.StatusNotFound || he.StatusCode == http.StatusMethodNotAllowed
 	}
 	return false
+}
+
+// GatedActions sends cancel and close over Thrift (primary) only to
+// running warehouses; for the others it uses the Statement Execution API
+// (rest), which does not start a warehouse.
+func GatedActions(primary sources.ActionSource, rest *Client) sources.ActionSource {
+	if primary == nil {
+		return rest
+	}
+	return gatedActions{primary: primary, rest: rest}
+}
+
+type gatedActions struct {
+	primary sources.ActionSource
+	rest    *Client
+}
+
+func (g gatedActions) Cancel(ctx context.Context, ref sources.Ref) error {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		return g.primary.Cancel(ctx, ref)
+	}
+	return g.rest.Cancel(ctx, ref)
+}
+
+func (g gatedActions) Close(ctx context.Context, ref sources.Ref) error {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		return g.primary.Close(ctx, ref)
+	}
+	return g.rest.Close(ctx, ref)
+}
+
+// ActionCalls names the Thrift calls for a running warehouse, the
+// Statement Execution API's otherwise (sources.ActionNamer).
+func (g gatedActions) ActionCalls(ref sources.Ref) (cancel, close string) {
+	if ok, _ := g.rest.Gate().Running(ref.WarehouseID); ok {
+		if n, ok := g.primary.(sources.ActionNamer); ok {
+			return n.ActionCalls(ref)
+		}
+		return "CancelOperation", "CloseOperation"
+	}
+	return g.rest.ActionCalls(ref)
 }

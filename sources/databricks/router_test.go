@@ -43,29 +43,30 @@ func TestStatusWithFallback(t *testing.T) {
 		"reset":  fmt.Errorf("GetOperationStatus: %w", syscall.ECONNRESET),
 		"live":   fmt.Errorf("GetOperationStatus: %w", sources.ErrHandleGone),
 	}}
+	rest.Gate().Update(map[string]string{"wh": "RUNNING"})
 	r := StatusWithFallback(primary, rest)
 
-	st, err := r.Status(context.Background(), sources.Ref{StatementID: "ok"})
+	st, err := r.Status(context.Background(), sources.Ref{StatementID: "ok", WarehouseID: "wh"})
 	if err != nil || st.ClientLastActivity == nil {
 		t.Fatalf("primary answer not used: %+v %v", st, err)
 	}
-	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "reset"}); !errors.Is(err, syscall.ECONNRESET) {
+	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "reset", WarehouseID: "wh"}); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("a transport error must reach the poller unchanged, got %v", err)
 	}
 	if f.total() != 0 {
 		t.Fatalf("fell back on a transport error")
 	}
 	// Gone on both sides agrees: primary stays in use.
-	st, err = r.Status(context.Background(), sources.Ref{StatementID: "closed"})
+	st, err = r.Status(context.Background(), sources.Ref{StatementID: "closed", WarehouseID: "wh"})
 	if err != nil || st.State != model.StateClosed || r.(*statusRouter).PrimaryDisabled() {
 		t.Fatalf("closed statement: %+v %v disabled=%v", st, err, r.(*statusRouter).PrimaryDisabled())
 	}
 	// Three confirmations and primary's "gone" is taken without asking REST.
 	for i := 0; i < verifyGone-1; i++ {
-		_, _ = r.Status(context.Background(), sources.Ref{StatementID: "closed"})
+		_, _ = r.Status(context.Background(), sources.Ref{StatementID: "closed", WarehouseID: "wh"})
 	}
 	restBefore := f.total()
-	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "closed"}); !errors.Is(err, sources.ErrHandleGone) {
+	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "closed", WarehouseID: "wh"}); !errors.Is(err, sources.ErrHandleGone) {
 		t.Fatalf("trusted primary: want ErrHandleGone, got %v", err)
 	}
 	if f.total() != restBefore {
@@ -73,13 +74,13 @@ func TestStatusWithFallback(t *testing.T) {
 	}
 	// A fresh router that meets a live statement first stops trusting primary.
 	r = StatusWithFallback(primary, rest)
-	st, err = r.Status(context.Background(), sources.Ref{StatementID: "live"})
+	st, err = r.Status(context.Background(), sources.Ref{StatementID: "live", WarehouseID: "wh"})
 	if err != nil || st.State != model.StateRunning {
 		t.Fatalf("REST fallback: %+v %v", st, err)
 	}
 	// Primary called a live statement gone: it is not asked again.
 	before := primary.calls
-	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "live"}); err != nil {
+	if _, err := r.Status(context.Background(), sources.Ref{StatementID: "live", WarehouseID: "wh"}); err != nil {
 		t.Fatal(err)
 	}
 	if primary.calls != before {

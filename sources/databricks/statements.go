@@ -38,7 +38,7 @@ func (c *Client) Status(ctx context.Context, ref sources.Ref) (sources.Status, e
 }
 
 func statusFrom(resp *sql.StatementResponse) sources.Status {
-	var st sources.Status
+	st := sources.Status{Source: model.StatusViaStatementAPI}
 	st.State = model.StateUnknown
 	if resp == nil || resp.Status == nil {
 		return st
@@ -92,4 +92,9 @@ func (c *Client) Close(ctx context.Context, ref sources.Ref) error {
 		}
 	}
 	return err
+}
+
+// ActionCalls names the Statement Execution API's calls (sources.ActionNamer).
+func (c *Client) ActionCalls(sources.Ref) (cancel, close string) {
+	return CallCancelExecution, CallCloseStatement
 }

@@ -4,36 +4,91 @@ import (
 	"context"
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
+
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // CallListWarehouses is the SDK method name of the warehouses listing.
 const CallListWarehouses = "ListWarehouses"
 
-// Warehouse is one SQL warehouse for the header.
+// Warehouse is one SQL warehouse for the header and the warehouse gate.
 type Warehouse struct {
 	ID    string
 	Name  string
 	State string // RUNNING, STOPPED, STARTING, …
 }
 
-// Warehouses lists the SQL warehouses the credentials can see, restricted
-// to Config.Warehouses when set.
-func (c *Client) Warehouses(ctx context.Context) ([]Warehouse, error) {
+// Warehouses lists the SQL warehouses the credentials can see (every page,
+// each request through retry, within the page cap), restricted to
+// Config.Warehouses when set.
+func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehouse, error) {
+	if retry == nil {
+		retry = sources.Once
+	}
 	want := map[string]bool{}
 	for _, id := range c.conf.Warehouses {
 		want[id] = true
 	}
 	var out []Warehouse
-	it := c.warehouses.List(ctx, sql.ListWarehousesRequest{})
-	for it.HasNext(ctx) {
-		w, err := it.Next(ctx)
+	pager := sources.Pager{Call: CallListWarehouses, What: "warehouses", MaxPages: c.conf.MaxPages, Now: c.now}
+	req := sql.ListWarehousesRequest{}
+	seen := 0
+	for {
+		var resp sql.ListWarehousesResponse
+		err := retry(ctx, CallListWarehouses, func(ctx context.Context) error {
+			resp = sql.ListWarehousesResponse{}
+			return c.wrapErr(CallListWarehouses, c.getJSON(ctx, "/api/2.0/sql/warehouses", req, &resp))
+		})
 		if err != nil {
-			return nil, c.wrapErr(CallListWarehouses, err)
+			return nil, err // a partial list would close the gate on warehouses it missed
 		}
-		if len(want) > 0 && !want[w.Id] {
-			continue
+		for _, w := range resp.Warehouses {
+			seen++
+			if len(want) > 0 && !want[w.Id] {
+				continue
+			}
+			out = append(out, Warehouse{ID: w.Id, Name: w.Name, State: string(w.State)})
 		}
-		out = append(out, Warehouse{ID: w.Id, Name: w.Name, State: string(w.State)})
+		more, trunc := pager.Next(resp.NextPageToken, seen)
+		if trunc != nil {
+			return nil, trunc
+		}
+		if !more {
+			return out, nil
+		}
+		req.PageToken = resp.NextPageToken
 	}
-	return out, nil
+}
+
+// Gate is the client's warehouse gate, refreshed by every Discover: ask it
+// before any warehouse-level (Thrift) call.
+func (c *Client) Gate() *sources.WarehouseGate { return c.gate }
+
+// RefreshGate lists the warehouses and feeds the gate (Discover does it
+// every round; the proxy calls it on its own ticker). A failure is
+// recorded in the gate (which closes once its states are too old) and
+// returned for the round's report.
+func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
+	ws, err := c.Warehouses(ctx, retry)
+	if err != nil {
+		c.gate.Failed(err)
+		return err
+	}
+	states := make(map[string]string, len(ws))
+	for _, w := range ws {
+		states[w.ID] = w.State
+	}
+	c.gate.Update(states)
+	return nil
+}
+
+// getJSON is one GET through the SDK client (auth, User-Agent, error
+// bodies), for the listings whose SDK iterator would follow page tokens
+// on its own, without the page cap and the repeated-token check.
+func (c *Client) getJSON(ctx context.Context, path string, req, resp any) error {
+	headers := map[string]string{"Accept": "application/json"}
+	if c.sdk.WorkspaceID != "" {
+		headers["X-Databricks-Workspace-Id"] = c.sdk.WorkspaceID
+	}
+	return c.dc.Do(ctx, "GET", path, headers, map[string]any{}, req, resp)
 }

@@ -20,7 +20,18 @@ type Options struct {
 	// 150s, else 23m).
 	LeakTimeout time.Duration
 	Ops         int // scenario load: number of long-running healthy operations
-	Logf        func(string, ...any)
+	// StoppedWarehouses adds this many spare warehouses, STOPPED, that the
+	// workload never uses (demo default 1, so the demo shows a stopped
+	// warehouse; negative: none). A Thrift request to one starts it.
+	StoppedWarehouses int
+	// AutoStop stops a running warehouse after this long without a client
+	// request or a live operation (default 10m, divided by Speed in the
+	// demo; negative: never).
+	AutoStop time.Duration
+	// StartDelay is how long a started warehouse stays STARTING (default
+	// 5s, divided by Speed in the demo).
+	StartDelay time.Duration
+	Logf       func(string, ...any)
 
 	// Clock drives every server-side timestamp, the state machine and the
 	// reaper; nil is the wall clock. Tests inject a ManualClock.
@@ -35,6 +46,23 @@ type Options struct {
 	// history (default 10m; 5m in the demo).
 	Retention time.Duration
 
+	// Latency delays every answer of the workspace APIs (Thrift and REST,
+	// not /sim/v1) by this much ± 20 %, uniformly: the round trip of a
+	// real workspace seen from afar (50 ms from a bastion). Unlike the
+	// latency fault it is not counted as a fault. 0 = loopback speed.
+	Latency time.Duration
+	// HistoryLag is how far query history trails the execution engine: a
+	// statement is listed once it is this old, with the status it had this
+	// long ago (docs/simulator.md). 0 (the default) = no lag.
+	HistoryLag time.Duration
+	// LoadRun is how long a load-scenario statement runs before its client
+	// fetches, closes it and starts the next (default 24h: no churn). With
+	// Ops=10000 and LoadRun=20s, 5 % of the operations are replaced per
+	// second.
+	LoadRun time.Duration
+	// LoadPoll is how often a load-scenario client polls its own statement
+	// (default 20s).
+	LoadPoll time.Duration
 	// CheckHandleSecrets refuses operation handles whose secret does not
 	// match (INVALID_HANDLE), as a strict server may; handles rebuilt from
 	// statement ids then fail (`dbxtop sim --check-handle-secrets`).
@@ -86,11 +114,26 @@ func (o Options) withDefaults() Options {
 			o.LeakTimeout = time.Duration(float64(150*time.Second) / o.Speed)
 		}
 	}
+	if o.StoppedWarehouses == 0 && demo {
+		o.StoppedWarehouses = 1
+	}
+	if o.AutoStop == 0 {
+		o.AutoStop = time.Duration(float64(10*time.Minute) / o.Speed)
+	}
+	if o.StartDelay <= 0 {
+		o.StartDelay = time.Duration(float64(5*time.Second) / o.Speed)
+	}
 	if o.Retention <= 0 {
 		o.Retention = 10 * time.Minute
 		if demo {
 			o.Retention = 5 * time.Minute
 		}
+	}
+	if o.LoadRun <= 0 {
+		o.LoadRun = 24 * time.Hour
+	}
+	if o.LoadPoll <= 0 {
+		o.LoadPoll = 20 * time.Second
 	}
 	if o.ReapEvery <= 0 {
 		o.ReapEvery = time.Second

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,44 +127,23 @@ func (s *Server) listQueries(w http.ResponseWriter, r *http.Request) {
 			*dst = n
 		}
 	}
-	var curNS int64
-	var curID string
-	hasCursor := false
+	hq := &historyQuery{statuses: statuses, warehouses: whs, ids: ids, users: users, from: from, to: to, max: max}
 	if tok := q.Get("page_token"); tok != "" {
 		n, id, err := decodeCursor(tok)
 		if err != nil {
 			badParam(w, "page_token is invalid")
 			return
 		}
-		curNS, curID, hasCursor = n, id, true
+		hq.cursor, hq.curNS, hq.curID = true, n, id
 	}
-	resp := listQueriesResponse{Res: []queryInfo{}}
-	var lastView opView
-	for _, v := range s.store.views() { // newest first
-		if hasCursor {
-			ns := v.Created.UnixNano()
-			if ns > curNS || (ns == curNS && v.ID >= curID) {
-				continue
-			}
-		}
-		st := historyStatus(v.State)
-		startMs := v.Created.UnixMilli()
-		switch {
-		case len(statuses) > 0 && !slices.Contains(statuses, st),
-			len(whs) > 0 && !slices.Contains(whs, v.Warehouse),
-			len(ids) > 0 && !slices.Contains(ids, v.ID),
-			len(users) > 0 && !slices.Contains(users, userID(v.User)),
-			from != 0 && startMs < from,
-			to != 0 && startMs > to:
-			continue
-		}
-		if len(resp.Res) == max {
-			resp.HasNextPage = true
-			resp.NextPageToken = encodeCursor(lastView)
-			break
-		}
-		resp.Res = append(resp.Res, queryInfoOf(v, st))
-		lastView = v
+	rows, more := s.store.history(hq, s.o.HistoryLag)
+	resp := listQueriesResponse{Res: make([]queryInfo, 0, len(rows))}
+	for _, v := range rows {
+		resp.Res = append(resp.Res, queryInfoOf(v, historyStatus(v.State)))
+	}
+	if more {
+		resp.HasNextPage = true
+		resp.NextPageToken = encodeCursor(hq.lastView)
 	}
 	writeJSON(w, resp)
 }
@@ -321,8 +299,8 @@ func (s *Server) listWarehouses(w http.ResponseWriter, r *http.Request) {
 	for _, wh := range s.warehouses {
 		path := "/sql/1.0/warehouses/" + wh.id
 		out.Warehouses = append(out.Warehouses, warehouseInfo{
-			ID: wh.id, Name: wh.name, State: "RUNNING", ClusterSize: wh.size, NumClusters: 1,
-			MinNumClusters: 1, MaxNumClusters: 2, AutoStopMins: 10, WarehouseType: "PRO",
+			ID: wh.id, Name: wh.name, State: s.WarehouseState(wh.id), ClusterSize: wh.size, NumClusters: 1,
+			MinNumClusters: 1, MaxNumClusters: 2, AutoStopMins: autoStopMins(s.o.AutoStop), WarehouseType: "PRO",
 			EnableServerlessCompute: true, EnablePhoton: true, CreatorName: "admin@example.com",
 			JdbcURL:    "jdbc:databricks://" + host + ";transportMode=http;httpPath=" + path,
 			OdbcParams: odbcParams{Hostname: hostname, Path: path, Port: p, Protocol: "http"},

@@ -78,6 +78,9 @@ func (s *Server) handleThrift(w http.ResponseWriter, r *http.Request) {
 				"SQL warehouse "+ci.warehouse+" does not exist.")
 			return
 		}
+		if !s.admitThrift(w, ci) {
+			return
+		}
 		if perr != nil {
 			writeAPIError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "not a TBinaryProtocol message: "+perr.Error())
 			return

@@ -30,14 +30,19 @@ type Server struct {
 	store      *store
 	vec        *vectors
 	inj        *injector
-	warehouses []warehouse
+	warehouses []*warehouse
+	starts     warehouseStarts
 	started    time.Time // wall time, for the demo's scripted timeline
 
 	// Counters are sync.Maps of *atomic.Int64: the request path takes no
 	// shared lock to count (a lock there collapses throughput when the
 	// machine is oversubscribed).
 	requests sync.Map
+	observer sync.Map // the subset of requests made by observers (dbxtop)
 	faults   sync.Map
+
+	latMu  sync.Mutex
+	latRNG *rand.Rand // jitter of Options.Latency
 
 	rules  []rule // scenario-scripted faults (demo)
 	hints  hints
@@ -47,10 +52,6 @@ type Server struct {
 	done   <-chan struct{} // closed when Close starts: ends injected latencies
 	wg     sync.WaitGroup
 	closed atomic.Bool
-}
-
-type warehouse struct {
-	id, name, size string
 }
 
 // Start listens, starts the reaper and the scenario's workload.
@@ -87,8 +88,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		vec:     newVectors(o.Clock, o.Scenario, o.Speed),
 		inj:     newInjector(o.Seed, faults),
 		started: time.Now(),
+		latRNG:  rand.New(rand.NewPCG(uint64(o.Seed), 0x1a7e)),
 	}
-	s.warehouses = makeWarehouses(o.Seed, o.Warehouses)
+	s.warehouses = makeWarehouses(o.Seed, o.Warehouses, o.StoppedWarehouses, o.Clock.Now())
+	s.seedSpareHistory()
 	if o.Proxy != nil {
 		u, err := o.Proxy(s.url)
 		if err != nil {
@@ -133,15 +136,32 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
-func makeWarehouses(seed int64, n int) []warehouse {
+// makeWarehouses builds n running warehouses for the workload and then
+// stopped spare ones (named from the end of the list, so the workload's
+// names do not change with the number of spares).
+func makeWarehouses(seed int64, n, stopped int, now time.Time) []*warehouse {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5157))
 	names := []string{"Shared Analytics", "ETL Pipelines", "BI Serverless", "Data Science", "Finance Reporting"}
 	sizes := []string{"Small", "Large", "Medium", "X-Small", "2X-Large"}
-	out := make([]warehouse, n)
+	out := make([]*warehouse, n+max(stopped, 0))
 	for i := range out {
-		out[i] = warehouse{id: fmt.Sprintf("%016x", r.Uint64()), name: names[i%len(names)], size: sizes[i%len(sizes)]}
-		if i >= len(names) {
+		k := i
+		if i >= n {
+			k = len(names) - 1 - (i - n)
+			for k < 0 {
+				k += len(names)
+			}
+		}
+		out[i] = &warehouse{id: fmt.Sprintf("%016x", r.Uint64()), name: names[k%len(names)], size: sizes[k%len(sizes)],
+			state: WarehouseRunning, lastActive: now}
+		if i < n && i >= len(names) {
 			out[i].name = fmt.Sprintf("%s %d", names[i%len(names)], i/len(names)+1)
+		}
+		if i >= n {
+			out[i].spare, out[i].state = true, WarehouseStopped
+			if i-n >= len(names) {
+				out[i].name = fmt.Sprintf("%s (spare %d)", out[i].name, i-n+1)
+			}
 		}
 	}
 	return out
@@ -153,11 +173,14 @@ func (s *Server) URL() string { return s.url }
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 
-// WarehouseIDs lists the simulated warehouses in a stable order.
+// WarehouseIDs lists the running warehouses the workload uses, in a stable
+// order (the stopped spares are StoppedWarehouseIDs).
 func (s *Server) WarehouseIDs() []string {
-	ids := make([]string, len(s.warehouses))
-	for i, w := range s.warehouses {
-		ids[i] = w.id
+	var ids []string
+	for _, w := range s.warehouses {
+		if !w.spare {
+			ids = append(ids, w.id)
+		}
 	}
 	return ids
 }
@@ -196,18 +219,12 @@ func (s *Server) reaper(ctx context.Context) {
 			return
 		case <-t.C:
 			s.store.reap()
+			s.autoStop()
 		}
 	}
 }
 
-func (s *Server) hasWarehouse(id string) bool {
-	for _, w := range s.warehouses {
-		if w.id == id {
-			return true
-		}
-	}
-	return false
-}
+func (s *Server) hasWarehouse(id string) bool { return s.warehouse(id) != nil }
 
 // ---- per-request plumbing ------------------------------------------------
 
@@ -237,8 +254,9 @@ func callFrom(ctx context.Context) *callInfo {
 // isObserver says whether a User-Agent belongs to dbxtop (dbxtop/ for the
 // TUI, snapshot and serve; dbxtop-proxy/ for the proxy's own calls): its
 // calls never count as the owning client's activity (dbxtop watches, it
-// does not own). The proxy forwards its clients' User-Agents unchanged, so
-// their calls through it still count as theirs.
+// does not own), and /sim/v1/stats counts them apart in observer_requests.
+// The proxy forwards its clients' User-Agents unchanged, so their calls
+// through it still count as theirs.
 func isObserver(ua string) bool {
 	for _, tok := range strings.Fields(ua) {
 		if strings.HasPrefix(tok, "dbxtop/") || strings.HasPrefix(tok, "dbxtop-proxy/") {
@@ -246,6 +264,33 @@ func isObserver(ua string) bool {
 		}
 	}
 	return false
+}
+
+// latency draws one answer's delay: Options.Latency ± 20 %, uniform.
+func (s *Server) latency() time.Duration {
+	if s.o.Latency <= 0 {
+		return 0
+	}
+	s.latMu.Lock()
+	f := 0.8 + 0.4*s.latRNG.Float64()
+	s.latMu.Unlock()
+	return time.Duration(float64(s.o.Latency) * f)
+}
+
+// wait sleeps d for the request; false when the request or the server
+// ended first (the answer is then already written or moot).
+func (s *Server) wait(w http.ResponseWriter, r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.done:
+		writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The simulator is shutting down.")
+		return false
+	}
 }
 
 func (s *Server) newCall(r *http.Request, call string) *callInfo {
@@ -290,6 +335,9 @@ type rule func(ci *callInfo, r *http.Request, body []byte) string
 // endpoints.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, body []byte, faults bool, handle func(http.ResponseWriter, *http.Request)) {
 	s.count(&s.requests, ci.call)
+	if ci.observer {
+		s.count(&s.observer, ci.call)
+	}
 	if ci.conn.stale.Load() {
 		// The stale fault's second half: this connection's reuse fails.
 		resetConn(w)
@@ -305,17 +353,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ci *callInfo, bod
 		d = s.inj.decide(ci.call)
 		if d.latency > 0 {
 			s.count(&s.faults, FaultLatency)
-			t := time.NewTimer(d.latency)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
-				return
-			case <-s.done:
-				t.Stop()
-				writeAPIError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The simulator is shutting down.")
-				return
-			}
+		}
+		if lat := d.latency + s.latency(); lat > 0 && !s.wait(w, r, lat) {
+			return
 		}
 		kind := d.answer
 		if kind == "" {
@@ -387,7 +427,14 @@ func resetConn(w http.ResponseWriter) {
 type Stats struct {
 	Operations opStats          `json:"operations"`
 	Requests   map[string]int64 `json:"requests"`
-	Faults     map[string]int64 `json:"faults"`
+	// ObserverRequests is the part of Requests made by observers (a
+	// User-Agent with a dbxtop/ or dbxtop-proxy/ token), by call name: what
+	// dbxtop itself cost the workspace, apart from the simulated clients.
+	ObserverRequests map[string]int64 `json:"observer_requests"`
+	Faults           map[string]int64 `json:"faults"`
+	// WarehouseStarts counts stopped warehouses started by a Thrift
+	// request, by who sent it (an addition beyond the Databricks API).
+	WarehouseStarts WarehouseStarts `json:"warehouse_starts"`
 	// Writer is the vector-incident writer's progress (absent without one).
 	Writer *WriterStats `json:"vector_writer,omitempty"`
 }
@@ -425,7 +472,9 @@ type TruthEndpoint struct {
 
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
-	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests), Faults: snapshot(&s.faults), Writer: s.vec.writerStats()}
+	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests),
+		ObserverRequests: snapshot(&s.observer), Faults: snapshot(&s.faults), Writer: s.vec.writerStats(),
+		WarehouseStarts: WarehouseStarts{Observer: s.starts.Observer.Load(), Clients: s.starts.Clients.Load()}}
 }
 
 // Truth returns the /sim/v1/truth document, newest operation first.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -79,9 +80,18 @@ type operation struct {
 	fetchPos     int64
 
 	observerCloseFailed bool // scripted: the first observer close of a close_fails op
+	pruned              bool // forgotten by the reaper (left store.order)
 	// closeRefusedUntil: scripted, the upstream refuses every close of a
 	// proxied close_fails op until then (set at its first close).
 	closeRefusedUntil time.Time
+}
+
+// before orders operations by (created, id) ascending.
+func before(a, b *operation) bool {
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
+	}
+	return a.id < b.id
 }
 
 // ownerLast is the owning client's last activity: on the operation or on
@@ -120,6 +130,12 @@ type store struct {
 	ops       map[guid]*operation
 	byID      map[string]*operation
 	c         counters
+	// order holds every operation by (created, id) ascending, so that a
+	// query-history page is a binary search and a walk, not a sort of
+	// 100,000 operations per request. unsorted is set when an insert broke
+	// the order (a clock that stepped back); the next reader sorts.
+	order    []*operation
+	unsorted bool
 }
 
 func newStore(clock Clock, idle, leak, retention time.Duration) *store {
@@ -223,9 +239,19 @@ func (s *store) execute(ss *session, sql string, p plan, owner bool, adjust func
 		adjust(op)
 	}
 	advance(op, now)
-	s.ops[g] = op
-	s.byID[op.id] = op
+	s.add(op)
 	return op
+}
+
+// add records a new operation (with the lock held), keeping store.order
+// sorted or marked for sorting.
+func (s *store) add(op *operation) {
+	s.ops[op.guid] = op
+	s.byID[op.id] = op
+	if n := len(s.order); n > 0 && before(op, s.order[n-1]) {
+		s.unsorted = true
+	}
+	s.order = append(s.order, op)
 }
 
 // withOp runs f on the operation with that GUID (any state, even closed),
@@ -299,6 +325,7 @@ func (s *store) reap() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
+	pruned := false
 	for g, op := range s.ops {
 		advance(op, now)
 		if op.open && !op.state.Terminal() && now.Sub(op.ownerLast()) >= s.idle {
@@ -316,7 +343,11 @@ func (s *store) reap() {
 		if !op.open && now.Sub(op.closedAt) >= s.retention {
 			delete(s.ops, g)
 			delete(s.byID, op.id)
+			op.pruned, pruned = true, true
 		}
+	}
+	if pruned {
+		s.order = slices.DeleteFunc(s.order, func(op *operation) bool { return op.pruned })
 	}
 	// Sessions nobody uses and that hold nothing open are dropped.
 	for g, ss := range s.sessions {
@@ -409,4 +440,36 @@ func (s *store) stats() opStats {
 		}
 	}
 	return st
+}
+
+// liveWarehouses is the set of warehouses with a PENDING or RUNNING
+// operation (they are not idle, whatever their request traffic).
+func (s *store) liveWarehouses() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	out := map[string]bool{}
+	for _, op := range s.ops {
+		advance(op, now)
+		if op.open && !op.state.Terminal() {
+			out[op.warehouse] = true
+		}
+	}
+	return out
+}
+
+// addClosed records a statement that already ran and was closed (history
+// from before the simulator started): it is in query history and truth,
+// and its handle is closed.
+func (s *store) addClosed(warehouse, user, app, sql string, started, completed time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := newGUID()
+	op := &operation{
+		guid: g, secret: newGUID(), id: uuidString(g), warehouse: warehouse,
+		sql: sql, user: user, app: app, kind: KindExternal,
+		state: model.StateFinished, open: false, created: started, pendingUntil: started,
+		runUntil: completed, completed: completed, closedAt: completed, lastActivity: completed,
+	}
+	s.add(op)
 }

@@ -75,7 +75,7 @@ func TestHTTPErrors(t *testing.T) {
 			name:    "502 HTML page from a proxy",
 			status:  502,
 			body:    "<html><body>Bad Gateway</body></html>",
-			wantMsg: "",
+			wantMsg: "HTML page: Bad Gateway",
 		},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package thrift
 import (
 	"context"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -12,7 +13,9 @@ import (
 
 // Status is GetOperationStatus.
 func (c *Client) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
-	return c.GetOperationStatus(ctx, ref)
+	st, err := c.GetOperationStatus(ctx, ref)
+	st.Source = model.StatusViaThrift
+	return st, err
 }
 
 // Cancel is CancelOperation.

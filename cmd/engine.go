@@ -1,0 +1,145 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dbxtop/dbxtop/config"
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/databricks"
+)
+
+// workspaceEngine connects to one workspace (real or simulated) and builds
+// its engine: the one place poller.Options is assembled for the TUI and
+// serve. pol carries the caller's policy hooks (serve's counters).
+// actionPath is "thrift" when actions go over Thrift (the simulator).
+func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol poller.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
+	c, err := connect(ctx, ws, logf)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	opts := poller.Options{
+		// With --proxy, discovery, status and actions carry the proxy's
+		// facts (proxy.Merge, wired by connect).
+		Discoverer: c.disc,
+		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done. With
+		// --proxy, an operation the proxy saw is acted on through it, with
+		// its real handle.
+		Actions:       c.actions,
+		Capacity:      c.rest,
+		Settle:        c.rest,
+		Thresholds:    ws.Thresholds,
+		Refresh:       ws.Refresh,
+		ReadOnly:      ws.ReadOnly,
+		Workspace:     model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:          c.idle,
+		Logf:          logf,
+		Policy:        pol,
+		RowLimits:     ws.RowLimits,
+		ClientsWindow: ws.Window,
+	}
+	if simulated {
+		// The demo probes its endpoints (one empty upsert per endpoint per
+		// refresh) so that a full one shows the server's own
+		// RESOURCE_EXHAUSTED message and request id; on a real workspace
+		// probing stays opt-in (snapshot --capacity-probe).
+		opts.Probe = true
+	}
+	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
+		// A simulator that looks operations up by GUID alone (demo with
+		// --check-handle-secrets=false): Thrift actions are exact there
+		// and exercise the same path as status. Never to a warehouse that
+		// is not running: those go through the Statement Execution API.
+		// The demo's default is a strict server, where a rebuilt handle
+		// is refused: actions then go as on a real workspace.
+		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
+		actionPath = "thrift"
+	}
+	return poller.NewEngine(opts), c.close, actionPath, nil
+}
+
+// fleetOf builds one engine per selected workspace (ws.Contexts resolved
+// by finishWorkspace); a single workspace is a fleet of one. A workspace
+// whose connection cannot even be configured fails the command: it is a
+// configuration error, not an outage.
+func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), hooks func(name string) poller.PolicyOptions) (*poller.Fleet, func(), string, error) {
+	targets := ws.targets()
+	var members []poller.Member
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	path := ""
+	for _, t := range targets {
+		var pol poller.PolicyOptions
+		if hooks != nil {
+			pol = hooks(t.label())
+		}
+		eng, closeConn, ap, err := workspaceEngine(ctx, t.ws, simulated, logf, pol)
+		if err != nil {
+			closeAll()
+			if t.name != "" && len(targets) > 1 {
+				return nil, nil, "", fmt.Errorf("context %s: %w", t.name, err)
+			}
+			return nil, nil, "", err
+		}
+		closers = append(closers, closeConn)
+		members = append(members, poller.Member{Name: t.label(), Engine: eng})
+		path = ap
+	}
+	return poller.NewFleet(ws.Window, members...), closeAll, path, nil
+}
+
+type target struct {
+	name string // context name, "" without one
+	ws   WorkspaceConfig
+}
+
+func (t target) label() string {
+	if t.name != "" {
+		return t.name
+	}
+	return t.ws.Host
+}
+
+// targets is one WorkspaceConfig per selected context, each with that
+// context's resolved settings; without contexts, ws itself.
+func (ws WorkspaceConfig) targets() []target {
+	if len(ws.Resolved) <= 1 {
+		name := ""
+		if len(ws.Resolved) == 1 {
+			name = ws.Resolved[0].Context
+		}
+		return []target{{name: name, ws: ws}}
+	}
+	out := make([]target, 0, len(ws.Resolved))
+	for _, s := range ws.Resolved {
+		w := ws
+		w.apply(s, ws.configFile)
+		// Each context authenticates through its own profile: one token
+		// from the environment cannot belong to several workspaces.
+		w.Token = ""
+		w.Resolved = nil
+		out = append(out, target{name: s.Context, ws: w})
+	}
+	return out
+}
+
+// apply copies resolved settings into the flat fields the rest of cmd uses.
+func (ws *WorkspaceConfig) apply(s config.Settings, f *config.File) {
+	ws.Host, ws.Profile, ws.HTTPPath = s.Host, s.Profile, s.HTTPPath
+	ws.Warehouses = s.Warehouses
+	ws.Refresh, ws.Window, ws.Thresholds = s.Refresh, s.Window, s.Thresholds
+	ws.ExportDir = s.ExportDir
+	ws.Proxy = s.Proxy
+	ws.RowLimits = f.RowLimits(s.Context)
+}

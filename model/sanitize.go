@@ -1,0 +1,99 @@
+package model
+
+import "github.com/dbxtop/dbxtop/textfmt"
+
+// Every string in a Snapshot that came from the workspace (SQL, user and
+// client names, warehouse, endpoint and index names, server messages, error
+// bodies) is made harmless here, once, with textfmt: a snapshot is safe to
+// print on a terminal, in a report, a log or JSON. The engine's own state is
+// never modified: shared values (error pointers, index slices) are copied
+// before they change. Single-line fields stay single-line; only the SQL
+// keeps its newlines and tabs.
+
+func (s *Snapshot) sanitize() {
+	s.Workspace.Host = textfmt.Line(s.Workspace.Host)
+	s.Workspace.Warehouses = lines(s.Workspace.Warehouses)
+	for i := range s.Errors {
+		s.Errors[i] = sanitizeErrorValue(s.Errors[i])
+	}
+	for i := range s.Operations {
+		s.Operations[i].sanitize()
+	}
+	for i := range s.Endpoints {
+		s.Endpoints[i].sanitize()
+	}
+}
+
+func (o *OperationView) sanitize() {
+	o.StatementID = textfmt.Line(o.StatementID)
+	o.WarehouseID = textfmt.Line(o.WarehouseID)
+	o.User = textfmt.Line(o.User)
+	o.ClientApplication = textfmt.Line(o.ClientApplication)
+	o.SQL = textfmt.Block(o.SQL)
+	o.ServerError = textfmt.Line(o.ServerError)
+	o.State = State(textfmt.Line(string(o.State)))
+	o.LastError = SanitizeError(o.LastError)
+	o.Close.LastError = SanitizeError(o.Close.LastError)
+	sanitizeFlags(o.Flags)
+}
+
+func (e *EndpointView) sanitize() {
+	e.Name = textfmt.Line(e.Name)
+	e.Type = textfmt.Line(e.Type)
+	e.State = textfmt.Line(e.State)
+	e.LastError = SanitizeError(e.LastError)
+	sanitizeFlags(e.Flags)
+	copied := false
+	for i, ix := range e.Indexes {
+		n, m := textfmt.Line(ix.Name), textfmt.Line(ix.Message)
+		if n == ix.Name && m == ix.Message {
+			continue
+		}
+		if !copied { // the slice is the engine's: copy before the first change
+			e.Indexes, copied = append([]Index(nil), e.Indexes...), true
+		}
+		e.Indexes[i].Name, e.Indexes[i].Message = n, m
+	}
+}
+
+// Flags are built per snapshot, so they are cleaned in place.
+func sanitizeFlags(fs []Flag) {
+	for i := range fs {
+		fs[i].Detail = textfmt.Line(fs[i].Detail)
+	}
+}
+
+// SanitizeError returns e with every server-supplied field made safe for
+// one line; e itself is returned when nothing changes, else a copy.
+func SanitizeError(e *ErrorInfo) *ErrorInfo {
+	if e == nil {
+		return nil
+	}
+	c := sanitizeErrorValue(*e)
+	if c == *e {
+		return e
+	}
+	return &c
+}
+
+func sanitizeErrorValue(e ErrorInfo) ErrorInfo {
+	e.Call = textfmt.Line(e.Call)
+	e.ErrorCode = textfmt.Line(e.ErrorCode)
+	e.Message = textfmt.Line(e.Message)
+	e.RequestID = textfmt.Line(e.RequestID)
+	e.Kind = ErrorKind(textfmt.Line(string(e.Kind)))
+	return e
+}
+
+func lines(ss []string) []string {
+	for i, s := range ss {
+		if c := textfmt.Line(s); c != s {
+			out := append([]string(nil), ss...)
+			for j := i; j < len(out); j++ {
+				out[j] = textfmt.Line(out[j])
+			}
+			return out
+		}
+	}
+	return ss
+}

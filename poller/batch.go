@@ -1,0 +1,399 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// CallStatusBatch is the engine's name for a batch confirmation: one
+// query-history request filtered by statement ids (the request really
+// made, as the simulator and the server count it).
+const CallStatusBatch = "ListQueries"
+
+// The batch status path (docs/retry-policy.md, "Status: batch first").
+//
+// Query history answers for every statement whatever protocol ran it and
+// needs no handle secret, so it is the status source that is right on a
+// strict server; one request confirms up to BatchLimit operations. Every
+// BatchEvery the engine asks it about every live operation, in chunks,
+// and takes each listed state as confirmed at the answer's arrival
+// (LastPollOKAt). Per-operation calls remain for what only they tell:
+//
+//   - openness after the end (UNCLOSED): first asked when UNCLOSED could
+//     start to matter (LeakAfter after completion), then every 10 s while
+//     open;
+//   - the owning client's activity (INACTIVE), when the status source
+//     volunteers it: then live operations keep a per-operation poll too;
+//   - a live operation the batches did not confirm for confirmGrace
+//     (history lags, forgot it, or fails): polled on its own.
+const (
+	defaultBatchEvery = time.Second
+	// activityProbes is how many newly discovered operations get one
+	// per-operation poll to learn whether the status source reports
+	// client activity (a real server does not; a proxy or the
+	// simulator's extension may).
+	activityProbes = 4
+)
+
+// confirmGrace: a live operation not confirmed for this long is polled
+// on its own.
+func (e *Engine) confirmGrace() time.Duration { return 3 * e.o.BatchEvery }
+
+// batchMode reports whether live operations are confirmed in batches.
+func (e *Engine) batchMode() bool { return e.o.Batch != nil }
+
+// startBatch begins one round (called with e.mu held): with a
+// LiveLister, the listing first (a goroutine pages through it, one
+// request per page), then id lookups of the live operations it did not
+// show; without one, id lookups of every live operation. The loop
+// dispatches id lookups like polls, within the same in-flight bound.
+func (e *Engine) startBatch(spawn func(func(context.Context))) {
+	if e.liveN == 0 {
+		return // nothing to confirm: no request
+	}
+	if ll, ok := e.o.Batch.(LiveLister); ok {
+		e.batchPending = 1
+		spawn(func(ctx context.Context) { e.listRound(ctx, ll) })
+		return
+	}
+	e.queueBatch(nil)
+}
+
+// maxListPages bounds one round's listing (pages of at least 100 rows,
+// and a few more), so a listing that never ends (a server repeating
+// cursors, a workspace far busier than dbxtop follows) stops; what it
+// missed is looked up by id.
+func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
+
+// listRound pages through the live listing, confirms what it lists and
+// queues id lookups for the rest.
+func (e *Engine) listRound(ctx context.Context, ll LiveLister) {
+	listed := map[string]bool{}
+	e.mu.Lock()
+	pages := e.maxListPages(len(e.ops))
+	e.mu.Unlock()
+	token := ""
+	complete := false
+	for page := 0; page < pages; page++ {
+		type answer struct {
+			sts  map[string]sources.Status
+			next string
+		}
+		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
+			t0 := e.clk.Now()
+			m, next, err := ll.ListLive(ctx, token)
+			e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+			return answer{m, next}, err
+		})
+		e.mu.Lock()
+		e.batchCalls++
+		if err != nil {
+			if ctx.Err() == nil {
+				e.recordWSError(CallStatusBatch, err)
+			}
+			e.mu.Unlock()
+			break // what the listing missed is looked up by id
+		}
+		now := e.clk.Now()
+		for id, st := range a.sts {
+			listed[id] = true
+			if en := e.ops[id]; en != nil && !en.retired {
+				e.confirm(en, st, now)
+			}
+		}
+		e.mu.Unlock()
+		if a.next == "" || a.next == token {
+			complete = a.next == ""
+			break
+		}
+		token = a.next
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if complete {
+		delete(e.wsErrs, CallStatusBatch)
+	}
+	e.batchPending--
+	e.queueBatch(listed)
+}
+
+// queueBatch queues id lookups, in chunks of the source's batch limit,
+// of every live operation not in skip. Called with e.mu held.
+func (e *Engine) queueBatch(skip map[string]bool) {
+	limit := max(1, e.o.Batch.BatchLimit())
+	var chunk []sources.Ref
+	for id, en := range e.ops {
+		if en.retired || en.op.State.Terminal() || skip[id] {
+			continue
+		}
+		chunk = append(chunk, en.ref)
+		if len(chunk) == limit {
+			e.batchQ = append(e.batchQ, chunk)
+			chunk = nil
+		}
+	}
+	if len(chunk) > 0 {
+		e.batchQ = append(e.batchQ, chunk)
+	}
+	e.batchPending += len(e.batchQ)
+}
+
+// runBatch runs the queued round to its end with at most par requests in
+// flight (RunOnce).
+func (e *Engine) runBatch(ctx context.Context, par int) {
+	e.mu.Lock()
+	live := e.liveCount()
+	e.mu.Unlock()
+	if live == 0 {
+		return // nothing to confirm: no request
+	}
+	if ll, ok := e.o.Batch.(LiveLister); ok {
+		e.mu.Lock()
+		e.batchPending = 1
+		e.mu.Unlock()
+		e.listRound(ctx, ll) // queues the id lookups of what it missed
+	} else {
+		e.mu.Lock()
+		e.queueBatch(nil)
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	q := e.batchQ
+	e.batchQ = nil
+	e.mu.Unlock()
+	sem := make(chan struct{}, max(1, par))
+	var wg sync.WaitGroup
+	for _, c := range q {
+		sem <- struct{}{}
+		e.mu.Lock()
+		e.inflight++
+		e.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.confirmChunk(ctx, c)
+			<-sem
+		}()
+	}
+	wg.Wait()
+}
+
+// confirmChunk sends one batch request (counted in e.inflight by the
+// caller) and applies what it lists.
+func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
+	call := Call{Name: CallStatusBatch, Safe: true}
+	sts, err := Do(ctx, e.pol, call, func(ctx context.Context) (map[string]sources.Status, error) {
+		t0 := e.clk.Now()
+		m, err := e.o.Batch.StatusBatch(ctx, refs)
+		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+		return m, err
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inflight--
+	e.batchPending--
+	e.batchCalls++
+	if err != nil {
+		if ctx.Err() == nil {
+			e.recordWSError(CallStatusBatch, err)
+		}
+		return // the operations' fallback polls come due on their own
+	}
+	delete(e.wsErrs, CallStatusBatch)
+	now := e.clk.Now()
+	for _, r := range refs {
+		st, ok := sts[r.StatementID]
+		if !ok {
+			continue
+		}
+		if en := e.ops[r.StatementID]; en != nil && !en.retired {
+			e.confirm(en, st, now)
+		}
+	}
+}
+
+// confirm applies a state read from query history (a batch or discovery
+// listing). History may lag: it never takes an operation back from a
+// terminal state, and such an answer confirms nothing.
+func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
+	if st.State == "" || (en.op.State.Terminal() && !st.State.Terminal()) {
+		return
+	}
+	// Only the execution facts: openness and client activity are not in
+	// query history.
+	st.Open, st.ClientLastActivity = nil, nil
+	wasLive := !en.op.State.Terminal()
+	e.applyStatus(en, st, now)
+	if en.retired || en.polling {
+		return
+	}
+	// A confirmation replaces only the fallback poll of a live operation.
+	// It never postpones a poll for what history cannot tell: an activity
+	// probe, the openness of an ended operation, the client's activity.
+	if en.idx >= 0 {
+		ended := en.op.State.Terminal()
+		if en.probe || (ended && !wasLive) || (!ended && e.activity) {
+			return
+		}
+	}
+	e.scheduleNext(en, now, nil)
+}
+
+// scheduleNext sets en's next per-operation poll after an answer (err is
+// the failed poll's error, nil after a success or a confirmation).
+func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
+	op := &en.op
+	wait := pollInterval(op, now, e.pol.o.Rand())
+	rate := 1 / wait.Seconds()
+	if e.batchMode() && err == nil {
+		switch {
+		case op.State.Terminal():
+			// Openness matters from LeakAfter after the end (UNCLOSED);
+			// before that its answer would change no flag. (An adopted or
+			// queued operation is dbxtop's to close: polled as before.)
+			if !en.queued && !op.Adopted {
+				if at := en.terminalAt.Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
+					wait, rate = at.Sub(now), 0
+				}
+			}
+		case e.activity:
+			// The source reports client activity: keep polling for it.
+		default:
+			wait, rate = e.confirmGrace(), 0
+		}
+	}
+	var he *sources.HTTPError
+	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {
+		// A server that asked for more time than the policy would wait
+		// gets it before the next poll too (bounded, so the operation is
+		// not lost).
+		wait = min(he.RetryAfter, maxServerWait)
+	}
+	e.setRate(en, rate)
+	en.next = now.Add(wait)
+	e.heap.reschedule(en)
+}
+
+// setRate keeps the sum of expected per-operation poll rates (the demand
+// λ of Little's law) in step with en's schedule.
+func (e *Engine) setRate(en *entry, r float64) {
+	e.rateSum += r - en.rate
+	en.rate = r
+	if e.rateSum < 0 {
+		e.rateSum = 0
+	}
+}
+
+// demand is the expected calls per second: per-operation polls plus the
+// batch requests of one round per BatchEvery.
+func (e *Engine) demand() float64 {
+	d := e.rateSum
+	if e.batchMode() {
+		live := e.liveN
+		limit := max(1, e.o.Batch.BatchLimit())
+		if _, ok := e.o.Batch.(LiveLister); ok {
+			limit = 999 // pages of the listing; id lookups only for what it missed
+		}
+		d += math.Ceil(float64(live)/float64(limit)) / e.o.BatchEvery.Seconds()
+	}
+	return d
+}
+
+// liveCount counts the live followed operations into e.liveN (e.mu
+// held; O(n): after discovery merges and once a second, not per loop
+// turn).
+func (e *Engine) liveCount() int {
+	n := 0
+	for _, en := range e.ops {
+		if !en.retired && !en.op.State.Terminal() {
+			n++
+		}
+	}
+	e.liveN = n
+	return n
+}
+
+func (e *Engine) budgetShare() float64 {
+	avail, capa := e.pol.Budget()
+	if capa <= 0 {
+		return 1
+	}
+	return avail / capa
+}
+
+// freshnessGoal is the p95 staleness the schedule aims at: the
+// long-running poll interval's (3 s) per-operation, or two batch periods
+// plus a second with batches.
+func (e *Engine) freshnessGoal() time.Duration {
+	if e.batchMode() {
+		return 2*e.o.BatchEvery + time.Second
+	}
+	return 3 * time.Second
+}
+
+// evalFreshness measures the p95 time since live operations were last
+// confirmed (a sample of at most 2,000, in map order, which is random)
+// and says why the goal is missed when it is. Called with e.mu held.
+func (e *Engine) evalFreshness(now time.Time) {
+	e.liveCount()
+	ages := make([]time.Duration, 0, min(len(e.ops), 2000))
+	for _, en := range e.ops {
+		if en.retired || en.op.State.Terminal() {
+			continue
+		}
+		at := en.op.LastPollOKAt
+		if at.IsZero() {
+			at = en.op.FirstSeenAt
+		}
+		ages = append(ages, now.Sub(at))
+		if len(ages) == cap(ages) {
+			break
+		}
+	}
+	f := Freshness{Goal: e.freshnessGoal(), Live: len(ages), Held: true, InFlight: e.inflight}
+	f.Demand = e.demand()
+	if len(ages) > 0 {
+		slices.Sort(ages)
+		f.P95 = ages[int(math.Ceil(0.95*float64(len(ages))))-1]
+	}
+	if f.P95 > f.Goal {
+		f.Held = false
+		c := e.lim.capacity(now)
+		avail, capa := e.pol.Budget()
+		switch {
+		case c.Throttled:
+			f.Reason = "throttled: the server answered 429/503; concurrency cut to " + itoa(c.Cap)
+		case capa > 0 && avail < capa/5:
+			f.Reason = "retry budget low: calls fail and retries are rationed"
+		case c.Latency > 0 && f.Demand*c.Latency.Seconds() > float64(c.Ceiling):
+			f.Reason = "latency " + c.Latency.Round(time.Millisecond).String() + " × " + itoa(int(f.Demand)) +
+				" calls/s needs more than the ceiling of " + itoa(c.Ceiling) + " calls in flight"
+		default:
+			f.Reason = "calls fail or answer late (latency " + c.Latency.Round(time.Millisecond).String() + ")"
+		}
+	}
+	e.fresh = f
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// callFreshness names the snapshot's error entry about freshness.
+const callFreshness = "Freshness"
+
+// freshnessError is the workspace error entry that says the goal is not
+// held, and why (nil when held).
+func (e *Engine) freshnessError() *model.ErrorInfo {
+	f := e.fresh
+	if f.Held || f.Goal == 0 {
+		return nil
+	}
+	return &model.ErrorInfo{Kind: model.KindUnavailable, Call: callFreshness, Message: f.String()}
+}

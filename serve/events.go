@@ -1,0 +1,124 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// EventJSON is one line of /api/v1/events (newline-delimited JSON).
+type EventJSON struct {
+	At          time.Time        `json:"at"`
+	Kind        string           `json:"kind"`
+	Workspace   string           `json:"workspace,omitempty"`
+	StatementID string           `json:"statement_id,omitempty"`
+	Endpoint    string           `json:"endpoint,omitempty"`
+	Call        string           `json:"call,omitempty"`
+	Message     string           `json:"message"`
+	RequestID   string           `json:"request_id,omitempty"`
+	Error       *model.ErrorInfo `json:"error,omitempty"`
+	Flag        *model.Flag      `json:"flag,omitempty"`
+}
+
+// EncodeEvent and DecodeEvent convert between the engine's events and
+// their wire form (the attach client decodes what serve encodes).
+func EncodeEvent(ev poller.Event) EventJSON {
+	return EventJSON{At: ev.At, Kind: string(ev.Kind), Workspace: ev.Workspace, StatementID: ev.StatementID,
+		Endpoint: ev.Endpoint, Call: ev.Call, Message: ev.Message, RequestID: ev.RequestID, Error: ev.Err, Flag: ev.Flag}
+}
+
+// DecodeEvent is EncodeEvent's inverse.
+func DecodeEvent(e EventJSON) poller.Event {
+	return poller.Event{At: e.At, Kind: poller.EventKind(e.Kind), Workspace: e.Workspace, StatementID: e.StatementID,
+		Endpoint: e.Endpoint, Call: e.Call, Message: e.Message, RequestID: e.RequestID, Err: e.Error, Flag: e.Flag}
+}
+
+// subscriberBuffer bounds what a slow /api/v1/events reader can hold up:
+// beyond it, its oldest events are dropped, never the poller stalled.
+const subscriberBuffer = 1024
+
+// hub fans the fleet's single event stream out to every subscriber.
+type hub struct {
+	mu     sync.Mutex
+	subs   map[chan poller.Event]struct{}
+	closed bool
+	done   chan struct{}
+}
+
+func newHub() *hub { return &hub{subs: map[chan poller.Event]struct{}{}, done: make(chan struct{})} }
+
+func (h *hub) subscribe() (chan poller.Event, func()) {
+	ch := make(chan poller.Event, subscriberBuffer)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.subs[ch] = struct{}{}
+	}
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}
+}
+
+func (h *hub) publish(ev poller.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- ev:
+		default: // drop the oldest for this reader only
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- ev:
+			default:
+			}
+		}
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.closed = true
+		close(h.done)
+	}
+}
+
+// events streams newline-delimited JSON events until the client goes away
+// or serve stops.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	ch, unsubscribe := s.hub.subscribe()
+	defer unsubscribe()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.hub.done:
+			return
+		case ev := <-ch:
+			if err := enc.Encode(EncodeEvent(ev)); err != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+	}
+}

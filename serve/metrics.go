@@ -1,0 +1,363 @@
+package serve
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
+)
+
+// Every series is named dbxtop_…, and no label ever holds a statement id
+// or SQL text: labels are workspace (context), warehouse, state, flag,
+// severity, endpoint, call, outcome/kind and client application — each a
+// small set. Client applications are server text: sanitised, truncated,
+// and capped (maxClientLabels distinct values, then "other").
+const (
+	maxLabelLen     = 96
+	maxClientLabels = 100
+	otherClient     = "other"
+)
+
+// gauge is one series computed from the snapshots at scrape time. To add
+// a metric, add an entry to gauges: a name, help, labels and a function
+// that emits values for one workspace.
+type gauge struct {
+	name, help string
+	labels     []string // after "workspace"
+	emit       func(ws model.NamedSnapshot, h poller.Health, out func(v float64, labels ...string))
+}
+
+var gauges = []gauge{
+	{"dbxtop_observe_up", "1 when dbxtop's last discovery of the workspace succeeded, 0 when it cannot observe it.", nil,
+		func(ws model.NamedSnapshot, h poller.Health, out func(float64, ...string)) {
+			out(boolF(ws.Up))
+		}},
+	{"dbxtop_operations", "Operations dbxtop shows, by warehouse and server state.", []string{"warehouse", "state"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			type k struct{ wh, st string }
+			n := map[k]int{}
+			for _, o := range ws.Operations {
+				n[k{o.WarehouseID, string(o.State)}]++
+			}
+			for key, c := range n {
+				out(float64(c), label(key.wh), key.st)
+			}
+		}},
+	{"dbxtop_operations_flagged", "Operations carrying a flag, by flag and severity (INACTIVE: an orphan the server will reap).", []string{"flag", "severity"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			n := map[model.Flag]int{}
+			for _, o := range ws.Operations {
+				for _, f := range o.Flags {
+					n[model.Flag{Kind: f.Kind, Severity: f.Severity}]++
+				}
+			}
+			for _, kind := range []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped} {
+				for _, sev := range []model.Severity{model.SeverityWarning, model.SeverityCritical} {
+					out(float64(n[model.Flag{Kind: kind, Severity: sev}]), string(kind), string(sev))
+				}
+			}
+		}},
+	{"dbxtop_reaper_countdown_min_seconds", "Shortest countdown to the server's inactivity reaper among operations whose client went silent, by warehouse (absent when none).", []string{"warehouse"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			least := map[string]float64{}
+			for _, o := range ws.Operations {
+				if o.ReapedIn == nil || !o.HasFlag(model.FlagInactive) {
+					continue
+				}
+				s := o.ReapedIn.Seconds()
+				if v, ok := least[o.WarehouseID]; !ok || s < v {
+					least[o.WarehouseID] = s
+				}
+			}
+			for wh, v := range least {
+				out(v, label(wh))
+			}
+		}},
+	{"dbxtop_endpoint_rows", "Indexed rows on a Vector Search endpoint.", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				out(float64(e.Rows), label(e.Name))
+			}
+		}},
+	{"dbxtop_endpoint_row_limit", "Row limit of a Vector Search endpoint (absent when unknown).", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				if e.RowLimit > 0 {
+					out(float64(e.RowLimit), label(e.Name))
+				}
+			}
+		}},
+	{"dbxtop_endpoint_usage_ratio", "Indexed rows / row limit of a Vector Search endpoint (absent when the limit is unknown).", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				if e.RowLimit > 0 {
+					out(e.Usage, label(e.Name))
+				}
+			}
+		}},
+	{"dbxtop_endpoint_exhausted", "1 when a Vector Search endpoint is flagged EXHAUSTED (the server refused writes, or usage ≥ 100 %).", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				out(boolF(e.HasFlag(model.FlagExhausted)), label(e.Name))
+			}
+		}},
+	{"dbxtop_retry_budget_tokens", "Tokens left in the workspace's retry budget (retries stop when it cannot pay).", nil,
+		func(_ model.NamedSnapshot, h poller.Health, out func(float64, ...string)) { out(h.BudgetAvailable) }},
+	{"dbxtop_retry_budget_capacity", "Capacity of the workspace's retry budget.", nil,
+		func(_ model.NamedSnapshot, h poller.Health, out func(float64, ...string)) { out(h.BudgetCapacity) }},
+	{"dbxtop_followed_operations", "Operations dbxtop is polling.", nil,
+		func(_ model.NamedSnapshot, h poller.Health, out func(float64, ...string)) { out(float64(h.Followed)) }},
+}
+
+// clientGauges are the Clients view in the recent window, by client
+// application (users are left out of labels to bound cardinality; the
+// snapshot's clients[] has them).
+var clientGauges = []struct {
+	name, help string
+	value      func(model.ClientStats) float64
+}{
+	{"dbxtop_client_statements", "Statements in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Statements) }},
+	{"dbxtop_client_orphans", "Orphaned statements (REAPED or INACTIVE) in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Orphans) }},
+	{"dbxtop_client_leaks", "Leaked statements (UNCLOSED or CLOSE_FAILED) in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Leaks) }},
+	{"dbxtop_client_cancellations", "Canceled statements in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Cancellations) }},
+}
+
+func boolF(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// label makes server text a safe, bounded label value.
+func label(s string) string {
+	s = textfmt.Line(s)
+	if len(s) > maxLabelLen {
+		s = strings.ToValidUTF8(s[:maxLabelLen], "") + "…"
+	}
+	return s
+}
+
+// collector computes the gauges from the fleet at each scrape, so a
+// scrape always sees the current state and nothing is cached twice.
+type collector struct {
+	fleet   *poller.Fleet
+	descs   []*prometheus.Desc
+	clients []*prometheus.Desc
+	clLimit *clientLimiter
+}
+
+func newCollector(f *poller.Fleet) *collector {
+	c := &collector{fleet: f, clLimit: newClientLimiter()}
+	for _, g := range gauges {
+		c.descs = append(c.descs, prometheus.NewDesc(g.name, g.help, append([]string{"workspace"}, g.labels...), nil))
+	}
+	for _, g := range clientGauges {
+		c.clients = append(c.clients, prometheus.NewDesc(g.name, g.help, []string{"workspace", "client_application"}, nil))
+	}
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+	for _, d := range c.clients {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	members := c.fleet.Members()
+	for i, ws := range c.fleet.Snapshots() {
+		h := members[i].Engine.Health()
+		for gi, g := range gauges {
+			g.emit(ws, h, func(v float64, labels ...string) {
+				ch <- prometheus.MustNewConstMetric(c.descs[gi], prometheus.GaugeValue, v, append([]string{ws.Name}, labels...)...)
+			})
+		}
+		// Clients: per workspace, summed over users.
+		byApp := map[string]model.ClientStats{}
+		for _, cs := range ws.Clients {
+			app := c.clLimit.label(cs.ClientApplication)
+			acc := byApp[app]
+			acc.Statements += cs.Statements
+			acc.Orphans += cs.Orphans
+			acc.Leaks += cs.Leaks
+			acc.Cancellations += cs.Cancellations
+			byApp[app] = acc
+		}
+		for app, cs := range byApp {
+			for gi, g := range clientGauges {
+				ch <- prometheus.MustNewConstMetric(c.clients[gi], prometheus.GaugeValue, g.value(cs), ws.Name, app)
+			}
+		}
+	}
+}
+
+// clientLimiter caps the distinct client_application label values over
+// serve's lifetime: the first maxClientLabels keep their name, later ones
+// become "other" (documented in docs/fleet.md).
+type clientLimiter struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newClientLimiter() *clientLimiter { return &clientLimiter{seen: map[string]bool{}} }
+
+func (l *clientLimiter) label(app string) string {
+	if app == "" {
+		app = model.UnknownClient
+	}
+	app = label(app)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[app] {
+		return app
+	}
+	if len(l.seen) >= maxClientLabels {
+		return otherClient
+	}
+	l.seen[app] = true
+	return app
+}
+
+// Counters are serve's counters: calls, retries and give-ups reported by
+// each workspace's retry policy, and orphans and leaks counted once per
+// operation as they appear.
+type Counters struct {
+	calls, retries, giveUps *prometheus.CounterVec
+	orphans, leaks          *prometheus.CounterVec
+	clLimit                 *clientLimiter
+
+	mu      sync.Mutex
+	counted map[string]map[string]bool // workspace → statement id + flag → counted
+}
+
+// NewCounters builds the counters; hand Observer and Done to each
+// workspace's poller.PolicyOptions.
+func NewCounters() *Counters {
+	return &Counters{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_calls_total",
+			Help: "Remote calls dbxtop made (after retries), by call and outcome (ok, or the error kind it gave up with)."},
+			[]string{"workspace", "call", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_retries_total",
+			Help: "Retries of remote calls, by call and the kind of error retried."}, []string{"workspace", "call", "outcome"}),
+		giveUps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_give_ups_total",
+			Help: "Remote calls that gave up, by call and error kind."}, []string{"workspace", "call", "outcome"}),
+		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_orphans_total",
+			Help: "Operations the server reaped for inactivity (REAPED), counted once each, by client application."},
+			[]string{"workspace", "client_application"}),
+		leaks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_leaks_total",
+			Help: "Operations left open after finishing (UNCLOSED) or whose close failed (CLOSE_FAILED), counted once per operation and flag, by client application."},
+			[]string{"workspace", "client_application", "flag"}),
+		clLimit: newClientLimiter(),
+		counted: map[string]map[string]bool{},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Counters) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
+		v.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Counters) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
+		v.Collect(ch)
+	}
+}
+
+// Observer counts one workspace's retries and give-ups (PolicyOptions.Observe).
+func (c *Counters) Observer(workspace string) func(poller.Report) {
+	return func(r poller.Report) {
+		kind := string(r.Decision.Kind)
+		if kind == "" {
+			kind = string(model.KindPermanent)
+		}
+		if r.GaveUp != nil {
+			if r.GaveUp.Kind == model.KindCanceled || errors.Is(r.Err, sources.ErrHandleGone) {
+				return
+			}
+			c.giveUps.WithLabelValues(workspace, r.Call.Name, string(r.GaveUp.Kind)).Inc()
+			return
+		}
+		c.retries.WithLabelValues(workspace, r.Call.Name, kind).Inc()
+	}
+}
+
+// Done counts one workspace's finished calls by outcome (PolicyOptions.Done).
+func (c *Counters) Done(workspace string) func(poller.Call, int, error) {
+	return func(call poller.Call, _ int, err error) {
+		outcome := "ok"
+		switch {
+		case err == nil:
+		case errors.Is(err, sources.ErrHandleGone):
+			outcome = "gone"
+		default:
+			if info := poller.ErrorInfoOf(err); info != nil && info.Kind != "" {
+				outcome = string(info.Kind)
+			} else {
+				outcome = "error"
+			}
+		}
+		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
+	}
+}
+
+// reconcile counts each operation that newly carries REAPED, UNCLOSED or
+// CLOSE_FAILED, once; an operation is forgotten when it leaves the
+// workspace's snapshot (the engine keeps finished ones for minutes, far
+// longer than a tick).
+func (c *Counters) reconcile(parts []model.NamedSnapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ws := range parts {
+		seen := c.counted[ws.Name]
+		if seen == nil {
+			seen = map[string]bool{}
+			c.counted[ws.Name] = seen
+		}
+		present := map[string]bool{}
+		for _, o := range ws.Operations {
+			for _, f := range o.Flags {
+				var inc func()
+				switch f.Kind {
+				case model.FlagReaped:
+					inc = func() { c.orphans.WithLabelValues(ws.Name, c.clLimit.label(o.ClientApplication)).Inc() }
+				case model.FlagUnclosed, model.FlagCloseFailed:
+					inc = func() {
+						c.leaks.WithLabelValues(ws.Name, c.clLimit.label(o.ClientApplication), string(f.Kind)).Inc()
+					}
+				default:
+					continue
+				}
+				key := o.StatementID + "/" + string(f.Kind)
+				present[key] = true
+				if !seen[key] {
+					seen[key] = true
+					inc()
+				}
+			}
+			for _, k := range []model.FlagKind{model.FlagReaped, model.FlagUnclosed, model.FlagCloseFailed} {
+				key := o.StatementID + "/" + string(k)
+				if seen[key] {
+					present[key] = true
+				}
+			}
+		}
+		for key := range seen {
+			if !present[key] {
+				delete(seen, key)
+			}
+		}
+	}
+}

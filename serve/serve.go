@@ -1,0 +1,280 @@
+// Package serve is `dbxtop serve`: one poller (a poller.Fleet of one
+// engine per workspace) shared by many consumers over HTTP — Prometheus
+// (/metrics), scripts (/api/v1/snapshot, /api/v1/events) and attached
+// TUIs (`dbxtop attach`, whose actions come back through /api/v1/operations).
+// See docs/fleet.md.
+//
+// Every endpoint but /healthz needs the bearer token. Server-supplied text
+// that becomes a metric label goes through textfmt.Line; JSON carries it as
+// data (escaped by encoding/json) for the consumer to sanitise on output.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// DefaultListen is where `dbxtop serve` listens unless told: loopback, the
+// port registered for dbxtop in the Prometheus default port allocations
+// range.
+const DefaultListen = "127.0.0.1:9464"
+
+// Options configure a Server.
+type Options struct {
+	Listen  string // host:port; port 0 picks a free one; "" → DefaultListen
+	Token   string // bearer token; "" → 32 random hex characters
+	TLSCert string // PEM files; both or neither
+	TLSKey  string
+	Fleet   *poller.Fleet // required; the caller runs it
+	// Counters is where the fleet's policies report calls (see
+	// NewCounters); nil → calls are not counted.
+	Counters *Counters
+	// Tick is how often the orphan and leak counters look for new
+	// operations; 0 → 1s.
+	Tick time.Duration
+	Logf func(format string, args ...any)
+}
+
+// Server is a running `serve`.
+type Server struct {
+	o     Options
+	ln    net.Listener
+	http  *http.Server
+	url   string
+	token []byte
+	hub   *hub
+	reg   *prometheus.Registry
+}
+
+// New listens and prepares the handlers; nothing is served until Run.
+func New(o Options) (*Server, error) {
+	if o.Fleet == nil {
+		return nil, errors.New("serve: no workspace to watch")
+	}
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.Tick <= 0 {
+		o.Tick = time.Second
+	}
+	if o.Counters == nil {
+		o.Counters = NewCounters()
+	}
+	if o.Token == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("serve: random token: %w", err)
+		}
+		o.Token = hex.EncodeToString(b)
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, errors.New("serve: --tls-cert and --tls-key go together")
+	}
+	var tlsConf *tls.Config
+	if o.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("serve: TLS key pair: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("serve: listen on %s: %w", o.Listen, err)
+	}
+	scheme := "http"
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+		scheme = "https"
+	}
+	s := &Server{o: o, ln: ln, token: []byte(o.Token), hub: newHub(), reg: prometheus.NewRegistry()}
+	s.url = scheme + "://" + ln.Addr().String()
+	s.reg.MustRegister(newCollector(o.Fleet), o.Counters)
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// URL is http(s)://HOST:PORT, the address actually bound.
+func (s *Server) URL() string { return s.url }
+
+// Token is the bearer token clients must send.
+func (s *Server) Token() string { return string(s.token) }
+
+// FirstLine is what `dbxtop serve` prints first on stdout.
+func (s *Server) FirstLine() string { return fmt.Sprintf("listen=%s token=%s", s.url, s.token) }
+
+// Run serves until ctx is done, forwarding the fleet's events to /api/v1/events
+// subscribers and keeping the orphan/leak counters current; then it shuts
+// the HTTP server down (event streams end) and returns.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.pump(ctx) }()
+	go func() { defer wg.Done(); s.tick(ctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.hub.close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.http.Shutdown(sctx)
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) pump(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-s.o.Fleet.Events():
+			s.hub.publish(ev)
+		}
+	}
+}
+
+func (s *Server) tick(ctx context.Context) {
+	t := time.NewTicker(s.o.Tick)
+	defer t.Stop()
+	for {
+		s.o.Counters.reconcile(s.o.Fleet.Snapshots())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /readyz", s.auth(http.HandlerFunc(s.readyz)))
+	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /api/v1/snapshot", s.auth(http.HandlerFunc(s.snapshot)))
+	mux.Handle("GET /api/v1/health", s.auth(http.HandlerFunc(s.health)))
+	mux.Handle("GET /api/v1/events", s.auth(http.HandlerFunc(s.events)))
+	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(http.HandlerFunc(s.action)))
+	return mux
+}
+
+// auth checks the bearer token in constant time.
+func (s *Server) auth(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), s.token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN; the token is on serve's first line of output)")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.o.Fleet.Snapshot())
+}
+
+// readyz: ready once every workspace has had a discovery round answered
+// (successfully or not); the body lists each workspace's state, so a
+// workspace that is down is visible here without making serve unready.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	type ws struct {
+		Name string `json:"name"`
+		Up   bool   `json:"up"`
+	}
+	var out struct {
+		Ready      bool `json:"ready"`
+		Workspaces []ws `json:"workspaces"`
+	}
+	out.Ready = true
+	for _, m := range s.o.Fleet.Members() {
+		h := m.Engine.Health()
+		if h.LastDiscovery.IsZero() && h.DiscoveryFailures == 0 {
+			out.Ready = false
+		}
+		out.Workspaces = append(out.Workspaces, ws{Name: m.Name, Up: h.DiscoveryUp})
+	}
+	code := http.StatusOK
+	if !out.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, out)
+}
+
+// HealthInfo is /api/v1/health: the poller's own state, for attached TUIs.
+type HealthInfo struct {
+	ReadOnly bool          `json:"read_only"`
+	Health   poller.Health `json:"health"`
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: s.o.Fleet.Health()})
+}
+
+// action runs adopt/close/cancel through the fleet, which refuses them in
+// read-only mode: an attached TUI obeys serve's --read-only.
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	id, act := r.PathValue("id"), r.PathValue("action")
+	var fn func(context.Context, string) error
+	switch act {
+	case "adopt":
+		fn = s.o.Fleet.Adopt
+	case "close":
+		fn = s.o.Fleet.Close
+	case "cancel":
+		fn = s.o.Fleet.Cancel
+	default:
+		writeError(w, http.StatusNotFound, "unknown action: adopt, close or cancel")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	err := fn(ctx, id)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]string{"result": act + " done"})
+	case errors.Is(err, poller.ErrReadOnly):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, poller.ErrUnknownOperation):
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		writeError(w, http.StatusBadGateway, err.Error())
+	}
+}

@@ -1,0 +1,196 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/databricks"
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+// The SDK starts an opencensus worker at init; it is not ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// workspace builds one engine on a real REST client against host.
+func workspace(t *testing.T, ctx context.Context, name, host, token string, c *Counters) poller.Member {
+	t.Helper()
+	rest, err := databricks.New(ctx, databricks.Config{Host: host, Token: token, UserAgent: "dbxtop/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rest.CloseIdleConnections)
+	eng := poller.NewEngine(poller.Options{Discoverer: rest, Status: rest, Actions: rest, Capacity: rest,
+		Refresh: 200 * time.Millisecond, ReadOnly: true, Workspace: model.Workspace{Host: host},
+		Policy: poller.PolicyOptions{Observe: c.Observer(name), Done: c.Done(name),
+			Default: poller.Limit{Attempts: 1}, Limits: map[string]poller.Limit{poller.CallDiscover: {Attempts: 1}, "ListQueries": {Attempts: 1}, "ListEndpoints": {Attempts: 1}}}})
+	return poller.Member{Name: name, Engine: eng}
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// await polls cond until it holds or a generous deadline passes.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeTwoWorkspacesOneDown: one real simulated workspace and one
+// whose host refuses connections. The live one is observed, the dead one
+// reported down, and every endpoint but /healthz wants the token.
+func TestServeTwoWorkspacesOneDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close(context.Background()) }()
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+
+	c := NewCounters()
+	fleet := poller.NewFleet(time.Hour, workspace(t, ctx, "live", srv.URL(), srv.Token(), c), workspace(t, ctx, "down", deadURL, "x", c))
+	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c, Tick: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.FirstLine(), "listen=http://127.0.0.1:") || !strings.HasSuffix(s.FirstLine(), " token="+s.Token()) || len(s.Token()) != 32 {
+		t.Fatalf("first line %q", s.FirstLine())
+	}
+	runDone := make(chan struct{}, 2)
+	go func() { _ = fleet.Run(ctx); runDone <- struct{}{} }()
+	go func() { _ = s.Run(ctx); runDone <- struct{}{} }()
+	defer func() { cancel(); <-runDone; <-runDone }()
+
+	// The event stream is subscribed before anything is expected on it.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("events: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+
+	for _, path := range []string{"/metrics", "/readyz", "/api/v1/snapshot", "/api/v1/events", "/api/v1/health"} {
+		if code, body := get(t, s.URL()+path, ""); code != http.StatusUnauthorized || strings.Contains(body, s.Token()) {
+			t.Errorf("%s without token: %d %s", path, code, body)
+		}
+		if code, _ := get(t, s.URL()+path, "wrong"); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong token: %d", path, code)
+		}
+	}
+	if code, body := get(t, s.URL()+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+
+	await(t, "readyz", func() bool { code, _ := get(t, s.URL()+"/readyz", s.Token()); return code == 200 })
+	var snap model.Snapshot
+	await(t, "a snapshot with both workspaces", func() bool {
+		_, body := get(t, s.URL()+"/api/v1/snapshot", s.Token())
+		if err := json.Unmarshal([]byte(body), &snap); err != nil {
+			t.Fatalf("snapshot JSON: %v\n%s", err, body)
+		}
+		return len(snap.Workspaces) == 2 && snap.Workspaces[0].Up && !snap.Workspaces[1].Up
+	})
+	if snap.Workspaces[1].Name != "down" || len(snap.Workspaces[1].Errors) == 0 || snap.Workspaces[1].Errors[0].Workspace != "down" {
+		t.Fatalf("down workspace: %+v", snap.Workspaces[1])
+	}
+
+	var metrics string
+	await(t, "metrics for both workspaces", func() bool {
+		_, metrics = get(t, s.URL()+"/metrics", s.Token())
+		return strings.Contains(metrics, `dbxtop_observe_up{workspace="live"} 1`) &&
+			strings.Contains(metrics, `dbxtop_observe_up{workspace="down"} 0`) &&
+			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="transport",workspace="down"\} [1-9]`).MatchString(metrics) &&
+			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="ok",workspace="live"\} [1-9]`).MatchString(metrics)
+	})
+	for _, line := range strings.Split(metrics, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, "dbxtop_") {
+			t.Errorf("series not named dbxtop_…: %s", line)
+		}
+	}
+	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	// The give-up of the dead workspace arrives on the stream, tagged.
+	sc := bufio.NewScanner(stream.Body)
+	found := false
+	for !found && sc.Scan() {
+		var ev EventJSON
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("event line %q: %v", sc.Text(), err)
+		}
+		found = ev.Kind == string(poller.EventGiveUp) && ev.Workspace == "down"
+	}
+	if !found {
+		t.Fatalf("no give-up event for the dead workspace: %v", sc.Err())
+	}
+
+	// Read-only serve refuses actions, whoever asks.
+	req, _ = http.NewRequest(http.MethodPost, s.URL()+"/api/v1/operations/01234567-89ab-cdef-0123-456789abcdef/cancel", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("action on read-only serve: %d", resp.StatusCode)
+	}
+}
+
+func TestLabelBounds(t *testing.T) {
+	l := newClientLimiter()
+	for i := 0; i < maxClientLabels; i++ {
+		if got := l.label(fmt.Sprintf("app %d", i)); got == otherClient {
+			t.Fatalf("label %d became other too early", i)
+		}
+	}
+	if got := l.label("one too many"); got != otherClient {
+		t.Fatalf("label past the cap: %q", got)
+	}
+	if got := label("evil\x1b[31mred\u202e" + strings.Repeat("a", 200)); strings.ContainsAny(got, "\x1b\u202e") || len(got) > maxLabelLen+len("…") {
+		t.Fatalf("label not sanitised or bounded: %q", got)
+	}
+}

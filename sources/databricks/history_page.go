@@ -1,0 +1,80 @@
+package databricks
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/databricks/databricks-sdk-go/service/sql"
+)
+
+// historyPage is one query-history answer, decoded with encoding/json
+// alone. The SDK's QueryInfo decoder normalises every field by reflection
+// (reflect.VisibleFields per row): measured at ~0.3–0.7 ms CPU per row, a
+// second of CPU for one page of 999 live statements, while this decodes
+// the same page in milliseconds. Only the fields dbxtop reads are kept;
+// the request (filters, paging) still goes through the SDK's client, with
+// its auth, headers and query encoding.
+type historyPage struct {
+	HasNextPage   bool         `json:"has_next_page"`
+	NextPageToken string       `json:"next_page_token"`
+	Res           []historyRow `json:"res"`
+}
+
+type historyRow struct {
+	QueryID            string  `json:"query_id"`
+	Status             string  `json:"status"`
+	QueryText          string  `json:"query_text"`
+	UserName           string  `json:"user_name"`
+	ExecutedAsUserName string  `json:"executed_as_user_name"`
+	WarehouseID        string  `json:"warehouse_id"`
+	EndpointID         string  `json:"endpoint_id"`
+	ClientApplication  string  `json:"client_application"`
+	QueryStartTimeMs   flexInt `json:"query_start_time_ms"`
+	QueryEndTimeMs     flexInt `json:"query_end_time_ms"`
+	ExecutionEndTimeMs flexInt `json:"execution_end_time_ms"`
+	ErrorMessage       string  `json:"error_message"`
+}
+
+// flexInt accepts a JSON number or a number in a string, as the API's
+// int64 fields may be sent either way (what the SDK normalises).
+type flexInt int64
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	b = bytes.Trim(b, `"`)
+	if len(b) == 0 || string(b) == "null" {
+		*f = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return err
+	}
+	*f = flexInt(n)
+	return nil
+}
+
+func (r *historyRow) info() sql.QueryInfo {
+	return sql.QueryInfo{
+		QueryId: r.QueryID, Status: sql.QueryStatus(r.Status), QueryText: r.QueryText,
+		UserName: r.UserName, ExecutedAsUserName: r.ExecutedAsUserName,
+		WarehouseId: r.WarehouseID, EndpointId: r.EndpointID, ClientApplication: r.ClientApplication,
+		QueryStartTimeMs: int64(r.QueryStartTimeMs), QueryEndTimeMs: int64(r.QueryEndTimeMs),
+		ExecutionEndTimeMs: int64(r.ExecutionEndTimeMs), ErrorMessage: r.ErrorMessage,
+	}
+}
+
+// historyList makes ONE query-history request (the SDK's own path,
+// headers and query encoding of req) and decodes it as a historyPage.
+func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest) (*historyPage, error) {
+	var page historyPage
+	headers := map[string]string{"Accept": "application/json"}
+	if id := c.sdk.WorkspaceID; id != "" {
+		headers["X-Databricks-Workspace-Id"] = id
+	}
+	if err := c.dc.Do(ctx, http.MethodGet, "/api/2.0/sql/history/queries", headers, map[string]any{}, req, &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}

@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// blindBanner is the body when dbxtop cannot observe the workspace at all
+// (a workspace-level call is failing and nothing is listed): the cause in
+// plain words and what to check, instead of "no operations". nil when
+// dbxtop can see.
+func blindBanner(ctx *programContext, width int) []string {
+	var errs []model.ErrorInfo
+	for _, e := range ctx.snap.Errors {
+		if e.Kind != model.KindTruncated { // a cut listing is not blindness
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	st := &ctx.styles
+	e := &errs[0]
+	cause, check := explain(e)
+	out := []string{"", st.Crit.Render("  dbxtop cannot observe the workspace: " + cause)}
+	for _, l := range wrapWords(check, width-6) {
+		out = append(out, "    "+l)
+	}
+	out = append(out, "")
+	for _, l := range wrapWords("the call that failed: "+errorLine(e), width-6) {
+		out = append(out, st.Dim.Render("    "+l))
+	}
+	if len(errs) > 1 {
+		out = append(out, st.Dim.Render(fmt.Sprintf("    (%d more failing calls: see the Events view)", len(errs)-1)))
+	}
+	out = append(out, "", st.Dim.Render("    dbxtop keeps retrying; this clears by itself once the call succeeds."))
+	return out
+}
+
+// explain turns a workspace error into its cause and what to check.
+func explain(e *model.ErrorInfo) (cause, check string) {
+	msg := strings.ToLower(e.Message + " " + e.ErrorCode)
+	switch {
+	case e.HTTPStatus == 401:
+		return "401: the token was refused", "Check DATABRICKS_TOKEN or the profile (--profile, ~/.databrickscfg): it may be expired, revoked or for another workspace."
+	case e.HTTPStatus == 403:
+		return "403: permission denied", "The identity behind the token may not list queries or warehouses here: check its workspace entitlements and warehouse permissions."
+	case strings.Contains(msg, "no such host") || strings.Contains(msg, "server misbehaving"):
+		return "unknown host", "Check DATABRICKS_HOST (or --host / the profile) for a typo, and DNS from this machine."
+	case strings.Contains(msg, "connection refused"):
+		return "connection refused", "Nothing listens at the host and port: check DATABRICKS_HOST, the port, and any proxy (HTTPS_PROXY)."
+	case strings.Contains(msg, "x509") || strings.Contains(msg, "tls") || strings.Contains(msg, "certificate"):
+		return "TLS failure", "The server's certificate was not accepted: check the host name, a TLS-intercepting proxy, and the system CA certificates."
+	case strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline"):
+		return "no answer in time", "Check the network path to the workspace (VPN, firewall, proxy)."
+	case e.HTTPStatus == 429 || e.Kind == model.KindThrottled:
+		return "throttled by the workspace", "dbxtop backs off; other clients may be using the workspace's request limits."
+	case e.HTTPStatus >= 500:
+		return fmt.Sprintf("the workspace answered HTTP %d", e.HTTPStatus), "A server-side problem: it usually passes; quote the request id to Databricks support if it does not."
+	}
+	return string(e.Kind), "See the call below and the Events view."
+}
+
+// mouse: with --mouse, the wheel moves like j/k and a click selects an
+// operation or endpoint row. Off by default so that text selection over
+// ssh keeps working.
+func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
+	if !m.ctx.opts.Mouse || m.confirm != nil {
+		return nil
+	}
+	k := &m.ctx.keys
+	press := func(b key.Binding) tea.Cmd {
+		return m.current().Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(b.Keys()[len(b.Keys())-1])})
+	}
+	switch {
+	case msg.Button == tea.MouseButtonWheelUp:
+		return press(k.Up)
+	case msg.Button == tea.MouseButtonWheelDown:
+		return press(k.Down)
+	case msg.Button == tea.MouseButtonLeft && msg.Action == tea.MouseActionPress:
+		row := msg.Y - headerLines - 1 // minus the column header
+		if m.view == viewOps && !m.detailOpen && row >= 0 {
+			if i := m.ops.offset + row; i < len(m.ops.rows) && row < m.ops.tableRows() {
+				m.ops.moveCursor(i - m.ops.cursorIdx)
+			}
+		}
+	}
+	return nil
+}

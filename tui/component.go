@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/keymap"
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// component is one view of the TUI, in the shape of soft-serve's
+// pkg/ui/common.Component: it owns its state (cursor, scroll, filter),
+// handles its own keys, says which keys work (help.KeyMap, for the footer
+// and the Help view) and is told its size. The root model only routes
+// messages to the current component and draws the frame around its body.
+// View never changes state: everything it shows was settled in Update or
+// SetSize.
+type component interface {
+	// Update handles a message (keys are only sent to the current view).
+	Update(msg tea.Msg) tea.Cmd
+	// View is the body: at most the SetSize height in lines.
+	View() string
+	help.KeyMap
+	SetSize(width, height int)
+}
+
+// capturer is a component that is reading text (a filter prompt): the root
+// then hands it every key but ctrl+c, so nothing typed there can run a
+// command.
+type capturer interface{ Capturing() bool }
+
+// programContext is shared by every component: size, styles, glyphs, keys
+// and options, built once, and the data every view reads (the snapshot,
+// the poller's health, the event ring, action progress). Only the root
+// model writes the data; components read it.
+type programContext struct {
+	width, height int
+	styles        Styles
+	glyphs        Glyphs
+	keys          keymap.KeyMap
+	opts          Options
+	readOnly      bool
+
+	snap    model.Snapshot
+	health  poller.Health
+	loaded  bool
+	ring    *ring
+	busy    map[string]string       // statement id → "closing…" while an action runs
+	results map[string]actionResult // statement id → last action result, shown in the row for a while
+
+	status     string
+	statusCrit bool
+}
+
+func (c *programContext) setStatus(s string, crit bool) { c.status, c.statusCrit = s, crit }
+
+// filterBox is the `/` prompt every list view shares: typing applies at
+// once, enter keeps the text, esc clears it. While active it captures
+// every key.
+type filterBox struct {
+	input  lineInput
+	active bool
+	text   string // lower-cased, trimmed: what rows are matched against
+}
+
+// key handles one key while the prompt is open; it reports whether the
+// filter text changed.
+func (f *filterBox) key(msg tea.KeyMsg) (changed bool) {
+	switch msg.Type {
+	case tea.KeyEsc:
+		f.active = false
+		changed = f.text != ""
+		f.set("")
+		return changed
+	case tea.KeyEnter:
+		f.active = false
+		return false
+	}
+	if f.input.update(msg) {
+		f.text = strings.ToLower(strings.TrimSpace(f.input.Value()))
+		return true
+	}
+	return false
+}
+
+func (f *filterBox) open() { f.active = true; f.input.SetValue(f.text) }
+
+func (f *filterBox) set(s string) {
+	f.input.SetValue(s)
+	f.text = strings.ToLower(strings.TrimSpace(s))
+}
+
+// prompt is the status line while the prompt is open.
+func (f *filterBox) prompt(st *Styles, what string) string {
+	return st.Bold.Render("/"+f.input.Value()+"_") + st.Dim.Render("  filter: "+what+" (enter keeps, esc clears)")
+}
+
+// lines joins body lines for a component's View.
+func lines(ls []string) string { return strings.Join(ls, "\n") }

@@ -1,0 +1,220 @@
+package tui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+)
+
+// Several runes in one key message (fast typing, paste, slow ssh) are as
+// many presses.
+func TestMultiRuneKeyIsThatManyPresses(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	start := m.ops.cursorIdx
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjj")})
+	must(t, m.ops.cursorIdx == start+3, "jjj moved to %d from %d", m.ops.cursorIdx, start)
+	// A burst that opens the filter types the rest into it.
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/bob")})
+	must(t, m.ops.box.active && m.ops.filter.text == "bob", "burst /bob: active %v text %q", m.ops.box.active, m.ops.filter.text)
+}
+
+// `/` works in every list and keys typed after it never run commands.
+func TestSlashNeverFallsThrough(t *testing.T) {
+	for _, tc := range []struct {
+		view string
+		tabs int
+	}{{"Operations", 0}, {"Endpoints", 1}, {"Events", 2}} {
+		e := newFakeEngine(fixtureSnapshot())
+		m := syncModel(t, e, testOptions(), 80, 24)
+		for _, ev := range fixtureEvents() {
+			m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+		}
+		for range tc.tabs {
+			press(m, "tab")
+		}
+		press(m, "/")
+		for _, k := range []string{"q", "e", "x", "tab", "?"} {
+			cmd := press(m, k)
+			must(t, cmd == nil, "%s: %q after / returned a command", tc.view, k)
+		}
+		must(t, m.current().(capturer).Capturing(), "%s: prompt closed", tc.view)
+		must(t, strings.Contains(plain(m), "/qex"), "%s: typed text not shown:\n%s", tc.view, plain(m))
+		must(t, len(e.Calls()) == 0, "%s: engine called %v", tc.view, e.Calls())
+		press(m, "esc")
+		must(t, !m.current().(capturer).Capturing(), "%s: esc did not close the prompt", tc.view)
+	}
+}
+
+func TestEventsFilterByKind(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
+	for _, ev := range fixtureEvents() {
+		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+	}
+	press(m, "tab", "tab", "/")
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("flag-raised")})
+	press(m, "enter")
+	got := m.evs.matching()
+	must(t, len(got) == 1 && got[0].Kind == "flag-raised", "kind filter: %+v", got)
+	must(t, strings.Contains(plain(m), `filter "flag-raised"`), "filter not in header:\n%s", plain(m))
+}
+
+func TestEndpointsFilter(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "tab", "/", "a", "r", "c", "h", "i", "v", "e", "enter")
+	v := m.endpoints.visible()
+	must(t, len(v) == 1 && v[0].Name == "vs-archive", "filter: %d", len(v))
+}
+
+func TestHelpReturnsAndScrolls(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "tab", "?")
+	must(t, m.view == viewHelp, "? did not open help")
+	screen := plain(m)
+	for _, s := range []string{"home", "end", "ctrl+c", "ctrl+z"} {
+		must(t, strings.Contains(screen, s) || strings.Contains(strings.Join(m.help.build(), "\n"), s), "help does not list %q", s)
+	}
+	must(t, strings.Contains(screen, "more lines"), "help at 80x24 does not say it scrolls:\n%s", screen)
+	before := m.help.View()
+	press(m, "pgdown")
+	must(t, m.help.View() != before, "pgdown did not scroll help")
+	press(m, "esc")
+	must(t, m.view == viewEndpoints, "esc returned to %v, not Endpoints", m.view)
+	press(m, "?", "?")
+	must(t, m.view == viewEndpoints, "? ? returned to %v", m.view)
+}
+
+func TestCtrlZSuspends(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlZ})
+	must(t, cmd != nil, "no command")
+	msg := cmd()
+	must(t, reflect.TypeOf(msg) == reflect.TypeOf(tea.Suspend()), "ctrl+z gave %T", msg)
+}
+
+// At 80 columns the badges, the filter and the sort are visible in every
+// view, and nothing is cut in the middle of a word.
+func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
+	o := testOptions()
+	o.ReadOnly = true
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 80, 24)
+	press(m, "space", "/", "w", "h", "enter", "s")
+	for _, tabs := range []int{0, 1, 1, 1} {
+		for range tabs {
+			press(m, "tab")
+		}
+		head := strings.Join(strings.Split(plain(m), "\n")[:5], "\n")
+		must(t, strings.Contains(head, "READ-ONLY") && strings.Contains(head, "PAUSED"), "badges missing:\n%s", head)
+		if m.view == viewOps {
+			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort age desc"), "filter/sort missing:\n%s", head)
+		}
+	}
+}
+
+func TestLastErrorAgesAndRecovers(t *testing.T) {
+	now := fixedNow
+	o := testOptions()
+	o.Now = func() time.Time { return now }
+	e := newFakeEngine(fixtureSnapshot())
+	s := fixtureSnapshot()
+	s.Errors = []model.ErrorInfo{*e.health.LastError}
+	e.setSnapshot(s)
+	m := syncModel(t, e, o, 200, 50)
+	now = now.Add(12 * time.Second)
+	refresh(m)
+	must(t, strings.Contains(plain(m), "last error 12s ago: GetOperationStatus"), "no age:\n%s", plain(m))
+	e.setSnapshot(fixtureSnapshot()) // the call succeeds again
+	refresh(m)
+	must(t, strings.Contains(plain(m), "recovered 12:00:12"), "no recovery:\n%s", plain(m))
+	must(t, !strings.Contains(plain(m), "transport: transport:"), "doubled kind")
+}
+
+func TestUnreachableWorkspaceBanner(t *testing.T) {
+	for _, tc := range []struct {
+		err  model.ErrorInfo
+		want string
+	}{
+		{model.ErrorInfo{Kind: model.KindPermanent, Call: "ListQueries", HTTPStatus: 401, Message: "invalid token"}, "401: the token was refused"},
+		{model.ErrorInfo{Kind: model.KindTransport, Call: "ListQueries", Message: "dial tcp: lookup nope.example: no such host"}, "unknown host"},
+		{model.ErrorInfo{Kind: model.KindTransport, Call: "ListQueries", Message: "dial tcp 127.0.0.1:1: connect: connection refused"}, "connection refused"},
+		{model.ErrorInfo{Kind: model.KindTransport, Call: "ListQueries", Message: "tls: failed to verify certificate: x509: unknown authority"}, "TLS failure"},
+	} {
+		e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Errors: []model.ErrorInfo{tc.err}})
+		m := syncModel(t, e, testOptions(), 80, 24)
+		screen := plain(m)
+		must(t, strings.Contains(screen, "cannot observe the workspace: "+tc.want), "banner for %q:\n%s", tc.want, screen)
+		must(t, !strings.Contains(screen, "no operations on"), "still says no operations")
+		if tc.err.HTTPStatus == 401 {
+			must(t, strings.Contains(screen, "DATABRICKS_TOKEN"), "no hint:\n%s", screen)
+		}
+	}
+}
+
+// When dbxtop is blind on an operation, STALE leads the row and the idle
+// cell says how old its evidence is.
+func TestStaleIsPrimaryWhenBlind(t *testing.T) {
+	s := fixtureSnapshot()
+	op := &s.Operations[0] // INACTIVE critical
+	op.Flags = append(op.Flags, model.Flag{Kind: model.FlagStale, Severity: model.SeverityWarning, Detail: "no poll"})
+	op.LastPollOKAt = fixedNow.Add(-2 * time.Minute)
+	m := syncModel(t, newFakeEngine(s), testOptions(), 120, 40)
+	for m.selected().StatementID != idInactive {
+		press(m, "j")
+	}
+	press(m, "j") // the row is drawn unselected
+	var row string
+	for _, l := range strings.Split(plain(m), "\n") {
+		if strings.Contains(l, "01ef2c3a") {
+			row = l
+		}
+	}
+	must(t, strings.Contains(row, "WARN STALE+1") && strings.Contains(row, "as of 11:58:00"), "row %q", row)
+}
+
+func TestFinishedRowsCollapseAndShowDash(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
+	must(t, strings.Contains(plain(m), "1 finished and closed (d shows them)"), "no collapsed line:\n%s", plain(m))
+	press(m, "d")
+	var row string
+	for _, l := range strings.Split(plain(m), "\n") {
+		if strings.Contains(l, "01ef2c41") {
+			row = l
+		}
+	}
+	must(t, row != "" && strings.Contains(row, " - "), "closed row %q", row)
+	// IDLE is "-" for every terminal row, even with a known inactivity.
+	op := fixtureSnapshot().Operations[2]
+	op.InactiveFor = dur(time.Minute)
+	must(t, idleCell(m.ctx, &op) == "-", "terminal idle cell %q", idleCell(m.ctx, &op))
+}
+
+func TestMouseIsOptIn(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
+	start := m.ops.cursorIdx
+	m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown})
+	must(t, m.ops.cursorIdx == start, "wheel moved without --mouse")
+	o := testOptions()
+	o.Mouse = true
+	m = syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
+	m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown})
+	must(t, m.ops.cursorIdx == start+1, "wheel did not move")
+	m.Update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: headerLines + 1 + 3})
+	must(t, m.ops.cursorIdx == 3, "click selected %d", m.ops.cursorIdx)
+}
+
+func TestFlaggedBelowIsSaid(t *testing.T) {
+	s := fixtureSnapshot()
+	for i := range 40 { // many healthy young operations
+		s.Operations = append(s.Operations, model.OperationView{Operation: model.Operation{
+			StatementID: "01ff" + strings.Repeat("0", 4) + string(rune('a'+i%26)) + string(rune('a'+i/26)), State: model.StateRunning,
+			StartedAt: fixedNow.Add(-time.Second)}})
+	}
+	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
+	press(m, "s", "S") // age ascending: youngest first, flagged rows sink
+	must(t, strings.Contains(plain(m), "flagged below"), "not said:\n%s", plain(m))
+}

@@ -1,0 +1,348 @@
+package tui
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// opsModel is the Operations table: its row order (sort, filter, pause),
+// its cursor and scroll. The detail view reads the selected operation
+// from it.
+type opsModel struct {
+	ctx           *programContext
+	width, height int
+
+	// rows are indices into snap.Operations in display order; rowPos maps
+	// a statement id to its display index. Both are rebuilt per snapshot,
+	// sort or filter change, never per frame.
+	rows   []int
+	rowPos map[string]int
+
+	// The cursor is an operation, not a row number: cursorID survives
+	// every refresh, sort and filter change. cursorIdx is where it was
+	// last seen, so j/k can resume nearby once it is gone.
+	cursorID  string
+	cursorIdx int
+	offset    int
+	missing   missingKind
+
+	sort      sortKey
+	desc      bool
+	filter    rowFilter
+	box       filterBox
+	paused    bool
+	frozen    map[string]int // replaced, never mutated: commands read it
+	frozenGen int
+
+	// Derived in setRows, never per frame.
+	flagW      int   // widest flag label among the rows
+	doneHidden int   // finished-and-closed operations collapsed (d shows them)
+	flaggedAt  []int // display indices of flagged rows, ascending
+}
+
+// missingKind says why the cursor's operation is not on screen.
+type missingKind int
+
+const (
+	present missingKind = iota
+	gone                // the server no longer has it (closed or reaped)
+	hidden              // the filter hides it
+)
+
+func newOpsModel(ctx *programContext) *opsModel {
+	return &opsModel{ctx: ctx, desc: true /* most severe first */, rowPos: map[string]int{}}
+}
+
+func (m *opsModel) SetSize(w, h int) {
+	m.width, m.height = w, h
+	m.ensureVisible()
+}
+
+func (m *opsModel) Capturing() bool { return m.box.active }
+
+func (m *opsModel) ShortHelp() []key.Binding {
+	k := &m.ctx.keys
+	return enabledKeys(k.Detail, k.Filter, k.Flagged, k.Sort, k.Cancel, k.Close, k.CopyID)
+}
+
+func (m *opsModel) FullHelp() [][]key.Binding {
+	if len(m.ctx.snap.Workspaces) > 1 {
+		return append(m.fullHelp(), []key.Binding{m.ctx.keys.Workspace})
+	}
+	return m.fullHelp()
+}
+
+func (m *opsModel) fullHelp() [][]key.Binding {
+	k := &m.ctx.keys
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Detail, k.Back},
+		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Pause, k.Finished},
+		enabledKeys(k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL),
+	}
+}
+
+// Update handles the table's keys; row actions (a, c, x, y, Y) are the
+// root's, since the detail view shares them.
+func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	if m.box.active {
+		if m.box.key(km) {
+			m.filter.text = m.box.text
+			m.rebuild()
+		}
+		return nil
+	}
+	k := &m.ctx.keys
+	switch {
+	case key.Matches(km, k.Up):
+		m.moveCursor(-1)
+	case key.Matches(km, k.Down):
+		m.moveCursor(1)
+	case key.Matches(km, k.PageUp):
+		m.moveCursor(-m.tableRows())
+	case key.Matches(km, k.PageDown):
+		m.moveCursor(m.tableRows())
+	case key.Matches(km, k.Top):
+		m.moveCursor(-len(m.rows))
+	case key.Matches(km, k.Bottom):
+		m.moveCursor(len(m.rows))
+	case key.Matches(km, k.Sort):
+		m.sort = (m.sort + 1) % numSortKeys
+		m.resort()
+	case key.Matches(km, k.SortReverse):
+		m.desc = !m.desc
+		m.resort()
+	case key.Matches(km, k.Filter):
+		m.box.open()
+	case key.Matches(km, k.Back):
+		if m.filter.text != "" {
+			m.setFilterText("")
+		}
+	case key.Matches(km, k.Flagged):
+		m.filter.flaggedOnly = !m.filter.flaggedOnly
+		m.rebuild()
+	case key.Matches(km, k.Finished):
+		m.filter.showDone = !m.filter.showDone
+		m.rebuild()
+	case key.Matches(km, k.Pause):
+		m.setPaused(!m.paused)
+	case key.Matches(km, k.Workspace):
+		m.filter.workspace = nextWorkspace(m.ctx.snap.Workspaces, m.filter.workspace)
+		m.rebuild()
+	}
+	return nil
+}
+
+// nextWorkspace is the switcher: all → the first workspace → … → the last
+// → all. With one workspace it stays on all.
+func nextWorkspace(ws []model.WorkspaceStatus, cur string) string {
+	if len(ws) < 2 {
+		return ""
+	}
+	if cur == "" {
+		return ws[0].Name
+	}
+	for i, w := range ws {
+		if w.Name == cur && i+1 < len(ws) {
+			return ws[i+1].Name
+		}
+	}
+	return ""
+}
+
+func (m *opsModel) setFilterText(s string) {
+	m.box.set(s)
+	m.filter.text = m.box.text
+	m.rebuild()
+}
+
+// resort applies a new sort key or direction. While paused the operator
+// asked for a new order explicitly, so it is frozen again in that order.
+func (m *opsModel) resort() {
+	if m.paused {
+		m.paused = false
+		m.rebuild()
+		m.paused = true
+		m.freeze()
+	}
+	m.rebuild()
+}
+
+// rebuild recomputes rows for the current snapshot, filter and sort, and
+// puts the cursor back on its operation.
+func (m *opsModel) rebuild() {
+	m.setRows(m.orderSpec().build(m.ctx.snap.Operations))
+}
+
+// orderSpec is everything the display order depends on besides the
+// snapshot. frozen maps are replaced, never mutated, so a spec can be
+// handed to a command.
+type orderSpec struct {
+	filter    rowFilter
+	sort      sortKey
+	desc      bool
+	frozenGen int // 0: not paused; else which frozen order applies
+	frozen    map[string]int
+}
+
+// same reports whether two specs give the same order.
+func (o orderSpec) same(p orderSpec) bool {
+	return o.filter == p.filter && o.sort == p.sort && o.desc == p.desc && o.frozenGen == p.frozenGen
+}
+
+func (m *opsModel) orderSpec() orderSpec {
+	o := orderSpec{filter: m.filter, sort: m.sort, desc: m.desc}
+	if m.paused {
+		o.frozenGen, o.frozen = m.frozenGen, m.frozen
+	}
+	return o
+}
+
+func (o orderSpec) build(ops []model.OperationView) []int {
+	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen)
+}
+
+func (m *opsModel) setRows(rows []int) {
+	ops := m.ctx.snap.Operations
+	m.rows = rows
+	clear(m.rowPos)
+	m.flagW, m.flaggedAt = len("FLAG")+2, m.flaggedAt[:0]
+	for i, r := range m.rows {
+		op := &ops[r]
+		m.rowPos[op.StatementID] = i
+		if len(op.Flags) > 0 {
+			m.flaggedAt = append(m.flaggedAt, i)
+			f, more := worstFlag(op.Flags)
+			w := ansi.StringWidth(flagLabel(f, m.ctx.glyphs))
+			if more > 0 {
+				w += 1 + len(strconv.Itoa(more))
+			}
+			m.flagW = max(m.flagW, min(w, 21))
+		}
+	}
+	m.doneHidden = 0
+	if !m.filter.showDone {
+		for i := range ops {
+			if isDone(&ops[i]) {
+				m.doneHidden++
+			}
+		}
+	}
+	m.syncCursor()
+}
+
+// syncCursor keeps the cursor on its operation. If that operation left the
+// table it says why (gone or hidden) instead of silently selecting
+// another row; the first snapshot selects the first row.
+func (m *opsModel) syncCursor() {
+	ops := m.ctx.snap.Operations
+	if m.cursorID == "" {
+		if len(m.rows) > 0 {
+			m.cursorID = ops[m.rows[0]].StatementID
+			m.cursorIdx, m.missing = 0, present
+		}
+		m.ensureVisible()
+		return
+	}
+	if i, ok := m.rowPos[m.cursorID]; ok {
+		m.cursorIdx = i
+		m.missing = present
+		if ops[m.rows[i]].Gone {
+			m.missing = gone
+		}
+		m.ensureVisible()
+		return
+	}
+	m.missing = gone
+	for i := range ops {
+		if op := &ops[i]; op.StatementID == m.cursorID && !op.Gone {
+			m.missing = hidden
+			break
+		}
+	}
+	m.cursorIdx = min(m.cursorIdx, max(0, len(m.rows)-1))
+}
+
+// selected is the operation under the cursor, or nil when it is not on
+// screen.
+func (m *opsModel) selected() *model.OperationView {
+	i, ok := m.rowPos[m.cursorID]
+	if !ok || m.cursorID == "" {
+		return nil
+	}
+	return &m.ctx.snap.Operations[m.rows[i]]
+}
+
+// moveCursor moves by delta rows; when the cursor's operation is missing
+// it resumes at the row where that operation was.
+func (m *opsModel) moveCursor(delta int) {
+	if len(m.rows) == 0 {
+		return
+	}
+	ops := m.ctx.snap.Operations
+	i := m.cursorIdx
+	if _, ok := m.rowPos[m.cursorID]; ok {
+		i += delta
+	} else if delta < 0 {
+		i-- // the row at cursorIdx is the one after the missing operation
+	}
+	i = max(0, min(i, len(m.rows)-1))
+	m.cursorIdx = i
+	m.cursorID = ops[m.rows[i]].StatementID
+	m.missing = present
+	if ops[m.rows[i]].Gone {
+		m.missing = gone
+	}
+	m.ensureVisible()
+}
+
+// tableRows is how many operation rows fit on screen.
+func (m *opsModel) tableRows() int {
+	return max(1, m.height-1) // minus the column header
+}
+
+func (m *opsModel) ensureVisible() {
+	n := m.tableRows()
+	if m.cursorIdx < m.offset {
+		m.offset = m.cursorIdx
+	}
+	if m.cursorIdx >= m.offset+n {
+		m.offset = m.cursorIdx - n + 1
+	}
+	m.offset = max(0, min(m.offset, len(m.rows)-n))
+}
+
+// setPaused freezes (or releases) the row order.
+func (m *opsModel) setPaused(p bool) {
+	m.paused = p
+	m.frozen = nil
+	if p {
+		m.freeze()
+	}
+	m.rebuild()
+}
+
+// freeze records the current display order.
+func (m *opsModel) freeze() {
+	m.frozenGen++
+	m.frozen = make(map[string]int, len(m.rows))
+	for i, r := range m.rows {
+		m.frozen[m.ctx.snap.Operations[r].StatementID] = i
+	}
+}
+
+// flaggedBelow counts flagged rows under the visible window: a sort that
+// puts them there must say so.
+func (m *opsModel) flaggedBelow() int {
+	end := m.offset + m.tableRows()
+	return len(m.flaggedAt) - sort.SearchInts(m.flaggedAt, end)
+}
