@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -15,12 +17,12 @@ import (
 type conn struct {
 	rest   *databricks.Client
 	thrift *thrift.Client // nil when Thrift is unavailable
-	status poller.StatusSource
-	idle   []poller.IdleCloser
+	status sources.StatusSource
+	idle   []sources.IdleCloser
 	// disc and actions are discovery and close/cancel: the REST client,
 	// or with --proxy the proxy's facts merged in (proxy.Merge).
-	disc    poller.Discoverer
-	actions poller.ActionSource
+	disc    sources.Discoverer
+	actions sources.ActionSource
 }
 
 // connect resolves the workspace's auth and builds its sources. It makes
@@ -37,7 +39,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	c = &conn{rest: rest, status: rest, idle: []poller.IdleCloser{rest}, disc: rest, actions: rest}
+	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest}
 	defer func() {
 		if ws.Proxy != "" && err == nil {
 			err = c.withProxy(ws, ua)
@@ -75,6 +77,40 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 	return nil
 }
 
+// engineOptions is the one place the engine's options are built from a
+// connection and the workspace flags; each command then changes what it
+// does differently (the demo probes, a snapshot only observes).
+func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
+	return poller.Options{
+		// With --proxy, discovery, status and actions carry the proxy's
+		// facts (proxy.Merge, wired by connect).
+		Discoverer: c.disc,
+		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done. With
+		// --proxy, an operation the proxy saw is acted on through it, with
+		// its real handle.
+		Actions:    c.actions,
+		Capacity:   c.rest,
+		Settle:     c.rest,
+		Thresholds: ws.Thresholds,
+		Refresh:    ws.Refresh,
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       c.idle,
+		Logf:       logf,
+		RowLimits:  ws.RowLimits,
+		Learned:    learnedFor(ws.Learned, c.rest.Host()),
+		// How far back the snapshot's clients[] aggregates look.
+		ClientsWindow: ws.Window,
+	}
+}
+
+// close drops the idle pooled connections of both clients.
 func (c *conn) close() {
 	c.rest.CloseIdleConnections()
 	if c.thrift != nil {

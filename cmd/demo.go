@@ -43,11 +43,11 @@ the first two minutes. Add --faults to watch dbxtop's retries at work.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runDemo == nil {
+			if a.runDemo == nil {
 				a.code = a.notBuilt("dbxtop demo")
 				return nil
 			}
-			a.code = runDemo(c.Context(), ws, sim, a.stdout, a.stderr)
+			a.code = a.runDemo(c.Context(), ws, sim, a.stdout, a.stderr)
 			return nil
 		},
 	}

@@ -5,46 +5,21 @@ import (
 	"fmt"
 
 	"github.com/dbxtop/dbxtop/config"
-	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
 
 // workspaceEngine connects to one workspace (real or simulated) and builds
-// its engine: the one place poller.Options is assembled for the TUI and
-// serve. pol carries the caller's policy hooks (serve's counters).
+// its engine (options from conn.engineOptions, shared with snapshot). pol
+// carries the caller's policy hooks (serve's counters).
 // actionPath is "thrift" when actions go over Thrift (the simulator).
 func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol poller.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
 	c, err := connect(ctx, ws, logf)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	opts := poller.Options{
-		// With --proxy, discovery, status and actions carry the proxy's
-		// facts (proxy.Merge, wired by connect).
-		Discoverer: c.disc,
-		Status:     c.status,
-		// Query history by statement ids confirms live operations in
-		// batches; per-operation calls stay for what only they tell.
-		Batch: c.rest,
-		// On a real workspace actions go through the Statement Execution
-		// API: a Thrift handle rebuilt from a statement id lacks its secret,
-		// and a server that refuses it would make a close look done. With
-		// --proxy, an operation the proxy saw is acted on through it, with
-		// its real handle.
-		Actions:       c.actions,
-		Capacity:      c.rest,
-		Settle:        c.rest,
-		Thresholds:    ws.Thresholds,
-		Refresh:       ws.Refresh,
-		ReadOnly:      ws.ReadOnly,
-		Workspace:     model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
-		Idle:          c.idle,
-		Logf:          logf,
-		Policy:        pol,
-		RowLimits:     ws.RowLimits,
-		ClientsWindow: ws.Window,
-	}
+	opts := c.engineOptions(ws, logf)
+	opts.Policy = pol
 	if simulated {
 		// The demo probes its endpoints (one empty upsert per endpoint per
 		// refresh) so that a full one shows the server's own

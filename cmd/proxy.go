@@ -82,7 +82,11 @@ The first line of stdout is
 			return a.finishProxy(c.Flags(), &cfg)
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			a.code = serveProxy(c.Context(), cfg, a.stdout, a.stderr)
+			if a.runProxy == nil {
+				a.code = a.notBuilt("dbxtop proxy")
+				return nil
+			}
+			a.code = a.runProxy(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}

@@ -48,7 +48,7 @@ func TestProxyFirstLine(t *testing.T) {
 	var errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		a := &app{stdout: pw, stderr: &errb, getenv: func(string) (string, bool) { return "", false }}
+		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
 		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"})
 		pw.Close()
 	}()
@@ -99,7 +99,7 @@ func TestSimFirstLineNamesTheEmbeddedProxy(t *testing.T) {
 		var errb bytes.Buffer
 		done := make(chan int, 1)
 		go func() {
-			a := &app{stdout: pw, stderr: &errb, getenv: func(string) (string, bool) { return "", false }}
+			a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
 			done <- a.run(ctx, tc.args)
 			pw.Close()
 		}()

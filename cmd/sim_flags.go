@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Scenario names (PRODUCT.md §3).
+// Scenario names (docs/simulator.md, Scenarios).
 var scenarios = []string{"demo", "quiet", "load", "vector-incident"}
 
 // addSimFlags registers the simulator flags shared by `sim` and `demo`.

@@ -17,14 +17,9 @@ import (
 	"github.com/dbxtop/dbxtop/tui"
 )
 
-// The command bodies: this file connects the command tree to the packages
-// that do the work (sources → poller → tui), so that cmd's flags and
-// validation stay independent of them.
-func init() {
-	runSim = serveSim
-	runDemo = demo
-	runTUI = monitor
-}
+// The command bodies of the TUI, demo and sim commands (newApp wires
+// them): this file connects the command tree to the packages that do the
+// work (sources → poller → tui).
 
 // shutdownGrace bounds what happens after the operator quits: one last
 // attempt at queued closes of adopted operations, and stopping the
@@ -66,7 +61,10 @@ func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
-	idle, leak := c.effectiveTimeouts()
+	// Everything a client needs to count down correctly, in Go duration
+	// syntax (what --server-idle-timeout and --leak-after take), and the
+	// embedded proxy's admin API when it runs one.
+	idle, leak := srv.Timeouts()
 	line := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
 	if px.srv != nil {
 		line += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
@@ -152,6 +150,11 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
+	if !simulated {
+		// The demo's endpoints live on a throwaway loopback port: what it
+		// learns stays in memory, out of the operator's state file.
+		ws.Learned = openLearned(ws, stderr, logf, true)
+	}
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
@@ -167,6 +170,12 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
+	demoDone := make(chan struct{})
+	if simulated && !ws.ReadOnly {
+		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
+	} else {
+		close(demoDone)
+	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -182,6 +191,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
+	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

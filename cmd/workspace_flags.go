@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/dbxtop/dbxtop/capstore"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ const (
 	minThreshold = time.Second
 )
 
-// addWorkspaceFlags registers the workspace flags of PRODUCT.md §3 on fs,
+// addWorkspaceFlags registers the workspace flags of docs/configuration.md on fs,
 // writing into cfg (which gets the defaults). withToken is false for demo,
 // where --token is the simulator's.
 func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) {
@@ -122,6 +123,7 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 		return invalidFlag("http-path", cfg.HTTPPath,
 			fmt.Sprintf("names one warehouse but %d --warehouse ids were given", len(cfg.Warehouses)))
 	}
+	cfg.statePath, cfg.statePathErr = capstore.DefaultPath(a.getenv)
 	switch {
 	case simulated:
 	case fs.Changed("token"):

@@ -82,7 +82,7 @@ type CloseInfo struct {
 	NextTry   time.Time // zero when nothing is queued
 }
 
-// ErrorKind classifies an observed error (PRODUCT.md §9 error object).
+// ErrorKind classifies an observed error (the error object of docs/model.md, Snapshot JSON).
 type ErrorKind string
 
 const (

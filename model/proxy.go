@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"time"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // ProxyAccount is what `dbxtop proxy` saw of an operation on the wire
@@ -40,7 +42,7 @@ func clientCloseFailedFlag(p *ProxyAccount, now time.Time) Flag {
 		d += ": " + p.ClientCloseError.String()
 	}
 	if !p.NextTry.IsZero() {
-		d += "; the proxy retries in " + FormatDuration(max(p.NextTry.Sub(now), 0))
+		d += "; the proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
 	}
 	return Flag{Kind: FlagCloseFailed, Severity: SeverityCritical, Detail: d}
 }

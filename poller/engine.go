@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,17 +35,17 @@ var ErrReadOnly = errors.New("read-only mode: dbxtop refuses to change anything 
 // not follow.
 var ErrUnknownOperation = errors.New("dbxtop does not follow this operation")
 
-// ErrNoActions is returned when no ActionSource was configured.
+// ErrNoActions is returned when no sources.ActionSource was configured.
 var ErrNoActions = errors.New("this workspace source cannot cancel or close operations")
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer Discoverer     // required
-	Status     StatusSource   // required
-	Actions    ActionSource   // nil → every action refused with ErrNoActions
-	Capacity   CapacitySource // nil → no endpoints
-	Settle     Settler        // final state of a gone operation; nil → UNKNOWN unless already final
-	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	Discoverer sources.Discoverer     // required
+	Status     sources.StatusSource   // required
+	Actions    sources.ActionSource   // nil → every action refused with ErrNoActions
+	Capacity   sources.CapacitySource // nil → no endpoints
+	Settle     Settler                // final state of a gone operation; nil → UNKNOWN unless already final
+	Probe      bool                   // --capacity-probe: one empty upsert per endpoint per refresh
 	// RowLimits are the config file's per-endpoint row limits (by name).
 	RowLimits map[string]int64
 	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
@@ -61,13 +62,13 @@ type Options struct {
 	// Batch, when set, confirms live operations in batches (query history
 	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
 	// are then kept for what only they tell (batch.go). Discovery listings
-	// count as confirmations too: with Batch set, the Discoverer is
+	// count as confirmations too: with Batch set, the sources.Discoverer is
 	// assumed to read the same query history.
-	Batch      BatchStatusSource
+	Batch      sources.BatchStatusSource
 	BatchEvery time.Duration
 	Clock      Clock
-	Policy     PolicyOptions // zero value = documented defaults
-	Idle       []IdleCloser  // transports to drop idle connections of on transport errors
+	Policy     PolicyOptions        // zero value = documented defaults
+	Idle       []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf       func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → 1h.
@@ -109,6 +110,7 @@ type entry struct {
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
 	rate       float64   // expected per-operation polls per second (demand)
+	deleted    bool      // forgotten (left e.ops; still in e.order until compacted)
 	probe      bool      // an activity probe is due (batch mode)
 	readRound  uint64    // the RunOnce round that last read its status
 }
@@ -119,7 +121,7 @@ type Engine struct {
 	clk Clock
 	pol *Policy
 
-	events  chan Event
+	events  chan model.Event
 	emitMu  sync.Mutex
 	dropped atomic.Int64
 
@@ -153,6 +155,10 @@ type Engine struct {
 	fresh        Freshness
 	liveN        int // live operations, counted after merges and once a second
 
+	order         []*entry // snapshot order; see addOrdered
+	orderHoles    bool     // some entries of order were deleted
+	orderUnsorted bool
+
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
 	parked  atomic.Bool   // the loop waits for time or a wake (tests)
@@ -182,7 +188,7 @@ func NewEngine(o Options) *Engine {
 	e := &Engine{
 		o:          o,
 		clk:        clockOr(o.Clock),
-		events:     make(chan Event, 4096),
+		events:     make(chan model.Event, 4096),
 		ops:        map[string]*entry{},
 		wsErrs:     map[string]model.ErrorInfo{},
 		flags:      map[string]map[model.FlagKind]model.Severity{},
@@ -195,7 +201,7 @@ func NewEngine(o Options) *Engine {
 	if po.Clock == nil {
 		po.Clock = e.clk
 	}
-	po.Idle = append(append([]IdleCloser(nil), po.Idle...), o.Idle...)
+	po.Idle = append(append([]sources.IdleCloser(nil), po.Idle...), o.Idle...)
 	userObs := po.Observe
 	po.Observe = func(r Report) {
 		e.observe(r)
@@ -209,7 +215,7 @@ func NewEngine(o Options) *Engine {
 
 // Events is the engine's event stream. It is buffered and the engine never
 // blocks on it: when full, the oldest event is dropped and counted.
-func (e *Engine) Events() <-chan Event { return e.events }
+func (e *Engine) Events() <-chan model.Event { return e.events }
 
 // ReadOnly reports whether mutating actions are refused.
 func (e *Engine) ReadOnly() bool { return e.o.ReadOnly }
@@ -449,8 +455,9 @@ func (e *Engine) recordWSError(call string, err error) {
 // merge adds newly discovered operations and refreshes descriptive fields
 // of known ones. An operation missing from discovery is not dropped: it is
 // followed until it is closed or gone, then retained for a while.
-func (e *Engine) merge(ds []Discovered, now time.Time) {
+func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 	e.gen++
+	var added []*entry
 	for _, d := range ds {
 		id := d.Op.StatementID
 		if id == "" {
@@ -475,13 +482,14 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 				en.ref.StatementID = id
 			}
 			e.ops[id] = en
+			added = append(added, en)
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
 				en.retired, en.retiredAt = true, now
 			} else if e.batchMode() && op.State != model.StateUnknown {
 				// Listed by query history: that is a confirmation. A few
 				// first operations get one poll of their own, to learn
 				// whether the status source reports client activity.
-				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}, now)
+				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError, Source: model.StatusViaHistory}, now)
 				if e.probes < activityProbes && !en.retired {
 					e.probes++
 					en.probe, en.next = true, now
@@ -491,7 +499,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 				en.next = now
 				e.heap.push(en)
 			}
-			e.emit(Event{At: now, Kind: EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
+			e.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
 		} else {
 			o := &en.op
 			setIf(&o.WarehouseID, d.Op.WarehouseID)
@@ -514,7 +522,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.
-				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError}, now)
+				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError, Source: model.StatusViaHistory}, now)
 			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
@@ -530,12 +538,50 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 		en.seen = e.gen
 	}
 	e.liveCount()
+	e.addOrdered(added)
 	for id, en := range e.ops {
 		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
 			delete(e.ops, id)
 			delete(e.flags, id)
+			en.deleted, e.orderHoles = true, true
 		}
 	}
+}
+
+// The engine keeps its operations in snapshot order (first seen, then
+// statement id) as they are added, so a refresh walks a slice instead of
+// sorting every operation: new ones arrive together (one discovery, one
+// instant) and are sorted among themselves; a forgotten one leaves a hole
+// that the next snapshot compacts.
+func (e *Engine) addOrdered(added []*entry) {
+	if len(added) == 0 {
+		return
+	}
+	slices.SortFunc(added, entryCmp)
+	if n := len(e.order); n > 0 && entryCmp(added[0], e.order[n-1]) < 0 {
+		e.orderUnsorted = true // a clock that did not move, or stepped back
+	}
+	e.order = append(e.order, added...)
+}
+
+func entryCmp(a, b *entry) int {
+	if c := a.op.FirstSeenAt.Compare(b.op.FirstSeenAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.op.StatementID, b.op.StatementID)
+}
+
+// ordered returns the operations in snapshot order (e.mu held).
+func (e *Engine) ordered() []*entry {
+	if e.orderHoles {
+		e.order = slices.DeleteFunc(e.order, func(en *entry) bool { return en.deleted })
+		e.orderHoles = false
+	}
+	if e.orderUnsorted {
+		slices.SortFunc(e.order, entryCmp)
+		e.orderUnsorted = false
+	}
+	return e.order
 }
 
 func setIf(dst *string, v string) {

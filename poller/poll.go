@@ -111,7 +111,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if op.ServerError != "" && op.State == model.StateFailed {
 			msg += ": " + op.ServerError
 		}
-		e.emit(Event{At: now, Kind: EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
 	if op.State.Terminal() && en.terminalAt.IsZero() {
@@ -169,7 +169,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 				msg += " (from query history)"
 			}
 		}
-		e.emit(Event{At: now, Kind: EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
 	f := false

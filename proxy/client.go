@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -124,20 +123,20 @@ func (c *AdminClient) Cancel(ctx context.Context, id string) error {
 // open operations only the proxy saw, each status carries the proxy's
 // account (the client's last call, its close outcome, heals), and close
 // and cancel of an operation the proxy saw go through the proxy, which
-// holds the real handle. It implements poller.Discoverer, StatusSource,
+// holds the real handle. It implements sources.Discoverer, StatusSource,
 // ActionSource and IdleCloser.
 type Merged struct {
 	admin   *AdminClient
-	disc    poller.Discoverer
-	status  poller.StatusSource
-	actions poller.ActionSource
+	disc    sources.Discoverer
+	status  sources.StatusSource
+	actions sources.ActionSource
 
 	mu    sync.Mutex
 	facts map[string]sources.ProxyOperation
 }
 
 // Merge wraps dbxtop's sources with the proxy's facts.
-func Merge(admin *AdminClient, disc poller.Discoverer, status poller.StatusSource, actions poller.ActionSource) *Merged {
+func Merge(admin *AdminClient, disc sources.Discoverer, status sources.StatusSource, actions sources.ActionSource) *Merged {
 	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{}}
 }
 
@@ -146,7 +145,7 @@ func Merge(admin *AdminClient, disc poller.Discoverer, status poller.StatusSourc
 // read once per discovery (through the caller's retry); when the admin
 // API fails, discovery's own result is kept with the last facts, and the
 // failure is reported as a *sources.PartialError (nothing silent).
-func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
+func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	ds, err := m.disc.Discover(ctx, retry)
 	var partial *sources.PartialError
 	if err != nil && !errors.As(err, &partial) {
@@ -194,7 +193,7 @@ func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]poller.Di
 		op := model.Operation{StatementID: f.StatementID, WarehouseID: f.WarehouseID,
 			ClientApplication: f.ClientApplication, StartedAt: f.StartedAt}
 		overlay(&op, f)
-		ds = append(ds, poller.Discovered{Op: op, Ref: sources.Ref{StatementID: f.StatementID, WarehouseID: f.WarehouseID}})
+		ds = append(ds, sources.Discovered{Op: op, Ref: sources.Ref{StatementID: f.StatementID, WarehouseID: f.WarehouseID}})
 	}
 	if partial != nil {
 		return ds, partial

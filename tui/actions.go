@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // actionKind is a mutating row action. Each one is confirmed first and
@@ -186,5 +185,5 @@ func (m *Model) actionDone(msg actionDoneMsg) {
 // logAction records an operator action in the Events view; the engine
 // logs its own side.
 func (m *Model) logAction(id, text string) {
-	m.ctx.ring.push(poller.Event{At: m.ctx.opts.Now(), Kind: poller.EventAction, StatementID: id, Message: text})
+	m.ctx.ring.push(model.Event{At: m.ctx.opts.Now(), Kind: model.EventAction, StatementID: id, Message: text})
 }

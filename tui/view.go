@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Layout: a fixed header, the body of the current view, and a two-line
@@ -176,7 +177,7 @@ func (m *Model) header() []string {
 	}
 	// The scheme says nothing an operator needs; 8 columns matter at 80.
 	host := strings.TrimPrefix(ws.Host, "https://")
-	l1 = append(l1, seg{orDash(host), prioMid}, seg{"warehouses " + whs, prioLow},
+	l1 = append(l1, seg{textfmt.OrDash(host), prioMid}, seg{"warehouses " + whs, prioLow},
 		seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 
 	h := m.ctx.health
@@ -214,7 +215,8 @@ func (m *Model) header() []string {
 		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
 	}
 	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
-	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity} {
+	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity, model.FlagEndpointState,
+		model.FlagThroughput, model.FlagIndexQuota, model.FlagIndexNotReady} {
 		if c.warn[k]+c.crit[k] > 0 {
 			p := prioHigh
 			if c.crit[k] > 0 {
@@ -266,11 +268,11 @@ func (m *Model) lastErrorLine() string {
 	now := m.ctx.opts.Now()
 	var head string
 	if r := m.lastErr.recovered; !r.IsZero() && m.lastErr.sawFailing {
-		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+fmtDur(now.Sub(m.lastErr.since))+" ago: ")
+		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+textfmt.Age(now, m.lastErr.since)+" ago: ")
 		line := head + st.Dim.Render(errorLine(e)+")")
 		return truncLine(line, m.ctx.width, g.Ellipsis)
 	}
-	head = "last error " + fmtDur(now.Sub(m.lastErr.since)) + " ago: "
+	head = "last error " + textfmt.Age(now, m.lastErr.since) + " ago: "
 	line := head + st.Crit.Render(errorLine(e))
 	return truncLine(line, m.ctx.width, g.Ellipsis+" (! full)")
 }
@@ -395,11 +397,4 @@ func (m *Model) shortHelp() string {
 	}
 	parts = append(parts, render(len(bs)-2), render(len(bs)-1))
 	return strings.Join(parts, st.HelpDesc.Render(sep))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -10,7 +10,7 @@ type Options struct {
 	Listen     string // "127.0.0.1:0" when empty
 	Token      string // "" → 32 random hex characters (crypto/rand)
 	Seed       int64
-	Faults     string // PRODUCT.md §7 grammar; parsed by ParseFaults
+	Faults     string // docs/simulator.md grammar; parsed by ParseFaults
 	Scenario   string // "demo" (default) | "quiet" | "load" | "vector-incident"
 	Warehouses int    // default 3
 	// IdleTimeout reaps a non-terminal operation whose owner has shown no
@@ -147,7 +147,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Demo thresholds: the dbxtop flags under which every flag of PRODUCT.md §4
+// Demo thresholds: the dbxtop flags under which every flag of docs/model.md
 // shows within two minutes of the demo (see docs/simulator.md).
 const (
 	DemoInactivityWarn    = 15 * time.Second // --inactivity-warn

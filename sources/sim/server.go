@@ -170,6 +170,10 @@ func makeWarehouses(seed int64, n, stopped int, now time.Time) []*warehouse {
 // URL is the base URL, "http://127.0.0.1:PORT".
 func (s *Server) URL() string { return s.url }
 
+// Timeouts are the effective server-side inactivity reaper and leak
+// timeout, which a client needs to count down correctly.
+func (s *Server) Timeouts() (idle, leak time.Duration) { return s.o.IdleTimeout, s.o.LeakTimeout }
+
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 
@@ -453,7 +457,7 @@ type TruthOperation struct {
 	State             string    `json:"state"`
 	Open              bool      `json:"open"`
 	OwnerLastActivity time.Time `json:"owner_last_activity"`
-	// Additions beyond PRODUCT.md §7, for humans reading the document.
+	// Extras for humans reading the document (docs/simulator.md, Ground truth); tests rely only on the other keys.
 	User         string `json:"user,omitempty"`
 	SQL          string `json:"sql,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"`

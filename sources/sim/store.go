@@ -27,7 +27,7 @@ const (
 )
 
 // InactivityMessage is what the reaper fails an orphaned operation with
-// (PRODUCT.md §1; dbxtop recognises REAPED from it).
+// (docs/simulator.md, The reaper; dbxtop recognises REAPED from it, docs/model.md).
 const InactivityMessage = "Query has been timed out due to inactivity."
 
 type guid = [16]byte
@@ -79,8 +79,11 @@ type operation struct {
 	lastActivity time.Time // owner calls on the operation
 	fetchPos     int64
 
-	observerCloseFailed bool // scripted: the first observer close of a close_fails op
-	pruned              bool // forgotten by the reaper (left store.order)
+	// observerCloseFailUntil: scripted, observer closes of a close_fails
+	// op fail until then (set by the first one), long enough for the
+	// observer's retries to give up and show CLOSE_FAILED.
+	observerCloseFailUntil time.Time
+	pruned                 bool // forgotten by the reaper (left store.order)
 	// closeRefusedUntil: scripted, the upstream refuses every close of a
 	// proxied close_fails op until then (set at its first close).
 	closeRefusedUntil time.Time
@@ -102,14 +105,6 @@ func (op *operation) ownerLast() time.Time {
 		t = op.sess.lastActivity
 	}
 	return t
-}
-
-// truthState is the state /sim/v1/truth reports: CLOSED once closed.
-func (op *operation) truthState() model.State {
-	if !op.open {
-		return model.StateClosed
-	}
-	return op.state
 }
 
 // counters are cumulative (they survive pruning).

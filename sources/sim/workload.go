@@ -151,7 +151,7 @@ func (w *workload) sqlText() string {
 	return fmt.Sprintf(t, 1+w.intn(12))
 }
 
-// demo runs the cast of PRODUCT.md §7 on a compressed timeline (see
+// demo runs the cast of docs/simulator.md (Scenarios) on a compressed timeline (see
 // docs/simulator.md for the minute-by-minute plan).
 func (w *workload) demo(ctx context.Context) {
 	whs := w.s.WarehouseIDs()
@@ -518,19 +518,26 @@ func closeTarget(ctx context.Context, body []byte) (guid, bool) {
 	return opGUID(args.GetReq().GetOperationHandle())
 }
 
-// scriptedObserverCloseFails is true for the first observer close of each
-// close_fails operation in the demo, so CLOSE_FAILED shows when an
-// operator re-closes one.
+// scriptedObserverCloseFails is true for the observer closes of each
+// close_fails operation in the demo during observerCloseFailFor after the
+// first one, so CLOSE_FAILED shows when an operator (or the demo's
+// scripted one) re-closes one: the observer's immediate retries fail too,
+// and its queued retry later succeeds.
+const observerCloseFailFor = 20 * time.Second
+
 func (s *Server) scriptedObserverCloseFails(g guid) bool {
 	if s.o.Scenario != ScenarioDemo {
 		return false
 	}
 	fail := false
-	s.store.withOp(g, false, func(op *operation, _ time.Time) {
-		if op.kind == KindCloseFails && op.open && !op.observerCloseFailed {
-			op.observerCloseFailed = true
-			fail = true
+	s.store.withOp(g, false, func(op *operation, now time.Time) {
+		if op.kind != KindCloseFails || !op.open {
+			return
 		}
+		if op.observerCloseFailUntil.IsZero() {
+			op.observerCloseFailUntil = now.Add(time.Duration(float64(observerCloseFailFor) / s.o.Speed))
+		}
+		fail = now.Before(op.observerCloseFailUntil)
 	})
 	return fail
 }
