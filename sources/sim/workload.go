@@ -129,8 +129,11 @@ func (w *workload) goDo(ctx context.Context, f func(context.Context)) {
 
 var (
 	demoUsers = []string{"alice@example.com", "bob@example.com", "etl-svc@example.com", "carol@example.com"}
-	demoApps  = []string{"Tableau", "dbt", "PowerBI", "databricks-sql-go", "Databricks JDBC"}
-	demoSQL   = []string{
+	// Client applications as the User-Agent / client_application gives them:
+	// the healthy pool, and (below) the two that misbehave, each with its
+	// own driver version so the Clients view can name the culprit.
+	demoApps = []string{"Tableau 2025.3", "dbt-databricks 1.10.4", "PowerBI 2.147", "databricks-sql-go 1.14.0", "Databricks JDBC 2.7.3"}
+	demoSQL  = []string{
 		"SELECT region, sum(amount) AS revenue FROM sales.orders WHERE order_date >= '2026-%02d-01' GROUP BY region ORDER BY revenue DESC",
 		"SELECT customer_id, count(*) AS orders FROM sales.orders WHERE status = 'SHIPPED' AND order_date > current_date() - INTERVAL %d DAYS GROUP BY customer_id",
 		"MERGE INTO analytics.daily_kpis t USING staging.kpis_%02d s ON t.day = s.day WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
@@ -159,10 +162,10 @@ func (w *workload) demo(ctx context.Context) {
 	// Two long healthy statements, one on the outage warehouse, so that
 	// dbxtop follows something there when the observer outage starts.
 	w.spawn(ctx, func() {
-		w.healthy(ctx, KindHealthy, wh(0), "etl-svc@example.com", "dbt", w.sqlText(), 5*time.Minute, "")
+		w.healthy(ctx, KindHealthy, wh(0), "etl-svc@example.com", "dbt-databricks 1.10.4", w.sqlText(), 5*time.Minute, "")
 	})
 	w.spawn(ctx, func() {
-		w.healthy(ctx, KindHealthy, wh(1), "alice@example.com", "Tableau", w.sqlText(), 4*time.Minute, "")
+		w.healthy(ctx, KindHealthy, wh(1), "alice@example.com", "Tableau 2025.3", w.sqlText(), 4*time.Minute, "")
 	})
 	w.goDo(ctx, func(ctx context.Context) { w.ingest(ctx) })
 	w.goDo(ctx, func(ctx context.Context) {
@@ -320,7 +323,7 @@ func (w *workload) healthy(ctx context.Context, key, wh, user, app, sql string, 
 // scripted rule for this client) and, like the JDBC Thrift path before
 // the fix, it gives up: no cancel, no close. The statement runs 10 min.
 func (w *workload) abandons(ctx context.Context, wh string) {
-	c, _, op, err := w.start(ctx, KindAbandons, wh, "bob@example.com", "Databricks JDBC",
+	c, _, op, err := w.start(ctx, KindAbandons, wh, "bob@example.com", "Databricks JDBC 2.6.36",
 		fmt.Sprintf("SELECT o.*, c.segment FROM sales.orders o JOIN crm.customers c ON o.customer_id = c.id WHERE o.order_date BETWEEN '2025-01-01' AND '2026-%02d-30'", 1+w.intn(12)),
 		10*time.Minute, "")
 	if err != nil {
@@ -336,7 +339,7 @@ func (w *workload) abandons(ctx context.Context, wh string) {
 // CloseOperation is lost to a connection reset; the failure is swallowed
 // and the session stays pooled, so the finished operation stays open.
 func (w *workload) closeFails(ctx context.Context, wh string) {
-	c, _, op, err := w.start(ctx, KindCloseFails, wh, "carol@example.com", "databricks-sql-go",
+	c, _, op, err := w.start(ctx, KindCloseFails, wh, "carol@example.com", "databricks-sql-go 1.5.2",
 		fmt.Sprintf("SELECT count(*) FROM web.sessions WHERE session_date = current_date() - %d", 1+w.intn(30)),
 		4*time.Second, "")
 	if err != nil {
