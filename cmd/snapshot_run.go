@@ -139,7 +139,7 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	o := &observer{conn: c, logf: logf, wsFilter: cfg.Warehouses}
 	gate := &authGate{}
 	opts := c.engineOptions(cfg.WorkspaceConfig, logf)
-	opts.Discoverer = gatedDiscoverer{d: c.rest, g: gate}
+	opts.Discoverer = gatedDiscoverer{d: c.disc, g: gate}
 	opts.Capacity = gatedCapacity{c: c.rest, g: gate}
 	opts.Probe = cfg.CapacityProbe
 	// A snapshot only observes: no close, no cancel, whatever happens.
