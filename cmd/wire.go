@@ -41,21 +41,35 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		HistoryLag:  c.HistoryLag,
 		LoadRun:     c.LoadRun,
 		Logf:        logf,
+
+		CheckHandleSecrets: c.CheckHandleSecrets,
+		OwnerActivity:      c.OwnerActivity,
 	}
 }
 
 // serveSim is `dbxtop sim`: serve until interrupted; the first line of
 // stdout says where and with which token.
 func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
-	srv, err := sim.Start(ctx, simOptions(c, nil))
+	so := simOptions(c, nil)
+	var px embeddedProxy
+	defer px.close()
+	if c.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(ctx)
+	}
+	srv, err := sim.Start(ctx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
 	// Everything a client needs to count down correctly, in Go duration
-	// syntax (what --server-idle-timeout and --leak-after take).
+	// syntax (what --server-idle-timeout and --leak-after take), and the
+	// embedded proxy's admin API when it runs one.
 	idle, leak := srv.Timeouts()
-	fmt.Fprintf(stdout, "host=%s token=%s idle_timeout=%s leak_timeout=%s\n", srv.URL(), srv.Token(), idle, leak)
+	line := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
+	if px.srv != nil {
+		line += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
+	}
+	fmt.Fprintln(stdout, line)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
@@ -78,7 +92,13 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	}
 	simCtx, stopSim := context.WithCancel(ctx)
 	defer stopSim()
-	srv, err := sim.Start(simCtx, simOptions(sc, nil))
+	so := simOptions(sc, nil)
+	var px embeddedProxy
+	defer px.close()
+	if sc.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(simCtx)
+	}
+	srv, err := sim.Start(simCtx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+simErrText(err))
 		return 1
@@ -89,6 +109,10 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 		_ = srv.Close(sctx)
 	}()
 	ws.Host, ws.Token = srv.URL(), srv.Token()
+	if px.srv != nil {
+		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
+	}
+	ws.simStrictHandles = sc.CheckHandleSecrets
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
 }
 
