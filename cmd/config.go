@@ -23,6 +23,13 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
+	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
+	Proxy      string
+	ProxyToken string
+	// simStrictHandles: demo's simulator checks handle secrets, so
+	// dbxtop's actions must not use rebuilt Thrift handles.
+	simStrictHandles bool
 
 	// The config file and contexts (docs/configuration.md).
 	ConfigPath string   // --config; "" → the default location
@@ -67,4 +74,11 @@ type SimConfig struct {
 	Latency     time.Duration // every answer ± 20 %
 	HistoryLag  time.Duration // query history trails the engine
 	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
+	// CheckHandleSecrets: refuse handles with a wrong secret (default on
+	// in demo, off in sim). OwnerActivity: volunteer the owner's activity
+	// (the dbxtop extension; off by default).
+	CheckHandleSecrets bool
+	OwnerActivity      bool
+	// NoProxy: no embedded proxy in scenario demo (--proxy=false).
+	NoProxy bool
 }

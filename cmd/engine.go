@@ -27,11 +27,13 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 		// probing stays opt-in (snapshot --capacity-probe).
 		opts.Probe = true
 	}
-	if simulated && c.thrift != nil {
-		// The simulator looks operations up by GUID alone, so Thrift
-		// actions are exact there and exercise the same path as status.
-		// Never to a warehouse that is not running: those go through the
-		// Statement Execution API.
+	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
+		// A simulator that looks operations up by GUID alone (demo with
+		// --check-handle-secrets=false): Thrift actions are exact there
+		// and exercise the same path as status. Never to a warehouse that
+		// is not running: those go through the Statement Execution API.
+		// The demo's default is a strict server, where a rebuilt handle
+		// is refused: actions then go as on a real workspace.
 		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 		actionPath = "thrift"
 	}
@@ -113,5 +115,6 @@ func (ws *WorkspaceConfig) apply(s config.Settings, f *config.File) {
 	ws.Warehouses = s.Warehouses
 	ws.Refresh, ws.Window, ws.Thresholds = s.Refresh, s.Window, s.Thresholds
 	ws.ExportDir = s.ExportDir
+	ws.Proxy = s.Proxy
 	ws.RowLimits = f.RowLimits(s.Context)
 }

@@ -119,6 +119,13 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"append the proxy's actions (heals, queued closes, abandonment) to this file (never a token)")
 }
 
+func checkProxyURL(s string) error {
+	if _, err := proxy.NewAdminClient(s, "x", ""); err != nil {
+		return fmt.Errorf("want the admin URL dbxtop proxy printed, e.g. http://127.0.0.1:8445")
+	}
+	return nil
+}
+
 func checkUpstream(s string) error {
 	_, err := proxy.ParseUpstream(s)
 	if err != nil {

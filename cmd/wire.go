@@ -41,21 +41,34 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		HistoryLag:  c.HistoryLag,
 		LoadRun:     c.LoadRun,
 		Logf:        logf,
+
+		CheckHandleSecrets: c.CheckHandleSecrets,
+		OwnerActivity:      c.OwnerActivity,
 	}
 }
 
 // serveSim is `dbxtop sim`: serve until interrupted; the first line of
 // stdout says where and with which token.
 func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
-	srv, err := sim.Start(ctx, simOptions(c, nil))
+	so := simOptions(c, nil)
+	var px embeddedProxy
+	defer px.close()
+	if c.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(ctx)
+	}
+	srv, err := sim.Start(ctx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
 	// Everything a client needs to count down correctly, in Go duration
-	// syntax (what --server-idle-timeout and --leak-after take).
+	// syntax (what --server-idle-timeout and --leak-after take), and the
+	// embedded proxy's admin API when it runs one.
 	idle, leak := srv.Timeouts()
 	first := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
+	if px.srv != nil {
+		first += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
+	}
 	return serveUntilDone(ctx, "dbxtop sim", first, srv.Close, stdout, stderr)
 }
 
@@ -86,7 +99,13 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	}
 	simCtx, stopSim := context.WithCancel(ctx)
 	defer stopSim()
-	srv, err := sim.Start(simCtx, simOptions(sc, nil))
+	so := simOptions(sc, nil)
+	var px embeddedProxy
+	defer px.close()
+	if sc.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(simCtx)
+	}
+	srv, err := sim.Start(simCtx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+simErrText(err))
 		return 1
@@ -97,6 +116,10 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 		_ = srv.Close(sctx)
 	}()
 	ws.Host, ws.Token = srv.URL(), srv.Token()
+	if px.srv != nil {
+		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
+	}
+	ws.simStrictHandles = sc.CheckHandleSecrets
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
 }
 
@@ -154,6 +177,12 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
+	demoDone := make(chan struct{})
+	if simulated && !ws.ReadOnly {
+		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
+	} else {
+		close(demoDone)
+	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -169,6 +198,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
+	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

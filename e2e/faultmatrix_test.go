@@ -216,6 +216,9 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	opts := sim.Options{
 		Token: token, Seed: seed, Scenario: sim.ScenarioDemo, Speed: fmSpeed,
 		IdleTimeout: fmIdle, LeakTimeout: fmLeakReap,
+		// The matrix checks INACTIVE end to end, which needs the owner's
+		// activity: the simulator's opt-in extension (docs/thrift.md).
+		OwnerActivity: true,
 	}
 	if c.after == 0 {
 		opts.Faults = c.spec

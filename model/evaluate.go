@@ -100,8 +100,13 @@ func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
 			f.Detail += unverified(op, now, th)
 			flags = append(flags, f)
 		}
+		// CLOSE_FAILED names who failed: dbxtop's own close, or the owning
+		// client's as the proxy saw it (dbxtop's, when both, is the one the
+		// operator can act on).
 		if op.Close.State == CloseFailed {
 			flags = append(flags, closeFailedFlag(op, now))
+		} else if op.Proxy != nil && op.Proxy.CloseOutcome == ProxyCloseFailed {
+			flags = append(flags, clientCloseFailedFlag(op.Proxy, now))
 		}
 	}
 	if op.State == StateFailed && strings.Contains(strings.ToLower(op.ServerError), reapedMessage) {
@@ -196,7 +201,7 @@ func unclosedFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 }
 
 func closeFailedFlag(op Operation, now time.Time) Flag {
-	d := fmt.Sprintf("close failed after %d attempt(s)", op.Close.Attempts)
+	d := fmt.Sprintf("dbxtop's close failed after %d attempt(s)", op.Close.Attempts)
 	if op.Close.LastError != nil {
 		d += ": " + op.Close.LastError.String()
 	}

@@ -37,6 +37,8 @@ type Operation struct {
 	// is invalid); State is then the final state the evidence gave (query
 	// history, the Statement Execution API), UNKNOWN when nothing said.
 	Gone bool
+	// Proxy is what `dbxtop proxy` saw of it; nil when no proxy did.
+	Proxy *ProxyAccount
 	// Workspace names the watched workspace (its context) when several
 	// are watched; "" otherwise.
 	Workspace string

@@ -53,6 +53,8 @@ type operationWire struct {
 	StatusSource       string   `json:"status_source,omitempty"`
 	StatusNote         string   `json:"status_note,omitempty"`
 	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
+	// Proxy is what `dbxtop proxy` saw (docs/proxy.md); null when none.
+	Proxy *proxyWire `json:"proxy"`
 }
 
 type closeWire struct {
@@ -206,6 +208,7 @@ func (v OperationView) wire() operationWire {
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
 		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
+		Proxy: v.Proxy.wire(),
 	}
 }
 
@@ -237,6 +240,7 @@ func (w operationWire) view() (OperationView, error) {
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
 			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
+			Proxy: w.Proxy.account(),
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),

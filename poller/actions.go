@@ -107,7 +107,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	case err == nil:
 		e.finishClose(en, now, "closed")
 		return nil
-	case errors.Is(err, sources.ErrHandleGone):
+	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		e.finishClose(en, now, "the server no longer has the handle")
 		return nil
 	case ctx.Err() != nil && !en.queued:
@@ -206,7 +206,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 		}
 		e.mu.Lock()
 		en.op.Close.Attempts++
-		if err == nil || errors.Is(err, sources.ErrHandleGone) {
+		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)

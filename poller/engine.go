@@ -342,11 +342,13 @@ func (e *Engine) notifyHook() {
 func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Lock()
 	e.discovering = true
+	// The round starts before discovery: a state that discovery's listing
+	// confirms (batch mode) is read in this round.
+	e.round++
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
 	e.mu.Lock()
-	e.round++
 	// What this round must read: every operation scheduled for polls.
 	want := slices.Clone(e.heap)
 	e.mu.Unlock()
@@ -509,6 +511,14 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 			}
 			if len(d.Ref.Secret) > 0 {
 				en.ref.Secret = d.Ref.Secret
+			}
+			if d.Op.Proxy != nil {
+				// What a proxy saw on the wire (proxy.Merge): its account,
+				// and the owning client's last call, which no server tells.
+				o.Proxy = d.Op.Proxy
+				if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
+					o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
+				}
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.

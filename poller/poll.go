@@ -47,7 +47,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	}
 	op := &en.op
 	switch {
-	case errors.Is(err, sources.ErrHandleGone):
+	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		// The server answered: it no longer has the operation. That is
 		// news about the operation, not a failure of dbxtop's polling.
 		e.markGone(en, now, settled, settleErr)
@@ -97,6 +97,9 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	if st.Open != nil {
 		v := *st.Open
 		op.Open = &v
+	}
+	if st.Proxy != nil {
+		op.Proxy = st.Proxy
 	}
 	op.LastPollOKAt = now
 	en.readRound = e.round

@@ -32,6 +32,9 @@ type Status struct {
 	// Open reports whether the server still holds the operation; nil when
 	// unknown.
 	Open *bool
+	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
+	// is configured or it did not see it.
+	Proxy *model.ProxyAccount
 	// Source is the call that answered (model.StatusViaThrift, …); Note
 	// says why it was that one when not the usual path (the warehouse is
 	// not running, so Thrift was not asked).

@@ -26,7 +26,7 @@ func (m *clientsModel) SetSize(w, h int) { m.width, m.height = w, h; m.clamp() }
 
 func (m *clientsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
-	return []key.Binding{k.Down, k.Up, k.NextView}
+	return []key.Binding{k.Down, k.Up}
 }
 
 func (m *clientsModel) FullHelp() [][]key.Binding {

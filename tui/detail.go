@@ -137,6 +137,27 @@ func (m *detailModel) build() []string {
 		cl += "; " + b
 	}
 	field("close", cl)
+	if p := op.Proxy; p != nil {
+		// What `dbxtop proxy` saw on the wire (docs/proxy.md).
+		section("Proxy's account")
+		rpc := "never"
+		if !p.LastClientRPC.IsZero() {
+			rpc = timeAgo(p.LastClientRPC, now)
+		}
+		field("last client call", rpc)
+		pc := fmt.Sprintf("%s; client %d attempt(s), proxy %d", textfmt.OrDash(p.CloseOutcome), p.ClientCloseAttempts, p.ProxyCloseAttempts)
+		if !p.NextTry.IsZero() {
+			pc += "; proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
+		}
+		field("close", pc)
+		if p.ClientCloseError != nil {
+			add(wrapIndent("client's close error: "+p.ClientCloseError.Line(), w, "    ")...)
+		}
+		field("heals", fmt.Sprint(p.Heals))
+		for _, a := range p.Actions {
+			add(wrapIndent(a, w, "    ")...)
+		}
+	}
 	hist := m.ctx.ring.newest(detailHistory, op.StatementID)
 	if len(hist) > 0 {
 		section("History (newest first)")

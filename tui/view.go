@@ -177,8 +177,20 @@ func (m *Model) header() []string {
 	}
 	// The scheme says nothing an operator needs; 8 columns matter at 80.
 	host := strings.TrimPrefix(ws.Host, "https://")
-	l1 = append(l1, seg{textfmt.OrDash(host), prioMid}, seg{"warehouses " + whs, prioLow},
-		seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
+	if wss := m.ctx.snap.Workspaces; len(wss) > 1 {
+		// Several workspaces: each by name with its state, a down one in
+		// words (never by colour alone).
+		for _, w := range wss {
+			if w.Up {
+				l1 = append(l1, seg{st.OK.Render(w.Name + " up"), prioHigh})
+			} else {
+				l1 = append(l1, seg{st.Crit.Render(g.Crit + " " + w.Name + " DOWN"), prioCritical})
+			}
+		}
+	} else {
+		l1 = append(l1, seg{textfmt.OrDash(host), prioMid}, seg{"warehouses " + whs, prioLow})
+	}
+	l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 
 	h := m.ctx.health
 	l2 := []seg{{"poller", prioCritical}, {fmt.Sprintf("followed %d", h.Followed), prioHigh},
@@ -273,6 +285,9 @@ func (m *Model) lastErrorLine() string {
 		return truncLine(line, m.ctx.width, g.Ellipsis)
 	}
 	head = "last error " + textfmt.Age(now, m.lastErr.since) + " ago: "
+	if e.Workspace != "" {
+		head += "[" + e.Workspace + "] "
+	}
 	line := head + st.Crit.Render(e.Line())
 	return truncLine(line, m.ctx.width, g.Ellipsis+" (! full)")
 }

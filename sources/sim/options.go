@@ -63,6 +63,19 @@ type Options struct {
 	// LoadPoll is how often a load-scenario client polls its own statement
 	// (default 20s).
 	LoadPoll time.Duration
+	// CheckHandleSecrets refuses operation handles whose secret does not
+	// match (INVALID_HANDLE), as a strict server may; handles rebuilt from
+	// statement ids then fail (`dbxtop sim --check-handle-secrets`).
+	CheckHandleSecrets bool
+	// OwnerActivity volunteers the owning client's last activity and the
+	// operation's openness in GetOperationStatus (the dbxtop extension of
+	// docs/thrift.md). Off by default: a real server sends neither
+	// (`dbxtop sim --owner-activity`).
+	OwnerActivity bool
+	// Proxy, when set, is called once the server listens, with its URL; it
+	// returns the URL the demo's proxied clients connect through (cmd
+	// starts `dbxtop proxy` there: this package never imports it).
+	Proxy func(upstream string) (clientURL string, err error)
 }
 
 const (
