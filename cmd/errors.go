@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit statuses (PRODUCT.md §3).
+// Exit statuses (docs/configuration.md).
 const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed

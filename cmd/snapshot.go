@@ -6,10 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// snapshotBody is runSnapshot (cmd/snapshot_run.go), behind a variable so
-// that the command line's tests never reach a workspace.
-var snapshotBody = runSnapshot
-
 func (a *app) newSnapshotCmd() *cobra.Command {
 	var cfg SnapshotConfig
 	c := &cobra.Command{
@@ -53,13 +49,18 @@ can run it as a check:
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			a.code = snapshotBody(c.Context(), cfg, a.stdout, a.stderr)
+			if a.runSnapshot == nil {
+				a.code = a.notBuilt("dbxtop snapshot")
+				return nil
+			}
+			a.code = a.runSnapshot(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}
 	fs := c.Flags()
 	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, true)
 	fs.BoolVar(&cfg.JSON, "json", false, "print the snapshot JSON (schema dbxtop.snapshot/v1) instead of a table")
+	fs.BoolVar(&cfg.Wide, "wide", false, "human table: every column, none cut (default: fit the terminal, or 100 columns)")
 	fs.BoolVar(&cfg.Watch, "watch", false, "keep observing; print one JSON line per --interval")
 	iv := newDuration(&cfg.Interval, 0, minRefresh)
 	iv.zeroOK = false

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// The wire structs below fix the §9 key order (encoding/json keeps struct
-// field order). Keys after the ones §9 lists are dbxtop's additions that
+// The wire structs below fix the snapshot JSON key order (encoding/json keeps struct
+// field order). Keys after the contract keys docs/model.md lists are dbxtop's additions that
 // make the encoding lossless (first_seen_at, samples, …).
 
 type snapshotWire struct {
@@ -44,7 +44,7 @@ type operationWire struct {
 	Close             closeWire   `json:"close"`
 	Flags             []Flag      `json:"flags"`
 	LastError         *ErrorInfo  `json:"last_error"`
-	// Additions beyond §9.
+	// Additions beyond the contract keys.
 	ServerError        string   `json:"server_error"`
 	FirstSeenAt        jsonTime `json:"first_seen_at"`
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
@@ -53,6 +53,8 @@ type operationWire struct {
 	StatusSource       string   `json:"status_source,omitempty"`
 	StatusNote         string   `json:"status_note,omitempty"`
 	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
+	// Proxy is what `dbxtop proxy` saw (docs/proxy.md); null when none.
+	Proxy *proxyWire `json:"proxy"`
 }
 
 type closeWire struct {
@@ -63,20 +65,24 @@ type closeWire struct {
 }
 
 type endpointWire struct {
-	Name             string       `json:"name"`
-	Type             string       `json:"type"`
-	State            string       `json:"state"`
-	Rows             int64        `json:"rows"`
-	RowLimit         int64        `json:"row_limit"`
-	Usage            *float64     `json:"usage"` // null when the row limit is unknown
-	GrowthRowsPerMin float64      `json:"growth_rows_per_min"`
-	ETAFullS         jsonSeconds  `json:"eta_full_s"`
-	Exhausted        bool         `json:"exhausted"`
-	LastError        *ErrorInfo   `json:"last_error"`
-	Flags            []Flag       `json:"flags"`
-	Indexes          []indexWire  `json:"indexes"`
-	RowLimitSource   *LimitSource `json:"row_limit_source"` // null when no rule applies
-	// Additions beyond §9 (docs/capacity.md).
+	Name             string      `json:"name"`
+	Type             string      `json:"type"`
+	State            string      `json:"state"`
+	Rows             int64       `json:"rows"`
+	RowLimit         int64       `json:"row_limit"`
+	Usage            *float64    `json:"usage"` // null when the row limit is unknown
+	GrowthRowsPerMin float64     `json:"growth_rows_per_min"`
+	ETAFullS         jsonSeconds `json:"eta_full_s"`
+	// Exhausted is true whenever the EXHAUSTED flag is raised (the server
+	// refused writes, or usage reached 100 %); ServerExhausted is the
+	// server's own answer alone.
+	Exhausted       bool         `json:"exhausted"`
+	ServerExhausted *bool        `json:"server_exhausted"` // nil only in documents written before it existed
+	LastError       *ErrorInfo   `json:"last_error"`
+	Flags           []Flag       `json:"flags"`
+	Indexes         []indexWire  `json:"indexes"`
+	RowLimitSource  *LimitSource `json:"row_limit_source"` // null when no rule applies
+	// Additions beyond the contract keys (docs/capacity.md).
 	RowLimitWhy     string        `json:"row_limit_why"`
 	Learned         *LearnedLimit `json:"learned_limit"`
 	StateMessage    string        `json:"state_message"`
@@ -106,7 +112,7 @@ type sampleWire struct {
 	Rows int64    `json:"rows"`
 }
 
-// MarshalJSON encodes the snapshot exactly as PRODUCT.md §9 lists it, with
+// MarshalJSON encodes the snapshot exactly as docs/model.md lists it, with
 // the summary computed from the rows.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotWire{
@@ -129,7 +135,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON decodes §9 JSON. Unknown keys are ignored (newer minor
+// UnmarshalJSON decodes snapshot JSON. Unknown keys are ignored (newer minor
 // additions); the schema, states, severities and close states are checked.
 // The summary is not read: it is recomputed from the rows.
 func (s *Snapshot) UnmarshalJSON(b []byte) error {
@@ -202,6 +208,7 @@ func (v OperationView) wire() operationWire {
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
 		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
+		Proxy: v.Proxy.wire(),
 	}
 }
 
@@ -233,6 +240,7 @@ func (w operationWire) view() (OperationView, error) {
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
 			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
+			Proxy: w.Proxy.account(),
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),
@@ -249,7 +257,8 @@ func (v EndpointView) wire() endpointWire {
 	w := endpointWire{
 		Name: v.Name, Type: v.Type, State: v.State, Rows: v.Rows, RowLimit: v.RowLimit,
 		Usage: usage, GrowthRowsPerMin: v.GrowthPerMin, ETAFullS: secondsOf(v.ETAFull),
-		Exhausted: v.Exhausted, LastError: v.LastError, Flags: nonNil(v.Flags),
+		Exhausted: v.Exhausted || v.HasFlag(FlagExhausted), ServerExhausted: &v.Exhausted,
+		LastError: v.LastError, Flags: nonNil(v.Flags),
 		Indexes:        make([]indexWire, 0, len(v.Indexes)),
 		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
 		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
@@ -275,7 +284,7 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
+			Exhausted: w.serverExhausted(), LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
 			Workspace: w.Workspace,
@@ -337,4 +346,13 @@ func nilIfEmpty[T any](s []T) []T {
 		return nil
 	}
 	return s
+}
+
+// serverExhausted is the server's own answer; documents written before
+// server_exhausted existed only have exhausted.
+func (w endpointWire) serverExhausted() bool {
+	if w.ServerExhausted != nil {
+		return *w.ServerExhausted
+	}
+	return w.Exhausted
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -164,12 +163,12 @@ func TestTableMaxOperations(t *testing.T) {
 }
 
 func TestMarkdownGolden(t *testing.T) {
-	evs := []poller.Event{
-		{At: t0.Add(-70 * time.Second), Kind: poller.EventRetry, StatementID: "01ef0000-0000-4000-8000-000000000001", Call: "GetOperationStatus", Message: "transport: connection reset; retry 1 in 250ms"},
-		{At: t0.Add(-65 * time.Second), Kind: poller.EventFlagRaised, StatementID: "01ef0000-0000-4000-8000-000000000001", Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityWarning, Detail: "no client call for 15s"}},
-		{At: t0.Add(-30 * time.Second), Kind: poller.EventCloseFailed, StatementID: "01ef0000-0000-4000-8000-000000000002", Call: "CloseOperation",
+	evs := []model.Event{
+		{At: t0.Add(-70 * time.Second), Kind: model.EventRetry, StatementID: "01ef0000-0000-4000-8000-000000000001", Call: "GetOperationStatus", Message: "transport: connection reset; retry 1 in 250ms"},
+		{At: t0.Add(-65 * time.Second), Kind: model.EventFlagRaised, StatementID: "01ef0000-0000-4000-8000-000000000001", Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityWarning, Detail: "no client call for 15s"}},
+		{At: t0.Add(-30 * time.Second), Kind: model.EventCloseFailed, StatementID: "01ef0000-0000-4000-8000-000000000002", Call: "CloseOperation",
 			Err: &model.ErrorInfo{Kind: model.KindUnavailable, Call: "CloseOperation", HTTPStatus: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", RequestID: "aaaaaaaa-1111-4222-8333-444444444444"}},
-		{At: t0.Add(-10 * time.Second), Kind: poller.EventCapacity, Endpoint: "vs-full", Call: "UpsertDataVectorIndex", Message: "RESOURCE_EXHAUSTED | endpoint full", RequestID: "bbbbbbbb-1111-4222-8333-444444444444"},
+		{At: t0.Add(-10 * time.Second), Kind: model.EventCapacity, Endpoint: "vs-full", Call: "UpsertDataVectorIndex", Message: "RESOURCE_EXHAUSTED | endpoint full", RequestID: "bbbbbbbb-1111-4222-8333-444444444444"},
 	}
 	var b bytes.Buffer
 	if err := Markdown(&b, fixture(), evs); err != nil {
@@ -188,9 +187,9 @@ func TestMarkdownGolden(t *testing.T) {
 }
 
 func TestMarkdownKeepsLastEvents(t *testing.T) {
-	var evs []poller.Event
+	var evs []model.Event
 	for i := 0; i < MaxEvents+5; i++ {
-		evs = append(evs, poller.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: poller.EventDiscovered, StatementID: "s" + string(rune('a'+i%26)), Message: "m"})
+		evs = append(evs, model.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: model.EventDiscovered, StatementID: "s" + string(rune('a'+i%26)), Message: "m"})
 	}
 	var b bytes.Buffer
 	_ = Markdown(&b, model.Snapshot{GeneratedAt: t0}, evs)
@@ -324,5 +323,43 @@ func TestMarkdownCannotBeForged(t *testing.T) {
 	}
 	if mdFence("no ticks") != "```" || mdFence("a ``` b") != "````" {
 		t.Errorf("mdFence: %q %q", mdFence("no ticks"), mdFence("a ``` b"))
+	}
+}
+
+// The human table fits its width (100 when not a terminal) by leaving out
+// the least useful columns, says which, and --wide keeps them all.
+func TestTableFitsWidthAndWideKeepsAll(t *testing.T) {
+	for _, w := range []int{0, 80, 100, 160} {
+		var b bytes.Buffer
+		_ = Table(&b, fixture(), TableOptions{Width: w})
+		limit := w
+		if w == 0 {
+			limit = 100
+		}
+		inOps := false
+		for _, l := range strings.Split(b.String(), "\n") {
+			if l == "OPERATIONS" {
+				inOps = true
+			}
+			if l == "" {
+				inOps = false
+			}
+			if inOps && width(l) > limit {
+				t.Errorf("width %d: line of %d cells: %q", w, width(l), l)
+			}
+		}
+		if w <= 100 && !strings.Contains(b.String(), "--wide shows them") {
+			t.Errorf("width %d: columns left out silently:\n%s", w, b.String())
+		}
+	}
+	var b bytes.Buffer
+	_ = Table(&b, fixture(), TableOptions{Width: 80, Wide: true})
+	for _, col := range []string{"RETRIES", "REAPER", "CLOSE", "WAREHOUSE", "WRITES/MIN", "THROUGHPUT"} {
+		if !strings.Contains(b.String(), col) {
+			t.Errorf("--wide lost %s", col)
+		}
+	}
+	if strings.Contains(b.String(), "left out") {
+		t.Errorf("--wide left columns out")
 	}
 }
