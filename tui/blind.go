@@ -37,7 +37,7 @@ func blindBanner(ctx *programContext, width int) []string {
 		out = append(out, "    "+l)
 	}
 	out = append(out, "")
-	for _, l := range wrapWords("the call that failed: "+errorLine(e), width-6) {
+	for _, l := range wrapWords("the call that failed: "+e.Line(), width-6) {
 		out = append(out, st.Dim.Render("    "+l))
 	}
 	if len(errs) > 1 {

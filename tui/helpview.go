@@ -67,21 +67,7 @@ func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
 	}
 	k := &m.ctx.keys
 	last := max(0, len(m.build())-m.height)
-	switch {
-	case key.Matches(km, k.Up):
-		m.scroll--
-	case key.Matches(km, k.Down):
-		m.scroll++
-	case key.Matches(km, k.PageUp):
-		m.scroll -= m.height
-	case key.Matches(km, k.PageDown):
-		m.scroll += m.height
-	case key.Matches(km, k.Top):
-		m.scroll = 0
-	case key.Matches(km, k.Bottom):
-		m.scroll = last
-	}
-	m.scroll = max(0, min(m.scroll, last))
+	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
 	return nil
 }
 
