@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -19,46 +18,35 @@ const detailHistory = 50
 // close history. It scrolls with j/k; the operation is the Operations
 // table's selection.
 type detailModel struct {
-	ctx           *programContext
-	ops           *opsModel
-	width, height int
-	scroll        int
+	pager
+	ops *opsModel
 }
 
-func (m *detailModel) SetSize(w, h int) { m.width, m.height = w, h }
+func newDetailModel(ctx *programContext, ops *opsModel) *detailModel {
+	m := &detailModel{pager: pager{ctx: ctx}, ops: ops}
+	m.content = m.build
+	return m
+}
 
 func (m *detailModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
 	return enabledKeys(k.Back, k.Down, k.Cancel, k.Close, k.CopyID, k.CopySQL)
 }
 
-func (m *detailModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
-
-func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
-	return nil
-}
-
-// View shows the window at the scroll position; the content may have
-// shrunk since, so the position is clamped here without being stored.
+// View shows the window at the scroll position.
 func (m *detailModel) View() string {
-	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
-	return lines(l[s:])
+	l, _ := m.window()
+	return lines(l)
 }
 
 func (m *detailModel) build() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	op := m.ops.selected()
+	if op == nil {
+		// Collapsed, filtered out or gone from the table: the snapshot
+		// may still have it, and its detail is what the operator opened.
+		op = m.ops.find(m.ops.cursorID)
+	}
 	if op == nil {
 		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))}
 	}

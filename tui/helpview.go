@@ -6,7 +6,6 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
 
@@ -30,11 +29,9 @@ var flagHelp = []struct{ kind, means, act string }{
 // from the keymap (so help cannot drift from behaviour), then the flag
 // legend. It scrolls; ? or esc returns to the view it was opened from.
 type helpModel struct {
-	ctx           *programContext
-	width, height int
-	scroll        int
-	from          viewID
-	help          help.Model
+	pager
+	from viewID
+	help help.Model
 }
 
 func newHelpModel(ctx *programContext) *helpModel {
@@ -45,37 +42,21 @@ func newHelpModel(ctx *programContext) *helpModel {
 	h.Styles.Ellipsis = ctx.styles.HelpDesc
 	h.FullSeparator = "    "
 	h.Ellipsis = ctx.glyphs.Ellipsis
-	return &helpModel{ctx: ctx, help: h}
+	m := &helpModel{pager: pager{ctx: ctx}, help: h}
+	m.content = m.build
+	return m
 }
 
-func (m *helpModel) SetSize(w, h int) { m.width, m.height = w, h; m.help.Width = w - 2 }
+func (m *helpModel) SetSize(w, h int) { m.pager.SetSize(w, h); m.help.Width = w - 2 }
 
 func (m *helpModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
 	return []key.Binding{k.Back, k.Down, k.PageDown}
 }
 
-func (m *helpModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
-
-func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
-	return nil
-}
-
 func (m *helpModel) View() string {
-	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
-	out := l[s:]
-	if more := len(l) - s - m.height; more > 0 && m.height > 1 {
+	out, more := m.window()
+	if more > 0 && m.height > 1 {
 		out = append(out[:m.height-1:m.height-1], m.ctx.styles.Dim.Render(fmt.Sprintf("  %d more lines (j/pgdn)", more)))
 	}
 	return lines(out)

@@ -110,7 +110,7 @@ func newModel(e Engine, o Options) *Model {
 		eng:       e,
 		events:    e.Events(),
 		ops:       ops,
-		detail:    &detailModel{ctx: ctx, ops: ops},
+		detail:    newDetailModel(ctx, ops),
 		endpoints: newEndpointsModel(ctx),
 		evs:       &eventsModel{ctx: ctx},
 		help:      newHelpModel(ctx),
