@@ -66,3 +66,26 @@ func TestSimErrText(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A token pasted into a URL is never echoed back by validation: URL
+// userinfo and secret-looking query values are redacted, whatever flag or
+// variable carried them.
+func TestValidationRedactsURLSecrets(t *testing.T) {
+	installHooks(t)
+	const secret = "S3CRETTOKENVALUE"
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"snapshot", "--host", "ftp://user:" + secret + "@h.example.com"}},
+		{nil, []string{"snapshot", "--host", "https://" + secret + "@h.example.com/sql/1.0/warehouses/a"}},
+		{nil, []string{"snapshot", "--host", "https://h.example.com/?token=" + secret}},
+		{map[string]string{"DATABRICKS_HOST": "ftp://u:" + secret + "@h"}, []string{"snapshot"}},
+		{nil, []string{"snapshot", "-w", "a,b", "--http-path", "/sql/1.0/warehouses/a?sig=" + secret}},
+	} {
+		r := runCLI(t, tc.env, tc.args...)
+		if r.code == 0 || strings.Contains(r.stderr+r.stdout, secret) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v %v: exit %d, stderr %q", tc.env, tc.args, r.code, r.stderr)
+		}
+	}
+}
