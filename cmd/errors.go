@@ -31,7 +31,7 @@ func (e *usageError) Error() string { return e.msg }
 // pasted into --host (https://user:TOKEN@host), DATABRICKS_HOST or
 // --http-path (?token=…) is not echoed back.
 func usagef(format string, a ...any) error {
-	return &usageError{msg: sources.Redact(fmt.Sprintf(format, a...))}
+	return &usageError{msg: sources.RedactURLs(fmt.Sprintf(format, a...))}
 }
 
 // invalidFlag formats the one line every bad value gets:
