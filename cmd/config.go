@@ -44,6 +44,7 @@ type SnapshotConfig struct {
 	Count         int // 0: until interrupted
 	CapacityProbe bool
 	Timeout       time.Duration
+	Wide          bool // human table: every column, never fitted to the width
 }
 
 // SimConfig is `dbxtop sim`'s configuration (and demo's simulator part).

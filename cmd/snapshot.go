@@ -60,6 +60,7 @@ can run it as a check:
 	fs := c.Flags()
 	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, true)
 	fs.BoolVar(&cfg.JSON, "json", false, "print the snapshot JSON (schema dbxtop.snapshot/v1) instead of a table")
+	fs.BoolVar(&cfg.Wide, "wide", false, "human table: every column, none cut (default: fit the terminal, or 100 columns)")
 	fs.BoolVar(&cfg.Watch, "watch", false, "keep observing; print one JSON line per --interval")
 	iv := newDuration(&cfg.Interval, 0, minRefresh)
 	iv.zeroOK = false

@@ -285,7 +285,7 @@ func (o *observer) print(w io.Writer, s model.Snapshot, cfg SnapshotConfig) erro
 // tableOptions: colour only on a terminal without --no-color / NO_COLOR;
 // the terminal's width when there is one.
 func tableOptions(w io.Writer, cfg SnapshotConfig) report.TableOptions {
-	opt := report.TableOptions{ASCII: cfg.ASCII}
+	opt := report.TableOptions{ASCII: cfg.ASCII, Wide: cfg.Wide} // not a terminal: report's 100 columns
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(f.Fd()) {
 		return opt

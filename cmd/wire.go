@@ -57,7 +57,10 @@ func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "host=%s token=%s\n", srv.URL(), srv.Token())
+	// Everything a client needs to count down correctly, in Go duration
+	// syntax (what --server-idle-timeout and --leak-after take).
+	idle, leak := srv.Timeouts()
+	fmt.Fprintf(stdout, "host=%s token=%s idle_timeout=%s leak_timeout=%s\n", srv.URL(), srv.Token(), idle, leak)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}

@@ -71,8 +71,31 @@ run() {
 step "simulator: GetOperationStatus/s (sources/sim)"
 run sim.txt go test -run '^$' -bench 'GetOperationStatus' -benchtime 3s -benchmem -count "$COUNT" ./sources/sim/
 
-step "item 4: frames (tui BenchmarkOperationsView, 120x40)"
-run frames.txt go test -run '^$' -bench 'OperationsView' -benchmem -count "$COUNT" ./tui/
+step "item 4: frames (tui BenchmarkFrameOperationsView120x40)"
+run frames.txt go test -run '^$' -bench 'FrameOperationsView120x40' -benchmem -count "$COUNT" ./tui/
+
+step "issue 16: refresh (engine snapshot + TUI rebuild + one frame), its parts, heap per operation (tui)"
+run refresh.txt go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|EngineSnapshot|TUIRebuildRowsFromSnapshot' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./tui/
+run heap.txt go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -count "$COUNT" -timeout 20m ./tui/
+
+# The same figures from the code before issue 16 (BEFORE, default the
+# commit issue 16 started from), in the same run: its engine snapshot at
+# 10,000, its TUI rebuild at 1k/10k/100k and its heap per operation.
+BEFORE=${BEFORE:-76485b7}
+step "issue 16: the same from $BEFORE (before), side by side"
+if git cat-file -e "$BEFORE^{commit}" 2>/dev/null; then
+	rm -rf "$OUT/before" && mkdir -p "$OUT/before"
+	git archive "$BEFORE" | tar -x -C "$OUT/before"
+	run before.txt env -C "$OUT/before" go test -run '^$' -bench 'BenchmarkSnapshot10k|BenchmarkRefresh$|FollowedOperationMemory' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./poller/ ./tui/
+else
+	echo "bench.sh: no commit $BEFORE here; the before column is left out" >&2
+fi
+
+step "issue 16: server calls per operation-minute and staleness at 1k/10k live ops, 50 ms latency, side by side (e2e, ~8 min)"
+run scale.txt go test -run '^$' -bench 'ScaleCallsAndStaleness' -benchtime 1x -count "$COUNT" -timeout 40m ./e2e/
+
+step "issue 16: TUI process CPU, 10,000 live ops, 5 %/s replaced, 50 ms latency (real binaries in tmux, 60 s each)"
+run cpu.txt e2e/bench_cpu.sh "$OUT"
 
 step "item 5: heap per followed operation (poller)"
 run memory.txt go test -run '^$' -bench 'FollowedOperationMemory' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./poller/
@@ -99,6 +122,24 @@ fi
 	echo "## Item 3: polling cost vs freshness (one run, three contenders side by side)"
 	echo
 	cat "$OUT"/polling.md 2>/dev/null || echo "(no table: see $OUT/e2e.txt)"
+	echo
+	echo "## Issue 16: calls per operation-minute and staleness (one run, contenders side by side)"
+	echo
+	cat "$OUT"/scale.md 2>/dev/null || echo "(no table: see $OUT/scale.txt)"
+	echo
+	echo "## Issue 16: refresh and heap (now)"
+	echo
+	benchtable "$OUT/refresh.txt"
+	echo
+	benchtable "$OUT/heap.txt"
+	echo
+	echo "## Issue 16: the same from the code before ($BEFORE)"
+	echo
+	benchtable "$OUT/before.txt"
+	echo
+	echo "## Issue 16: TUI process CPU"
+	echo
+	cat "$OUT"/cpu.md 2>/dev/null || echo "(no table: see $OUT/cpu.txt)"
 	echo
 	echo "## Item 4: frames"
 	echo

@@ -283,9 +283,16 @@ func startSim(t *testing.T, home string, args ...string) *simProc {
 		if v, ok := strings.CutPrefix(f, "token="); ok {
 			s.token = v
 		}
+		for _, k := range []string{"idle_timeout=", "leak_timeout="} {
+			if v, ok := strings.CutPrefix(f, k); ok {
+				if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+					t.Fatalf("sim first line %q: %s%q is not a Go duration", line, k, v)
+				}
+			}
+		}
 	}
-	if s.host == "" || s.token == "" {
-		t.Fatalf("sim first line %q: want host=… token=…", line)
+	if s.host == "" || s.token == "" || !strings.Contains(line, " idle_timeout=") || !strings.Contains(line, " leak_timeout=") {
+		t.Fatalf("sim first line %q: want host=… token=… idle_timeout=… leak_timeout=…", line)
 	}
 	t.Cleanup(func() {
 		select {

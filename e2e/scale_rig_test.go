@@ -153,7 +153,11 @@ func (w *scaleWorld) engineContender(t testing.TB, batch bool, warm, window time
 			if !op.State.Live() {
 				continue
 			}
-			ages = append(ages, s.GeneratedAt.Sub(op.LastPollOKAt))
+			at := op.LastPollOKAt
+			if at.IsZero() { // never confirmed: stale since first seen
+				at = op.FirstSeenAt
+			}
+			ages = append(ages, s.GeneratedAt.Sub(at))
 			if op.LastPollOKAt.After(t0) {
 				confirmed[op.StatementID] = true
 			}

@@ -41,6 +41,9 @@ type KeyMap struct {
 	CopyID  key.Binding
 	CopySQL key.Binding
 	Export  key.Binding
+	// Workspace cycles the Operations view between every workspace and
+	// each one (when several are watched).
+	Workspace key.Binding
 
 	// Confirmation dialog: only Confirm runs the action; anything else,
 	// enter included, answers No.
@@ -75,12 +78,13 @@ func DefaultKeyMap() KeyMap {
 		Finished:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "show finished")),
 		Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause order")),
 
-		Adopt:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
-		Close:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
-		Cancel:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
-		CopyID:  key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
-		CopySQL: key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
-		Export:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
+		Adopt:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
+		Close:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
+		Cancel:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
+		CopyID:    key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
+		CopySQL:   key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
+		Export:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
+		Workspace: key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "workspace: all / one")),
 
 		Confirm: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "confirm")),
 	}

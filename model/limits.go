@@ -218,6 +218,16 @@ func quoteType(t string) string {
 	return strconv.Quote(t)
 }
 
+// LimitLine is a limit's reason as a phrase that starts with "limit"
+// ("limit ≈2 M: Direct Access on STANDARD, published figure"; a learned
+// limit's reason already does).
+func LimitLine(why string) string {
+	if strings.HasPrefix(why, "limit ") {
+		return why
+	}
+	return "limit " + why
+}
+
 // WithRowLimit returns ep with RowLimit, RowLimitSource and RowLimitWhy
 // resolved from its inputs.
 func (ep Endpoint) WithRowLimit() Endpoint {

@@ -63,19 +63,23 @@ type closeWire struct {
 }
 
 type endpointWire struct {
-	Name             string       `json:"name"`
-	Type             string       `json:"type"`
-	State            string       `json:"state"`
-	Rows             int64        `json:"rows"`
-	RowLimit         int64        `json:"row_limit"`
-	Usage            *float64     `json:"usage"` // null when the row limit is unknown
-	GrowthRowsPerMin float64      `json:"growth_rows_per_min"`
-	ETAFullS         jsonSeconds  `json:"eta_full_s"`
-	Exhausted        bool         `json:"exhausted"`
-	LastError        *ErrorInfo   `json:"last_error"`
-	Flags            []Flag       `json:"flags"`
-	Indexes          []indexWire  `json:"indexes"`
-	RowLimitSource   *LimitSource `json:"row_limit_source"` // null when no rule applies
+	Name             string      `json:"name"`
+	Type             string      `json:"type"`
+	State            string      `json:"state"`
+	Rows             int64       `json:"rows"`
+	RowLimit         int64       `json:"row_limit"`
+	Usage            *float64    `json:"usage"` // null when the row limit is unknown
+	GrowthRowsPerMin float64     `json:"growth_rows_per_min"`
+	ETAFullS         jsonSeconds `json:"eta_full_s"`
+	// Exhausted is true whenever the EXHAUSTED flag is raised (the server
+	// refused writes, or usage reached 100 %); ServerExhausted is the
+	// server's own answer alone.
+	Exhausted       bool         `json:"exhausted"`
+	ServerExhausted *bool        `json:"server_exhausted"` // nil only in documents written before it existed
+	LastError       *ErrorInfo   `json:"last_error"`
+	Flags           []Flag       `json:"flags"`
+	Indexes         []indexWire  `json:"indexes"`
+	RowLimitSource  *LimitSource `json:"row_limit_source"` // null when no rule applies
 	// Additions beyond §9 (docs/capacity.md).
 	RowLimitWhy     string        `json:"row_limit_why"`
 	Learned         *LearnedLimit `json:"learned_limit"`
@@ -249,7 +253,8 @@ func (v EndpointView) wire() endpointWire {
 	w := endpointWire{
 		Name: v.Name, Type: v.Type, State: v.State, Rows: v.Rows, RowLimit: v.RowLimit,
 		Usage: usage, GrowthRowsPerMin: v.GrowthPerMin, ETAFullS: secondsOf(v.ETAFull),
-		Exhausted: v.Exhausted, LastError: v.LastError, Flags: nonNil(v.Flags),
+		Exhausted: v.Exhausted || v.HasFlag(FlagExhausted), ServerExhausted: &v.Exhausted,
+		LastError: v.LastError, Flags: nonNil(v.Flags),
 		Indexes:        make([]indexWire, 0, len(v.Indexes)),
 		RowLimitSource: sourceOrNil(v.RowLimitSource), RowLimitWhy: v.RowLimitWhy, Learned: v.Learned,
 		StateMessage: v.StateMessage, NumIndexes: v.NumIndexes, ThroughputPct: v.Throughput,
@@ -275,7 +280,7 @@ func (w endpointWire) view() (EndpointView, error) {
 	v := EndpointView{
 		Endpoint: Endpoint{
 			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
-			Exhausted: w.Exhausted, LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
+			Exhausted: w.serverExhausted(), LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
 			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
 			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
 			Workspace: w.Workspace,
@@ -337,4 +342,13 @@ func nilIfEmpty[T any](s []T) []T {
 		return nil
 	}
 	return s
+}
+
+// serverExhausted is the server's own answer; documents written before
+// server_exhausted existed only have exhausted.
+func (w endpointWire) serverExhausted() bool {
+	if w.ServerExhausted != nil {
+		return *w.ServerExhausted
+	}
+	return w.Exhausted
 }

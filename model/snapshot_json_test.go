@@ -261,3 +261,23 @@ func TestSecondsCodec(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint flagged EXHAUSTED says "exhausted": true even when the server
+// never refused a write (usage reached 100 %); server_exhausted keeps the
+// server's own answer.
+func TestExhaustedFollowsTheFlag(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ep := Endpoint{Name: "vs", Type: "STANDARD", State: "ONLINE", RowLimit: 100, ObservedAt: now,
+		Indexes: []Index{{Name: "ix", Rows: 100, Ready: true}}}
+	s := NewSnapshot(now, Workspace{Host: "h"}, nil, []Endpoint{ep}, nil, DefaultThresholds)
+	if !s.Endpoints[0].HasFlag(FlagExhausted) {
+		t.Skipf("fixture: usage 100%% is not flagged EXHAUSTED here: %+v", s.Endpoints[0].Flags)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"exhausted":true`) || !strings.Contains(string(b), `"server_exhausted":false`) {
+		t.Errorf("JSON: %s", b)
+	}
+}

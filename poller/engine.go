@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +110,7 @@ type entry struct {
 	terminalAt time.Time // first seen terminal
 	queued     bool      // in the close queue
 	rate       float64   // expected per-operation polls per second (demand)
+	deleted    bool      // forgotten (left e.ops; still in e.order until compacted)
 	probe      bool      // an activity probe is due (batch mode)
 	readRound  uint64    // the RunOnce round that last read its status
 }
@@ -152,6 +154,10 @@ type Engine struct {
 	probes       int  // activity probes made
 	fresh        Freshness
 	liveN        int // live operations, counted after merges and once a second
+
+	order         []*entry // snapshot order; see addOrdered
+	orderHoles    bool     // some entries of order were deleted
+	orderUnsorted bool
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -449,6 +455,7 @@ func (e *Engine) recordWSError(call string, err error) {
 // followed until it is closed or gone, then retained for a while.
 func (e *Engine) merge(ds []Discovered, now time.Time) {
 	e.gen++
+	var added []*entry
 	for _, d := range ds {
 		id := d.Op.StatementID
 		if id == "" {
@@ -473,13 +480,14 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 				en.ref.StatementID = id
 			}
 			e.ops[id] = en
+			added = append(added, en)
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
 				en.retired, en.retiredAt = true, now
 			} else if e.batchMode() && op.State != model.StateUnknown {
 				// Listed by query history: that is a confirmation. A few
 				// first operations get one poll of their own, to learn
 				// whether the status source reports client activity.
-				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError}, now)
+				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError, Source: model.StatusViaHistory}, now)
 				if e.probes < activityProbes && !en.retired {
 					e.probes++
 					en.probe, en.next = true, now
@@ -504,7 +512,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.
-				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError}, now)
+				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError, Source: model.StatusViaHistory}, now)
 			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
@@ -520,12 +528,50 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 		en.seen = e.gen
 	}
 	e.liveCount()
+	e.addOrdered(added)
 	for id, en := range e.ops {
 		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
 			delete(e.ops, id)
 			delete(e.flags, id)
+			en.deleted, e.orderHoles = true, true
 		}
 	}
+}
+
+// The engine keeps its operations in snapshot order (first seen, then
+// statement id) as they are added, so a refresh walks a slice instead of
+// sorting every operation: new ones arrive together (one discovery, one
+// instant) and are sorted among themselves; a forgotten one leaves a hole
+// that the next snapshot compacts.
+func (e *Engine) addOrdered(added []*entry) {
+	if len(added) == 0 {
+		return
+	}
+	slices.SortFunc(added, entryCmp)
+	if n := len(e.order); n > 0 && entryCmp(added[0], e.order[n-1]) < 0 {
+		e.orderUnsorted = true // a clock that did not move, or stepped back
+	}
+	e.order = append(e.order, added...)
+}
+
+func entryCmp(a, b *entry) int {
+	if c := a.op.FirstSeenAt.Compare(b.op.FirstSeenAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.op.StatementID, b.op.StatementID)
+}
+
+// ordered returns the operations in snapshot order (e.mu held).
+func (e *Engine) ordered() []*entry {
+	if e.orderHoles {
+		e.order = slices.DeleteFunc(e.order, func(en *entry) bool { return en.deleted })
+		e.orderHoles = false
+	}
+	if e.orderUnsorted {
+		slices.SortFunc(e.order, entryCmp)
+		e.orderUnsorted = false
+	}
+	return e.order
 }
 
 func setIf(dst *string, v string) {

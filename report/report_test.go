@@ -326,3 +326,41 @@ func TestMarkdownCannotBeForged(t *testing.T) {
 		t.Errorf("mdFence: %q %q", mdFence("no ticks"), mdFence("a ``` b"))
 	}
 }
+
+// The human table fits its width (100 when not a terminal) by leaving out
+// the least useful columns, says which, and --wide keeps them all.
+func TestTableFitsWidthAndWideKeepsAll(t *testing.T) {
+	for _, w := range []int{0, 80, 100, 160} {
+		var b bytes.Buffer
+		_ = Table(&b, fixture(), TableOptions{Width: w})
+		limit := w
+		if w == 0 {
+			limit = 100
+		}
+		inOps := false
+		for _, l := range strings.Split(b.String(), "\n") {
+			if l == "OPERATIONS" {
+				inOps = true
+			}
+			if l == "" {
+				inOps = false
+			}
+			if inOps && width(l) > limit {
+				t.Errorf("width %d: line of %d cells: %q", w, width(l), l)
+			}
+		}
+		if w <= 100 && !strings.Contains(b.String(), "--wide shows them") {
+			t.Errorf("width %d: columns left out silently:\n%s", w, b.String())
+		}
+	}
+	var b bytes.Buffer
+	_ = Table(&b, fixture(), TableOptions{Width: 80, Wide: true})
+	for _, col := range []string{"RETRIES", "REAPER", "CLOSE", "WAREHOUSE", "WRITES/MIN", "THROUGHPUT"} {
+		if !strings.Contains(b.String(), col) {
+			t.Errorf("--wide lost %s", col)
+		}
+	}
+	if strings.Contains(b.String(), "left out") {
+		t.Errorf("--wide left columns out")
+	}
+}

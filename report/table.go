@@ -19,8 +19,12 @@ type TableOptions struct {
 	// only when stdout is a terminal and neither --no-color nor NO_COLOR
 	// applies; the severity is always spelled out, colour only repeats it.
 	Color bool
-	// Width is the line width the SQL column is fitted to; 0 → 120.
+	// Width is the line width the table is fitted to; 0 → 100 (what a
+	// pipe or a log gets). Columns that do not fit are left out, least
+	// useful first, and a line says which.
 	Width int
+	// Wide keeps every column and never cuts the last one (--wide).
+	Wide bool
 	// MaxOperations bounds the operation rows (flagged ones come first, so
 	// they are never cut before an unflagged one); 0 → all.
 	MaxOperations int
@@ -38,7 +42,7 @@ const (
 // while observing, each with its request id.
 func Table(w io.Writer, s model.Snapshot, opt TableOptions) error {
 	if opt.Width <= 0 {
-		opt.Width = 120
+		opt.Width = 100
 	}
 	tw := &errWriter{w: w}
 	writeHeader(tw, s, opt)
@@ -167,7 +171,10 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 			clean(o.SQL, opt.ASCII),
 		})
 	}
-	writeGrid(w, head, rows, opt, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
+	// Left out first when the width is short: RETRIES, REAPER, CLOSE,
+	// AGE, WAREHOUSE, FLAGS (the flag details follow the table anyway),
+	// USER.
+	writeGrid(w, head, rows, opt, []int{10, 8, 9, 6, 5, 1, 4}, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
 	if hidden > 0 {
 		w.printf("  %s %d more operations not shown\n", cut("……", 1, opt.ASCII), hidden)
 	}
@@ -198,16 +205,19 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 		w.printf("  none\n")
 		return
 	}
-	head := []string{"SEV", "FLAGS", "ENDPOINT", "TYPE", "STATE", "ROWS", "LIMIT", "USAGE", "GROWTH/MIN", "FULL IN", "INDEXES"}
+	head := []string{"SEV", "FLAGS", "ENDPOINT", "TYPE", "STATE", "ROWS", "LIMIT", "SOURCE", "USAGE", "WRITES/MIN", "FULL IN", "THROUGHPUT", "INDEXES"}
 	rows := make([][]string, 0, len(s.Endpoints))
 	sevs := make([]model.Severity, 0, len(s.Endpoints))
 	for _, e := range s.Endpoints {
 		sev := e.MaxSeverity()
 		sevs = append(sevs, sev)
-		limit, usage := "?", "?"
+		limit, usage, thr := "?", "?", "-"
 		if e.RowLimit > 0 {
 			limit = model.FormatCount(e.RowLimit)
 			usage = fmt.Sprintf("%.1f%%", e.Usage*100)
+		}
+		if e.Throughput != nil {
+			thr = fmt.Sprintf("%.0f%%", *e.Throughput)
 		}
 		rows = append(rows, []string{
 			sevLabel(sev),
@@ -217,15 +227,21 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 			clean(orDash(e.State), opt.ASCII),
 			model.FormatCount(e.Rows),
 			limit,
+			orDash(string(e.RowLimitSource)),
 			usage,
-			fmt.Sprintf("%.0f", e.GrowthPerMin),
+			fmt.Sprintf("%.0f", e.WriteRowsPerMin),
 			durOr(e.ETAFull, "-"),
-			fmt.Sprint(len(e.Indexes)),
+			thr,
+			fmt.Sprint(e.IndexCount()),
 		})
 	}
-	writeGrid(w, head, rows, opt, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
+	// SOURCE, THROUGHPUT, WRITES/MIN, TYPE, LIMIT, STATE, FLAGS go first.
+	writeGrid(w, head, rows, opt, []int{7, 11, 9, 3, 6, 4, 1}, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
 	var details []string
 	for _, e := range s.Endpoints {
+		if e.RowLimitWhy != "" {
+			details = append(details, fmt.Sprintf("  %s  %s", clean(e.Name, opt.ASCII), clean(model.LimitLine(e.RowLimitWhy), opt.ASCII)))
+		}
 		for _, f := range e.Flags {
 			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(e.Name, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
 		}
@@ -256,7 +272,7 @@ func writeErrors(w *errWriter, s model.Snapshot, opt TableOptions) {
 // writeGrid aligns cells into columns; the last column (SQL, or the last
 // figure) takes what remains of opt.Width. colour decorates the first
 // column after padding, so escape codes never disturb alignment.
-func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, colour func(row int, cell string) string) {
+func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, dropOrder []int, colour func(row int, cell string) string) {
 	widths := make([]int, len(head))
 	for i, h := range head {
 		widths[i] = width(h)
@@ -266,17 +282,42 @@ func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, c
 			widths[i] = max(widths[i], width(c))
 		}
 	}
-	used := 0
-	for _, wd := range widths[:len(widths)-1] {
-		used += wd + 2
+	keep := make([]bool, len(head))
+	for i := range keep {
+		keep[i] = true
 	}
-	last := max(opt.Width-used, 20)
+	used := func() int {
+		n := 0
+		for i, wd := range widths[:len(widths)-1] {
+			if keep[i] {
+				n += wd + 2
+			}
+		}
+		return n
+	}
+	const lastMin = 20 // the last column (SQL, indexes) keeps at least this much
+	var left []string
+	for _, d := range dropOrder {
+		if opt.Wide || used()+lastMin <= opt.Width {
+			break
+		}
+		keep[d] = false
+		left = append(left, head[d])
+	}
+	last := max(opt.Width-used(), 8)
 	line := func(cells []string, row int) string {
 		var b strings.Builder
 		for i, c := range cells {
 			if i == len(cells)-1 {
-				b.WriteString(cut(c, last, opt.ASCII))
+				if opt.Wide {
+					b.WriteString(c)
+				} else {
+					b.WriteString(cut(c, last, opt.ASCII))
+				}
 				break
+			}
+			if !keep[i] {
+				continue
 			}
 			cell := pad(c, widths[i])
 			if i == 0 && row >= 0 {
@@ -290,5 +331,8 @@ func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, c
 	w.printf("%s\n", line(head, -1))
 	for i, r := range rows {
 		w.printf("%s\n", line(r, i))
+	}
+	if len(left) > 0 {
+		w.printf("  (left out: %s; --wide shows them)\n", strings.ToLower(strings.Join(left, ",")))
 	}
 }

@@ -30,10 +30,10 @@ func bigSnapshot(n int) model.Snapshot {
 	return s
 }
 
-// BenchmarkOperationsView measures one frame of the Operations view at
-// 120×40: only the visible rows are built, so the cost must not grow with
-// the number of operations.
-func BenchmarkOperationsView(b *testing.B) {
+// BenchmarkFrameOperationsView120x40 times one frame (View) of the
+// Operations view at 120×40 with the cursor mid-table: only the visible
+// rows are built, so the cost must not grow with the number of operations.
+func BenchmarkFrameOperationsView120x40(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
 			e := newFakeEngine(bigSnapshot(n))
@@ -50,9 +50,10 @@ func BenchmarkOperationsView(b *testing.B) {
 	}
 }
 
-// BenchmarkRefresh measures applying one snapshot (filter, sort, cursor
-// lookup): once per refresh, not per frame, and O(n log n).
-func BenchmarkRefresh(b *testing.B) {
+// BenchmarkTUIRebuildRowsFromSnapshot times the TUI's part of a refresh
+// alone: applying one snapshot (filter, sort, cursor lookup), once per
+// refresh, not per frame, and O(n log n).
+func BenchmarkTUIRebuildRowsFromSnapshot(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
 			s := bigSnapshot(n)

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // endpointsModel: one line per endpoint with its capacity bar, %, rows and
@@ -152,11 +153,11 @@ func (m *endpointsModel) build() ([]string, int, int) {
 	}
 	eps := m.visible()
 	barW := 10
-	if m.width >= 110 {
+	if m.width >= 140 {
 		barW = 20
 	}
-	head := "  " + fit("ENDPOINT", 18, "") + " " + fit("USAGE", barW+2, "") + " " + fit("%", 6, "") + " " +
-		fit("FLAG", 15, "") + " " + fit("ROWS/LIMIT", 13, "") + " " + fit("TIME TO FULL", 14, "") + " " + fit("STATE", 10, "") + " TYPE"
+	head := "  " + fit("ENDPOINT", 18, "") + " " + fit("STORAGE", barW+2, "") + " " + fit("%", 6, "") + " " + fit("THRU", 4, "") + " " +
+		fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " " + fit("ROWS/LIMIT", 16, "") + " " + fit("STATE", 12, "") + " TYPE"
 	out := []string{st.ColHead.Render(head)}
 	if len(eps) == 0 {
 		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0
@@ -171,6 +172,16 @@ func (m *endpointsModel) build() ([]string, int, int) {
 	return out, cursorLine, len(eps)
 }
 
+// limitTag is the short form of a limit's source on the endpoint's line.
+var limitTag = map[model.LimitSource]string{
+	model.LimitPublished: "pub", model.LimitConfig: "cfg", model.LimitTag: "tag", model.LimitLearned: "lrn",
+}
+
+// endpointLines: the endpoint's line (storage bar, usage, throughput
+// utilisation, time to full, worst flag, rows/limit with the limit's
+// source, state, type); the limit's reason with the write rate; the server's error; the
+// details of flags other than storage; its indexes when expanded. Every
+// piece of server text goes through textfmt.Line.
 func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW int) []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	cur := "  "
@@ -198,34 +209,53 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	if ep.Usage >= 1 || ep.Exhausted {
 		eta = "full"
 	}
-	limit := "?"
+	limit, usage := "?", "?"
 	if ep.RowLimit > 0 {
-		limit = fmtCount(ep.RowLimit)
+		limit = fmtCount(ep.RowLimit) + " " + limitTag[ep.RowLimitSource]
+		usage = fmt.Sprintf("%.1f%%", ep.Usage*100)
 	}
-	name := fit(ep.Name, 18, g.Ellipsis)
+	thr := "-"
+	if t := ep.Throughput; t != nil {
+		thr = fmt.Sprintf("%.0f%%", *t)
+	}
+	name := fit(textfmt.Line(ep.Name), 18, g.Ellipsis)
 	if sel {
 		name = st.Bold.Render(name)
 	}
-	line := cur + name + " " + style.Render(bar) + " " + fit(fmt.Sprintf("%.1f%%", ep.Usage*100), 6, "") + " "
+	line := cur + name + " " + style.Render(bar) + " " + fit(usage, 6, "") + " " + fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
 	if badge != "" {
-		b := fit(badge, 15, "")
+		b := fit(badge, 17, g.Ellipsis)
 		if sev == model.SeverityCritical {
 			line += st.CritBadge.Render(b)
 		} else {
 			line += st.Warn.Render(b)
 		}
 	} else {
-		line += fit("", 15, "")
+		line += fit("", 17, "")
 	}
-	line += " " + fit(fmtCount(ep.Rows)+"/"+limit, 13, "") + " " + fit(eta, 14, "") + " " +
-		fit(ep.State, 10, g.Ellipsis) + " " + ep.Type
+	line += " " + fit(fmtCount(ep.Rows)+"/"+limit, 16, "") + " " +
+		fit(textfmt.Line(orDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
 	out := []string{line}
+	// Where the limit comes from, and how fast rows arrive.
+	why := "no row limit: usage unknown"
+	switch {
+	case ep.RowLimitWhy != "":
+		why = model.LimitLine(textfmt.Line(ep.RowLimitWhy))
+	case ep.RowLimit > 0:
+		why = "limit " + fmtCount(ep.RowLimit)
+	}
+	why = fmt.Sprintf("writes %s/min  %s %s", fmtCount(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
+	out = append(out, st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis)))
 	if ep.LastError != nil {
-		out = append(out, wrapIndent(st.Crit.Render(errorLine(ep.LastError)), m.width-4, "      ")...)
-		out[len(out)-1] = "  " + out[len(out)-1]
-		for i := 1; i < len(out)-1; i++ {
-			out[i] = "  " + out[i]
+		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(errorLine(ep.LastError))), m.width-4, "      "))...)
+	}
+	for _, fl := range ep.Flags {
+		switch fl.Kind {
+		case model.FlagCapacity, model.FlagExhausted:
+			continue // the line, the bar and the error say it
 		}
+		d := flagLabel(fl, g) + ": " + textfmt.Line(fl.Detail)
+		out = append(out, st.ForSeverity(fl.Severity).Render(truncLine("      "+d, max(m.width, 20), g.Ellipsis)))
 	}
 	if m.expanded[ep.Name] {
 		if len(ep.Indexes) == 0 {
@@ -234,20 +264,37 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 		for _, ix := range ep.Indexes {
 			ready := "ready"
 			if !ix.Ready {
-				ready = "NOT READY"
+				ready = g.Warn + " NOT READY"
 			}
-			l := fmt.Sprintf("      - %s  %s  %s", fit(ix.Name, 28, g.Ellipsis), fit(fmtCount(ix.Rows)+" rows", 12, ""), ready)
+			typ := orDash(ix.Type)
+			if ix.Dimension > 0 {
+				typ += fmt.Sprintf(" %dd", ix.Dimension)
+			}
+			l := fmt.Sprintf("      - %s  %s  %s  %s", fit(textfmt.Line(ix.Name), 28, g.Ellipsis), fit(textfmt.Line(typ), 19, g.Ellipsis),
+				fit(fmtCount(ix.Rows)+" rows", 15, ""), ready)
 			if ix.Message != "" {
-				l += "  " + ix.Message
+				l += "  " + textfmt.Line(ix.Message)
+			}
+			l = truncLine(l, max(m.width, 20), g.Ellipsis)
+			if !ix.Ready {
+				l = st.Warn.Render(l)
 			}
 			out = append(out, l)
 		}
-	} else if len(ep.Indexes) > 0 && sel {
+	} else if n := ep.IndexCount(); n > 0 && sel {
 		noun := "indexes"
-		if len(ep.Indexes) == 1 {
+		if n == 1 {
 			noun = "index"
 		}
-		out = append(out, st.Dim.Render(fmt.Sprintf("      %d %s (enter expands)", len(ep.Indexes), noun)))
+		out = append(out, st.Dim.Render(fmt.Sprintf("      %d %s (enter expands)", n, noun)))
 	}
 	return out
+}
+
+// indentWrapped indents the wrapped lines of an error under the endpoint.
+func indentWrapped(ls []string) []string {
+	for i := range ls {
+		ls[i] = "  " + ls[i]
+	}
+	return ls
 }

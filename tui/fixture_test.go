@@ -167,20 +167,27 @@ func fixtureSnapshot() model.Snapshot {
 	}
 	exhaustedErr := &model.ErrorInfo{Kind: model.KindPermanent, Call: "UpsertDataVectorIndex", HTTPStatus: 429,
 		ErrorCode: "RESOURCE_EXHAUSTED", Message: "Endpoint vs-ingest has reached its row limit", Attempts: 1, RequestID: reqExhausted}
+	pct := func(f float64) *float64 { return &f }
 	eps := []model.EndpointView{
 		{Endpoint: model.Endpoint{Name: "vs-ingest", Type: "STANDARD", State: "ONLINE", RowLimit: 2_000_000, Exhausted: true,
-			LastError: exhaustedErr,
-			Indexes: []model.Index{{Name: "main.docs.chunks_idx", Rows: 1_400_000, Ready: true},
-				{Name: "main.docs.titles_idx", Rows: 600_000, Ready: true}}},
-			Rows: 2_000_000, Usage: 1.0, GrowthPerMin: 12000,
+			RowLimitSource: model.LimitLearned, RowLimitWhy: "limit learned 2026-11-29 21:28 UTC from RESOURCE_EXHAUSTED at 2,000,000 rows (over the published ≈2 M)",
+			LastError: exhaustedErr, Throughput: pct(41), NumIndexes: 2,
+			Indexes: []model.Index{{Name: "main.docs.chunks_idx", Type: model.IndexDirectAccess, Dimension: 1024, Rows: 1_400_000, Ready: true, Message: "Index is ready and serving."},
+				{Name: "main.docs.titles_idx", Type: model.IndexDirectAccess, Dimension: 1024, Rows: 600_000, Ready: true}}},
+			Rows: 2_000_000, Usage: 1.0, GrowthPerMin: 12000, WriteRowsPerMin: 12000,
 			Flags: []model.Flag{{Kind: model.FlagExhausted, Severity: model.SeverityCritical, Detail: "RESOURCE_EXHAUSTED"}}},
 		{Endpoint: model.Endpoint{Name: "vs-search", Type: "STANDARD", State: "ONLINE", RowLimit: 2_000_000,
-			Indexes: []model.Index{{Name: "main.kb.faq_idx", Rows: 1_700_000, Ready: true}}},
-			Rows: 1_700_000, Usage: 0.85, GrowthPerMin: 25000, ETAFull: dur(12 * time.Minute),
-			Flags: []model.Flag{{Kind: model.FlagCapacity, Severity: model.SeverityWarning, Detail: "85% of the row limit"}}},
-		{Endpoint: model.Endpoint{Name: "vs-archive", Type: "STORAGE_OPTIMIZED", State: "ONLINE", RowLimit: 1_000_000_000,
-			Indexes: []model.Index{{Name: "main.archive.logs_idx", Rows: 100_000_000, Ready: false, Message: "syncing"}}},
-			Rows: 100_000_000, Usage: 0.1},
+			RowLimitSource: model.LimitPublished, RowLimitWhy: "≈2 M: Direct Access on STANDARD, published figure", Throughput: pct(93), NumIndexes: 1,
+			Indexes: []model.Index{{Name: "main.kb.faq_idx", Type: model.IndexDirectAccess, Dimension: 768, Rows: 1_700_000, Ready: true}}},
+			Rows: 1_700_000, Usage: 0.85, GrowthPerMin: 25000, WriteRowsPerMin: 31000, ETAFull: dur(12 * time.Minute),
+			Flags: []model.Flag{{Kind: model.FlagCapacity, Severity: model.SeverityWarning, Detail: "85% of the row limit"},
+				{Kind: model.FlagThroughput, Severity: model.SeverityWarning, Detail: "concurrency utilisation 93%: queries and writes beyond it fail"}}},
+		{Endpoint: model.Endpoint{Name: "vs-archive", Type: "STORAGE_OPTIMIZED", State: "YELLOW_STATE", StateMessage: "One replica is unhealthy.", RowLimit: 1_000_000_000,
+			RowLimitSource: model.LimitConfig, RowLimitWhy: "1,000,000,000: config file (over the published ≈1 B)", NumIndexes: 1,
+			Indexes: []model.Index{{Name: "main.archive.logs_idx", Type: model.IndexDeltaSync, Dimension: 768, Rows: 100_000_000, Ready: false, Message: "syncing"}}},
+			Rows: 100_000_000, Usage: 0.1,
+			Flags: []model.Flag{{Kind: model.FlagEndpointState, Severity: model.SeverityWarning, Detail: "state YELLOW_STATE: One replica is unhealthy."},
+				{Kind: model.FlagIndexNotReady, Severity: model.SeverityWarning, Detail: "1 of 1 indexes not ready: main.archive.logs_idx: syncing"}}},
 	}
 	return model.Snapshot{
 		GeneratedAt: n,

@@ -17,8 +17,12 @@ var flagHelp = []struct{ kind, means, act string }{
 	{"UNCLOSED", "finished but still open on the server: a leak.", "Re-close (c) or adopt (a)."},
 	{"CLOSE_FAILED", "dbxtop's close failed; a retry with backoff is queued. See the detail's close error.", ""},
 	{"REAPED", "the server failed it for inactivity: evidence a client abandoned it.", ""},
-	{"CAPACITY", "vector endpoint at >= 80% (critical >= 95%) of its row limit.", ""},
+	{"CAPACITY", "vector endpoint at >= 80% (critical >= 95%) of its row limit; the line under it says which limit (published, config, tag, learned).", ""},
 	{"EXHAUSTED", "the endpoint answered RESOURCE_EXHAUSTED: writes fail until rows are removed or it is resized. Retrying does not help.", ""},
+	{"ENDPOINT_STATE", "the endpoint is not ONLINE (PROVISIONING, YELLOW_STATE; critical: RED_STATE, OFFLINE), with the server's message.", ""},
+	{"INDEX_NOT_READY", "indexes with ready=false, with their status messages.", ""},
+	{"INDEX_QUOTA", "45+ of the 50 indexes per endpoint (critical at 50, or the server's 400 QUOTA_EXCEEDED).", ""},
+	{"THROUGHPUT", "concurrency utilisation >= 90% (critical >= 100%): queries and writes beyond it fail.", ""},
 }
 
 // helpModel is the Help view: every enabled key, rendered by bubbles/help
@@ -119,6 +123,10 @@ func (m *helpModel) build() []string {
 	}
 	out = append(out, "  "+st.Bold.Render("In every list")+st.Dim.Render("  / filters and captures every key until enter or esc; several keys"))
 	out = append(out, st.Dim.Render("  arriving at once (paste, slow link) count as that many presses."), "")
+	if m.ctx.readOnly {
+		// Before the legend, next to the keys it is about.
+		out = append(out, st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are refused; the engine refuses them too.", "")
+	}
 	out = append(out, st.Bold.Render("  Flags")+st.Dim.Render("  ("+g.Crit+" CRIT = critical, "+g.Warn+" WARN = warning)"))
 	for _, f := range flagHelp {
 		text := f.means
@@ -126,16 +134,13 @@ func (m *helpModel) build() []string {
 			text += " " + f.act // read-only: never advertise a disabled key
 		}
 		// Wrap the text alone: wrapping collapses the padding of the name.
-		for i, l := range wrapWords(text, m.width-18) {
-			name := strings.Repeat(" ", 13)
+		for i, l := range wrapWords(text, m.width-20) {
+			name := strings.Repeat(" ", 15)
 			if i == 0 {
-				name = st.Bold.Render(fit(f.kind, 13, ""))
+				name = st.Bold.Render(fit(f.kind, 15, ""))
 			}
 			out = append(out, "  "+name+" "+l)
 		}
-	}
-	if m.ctx.readOnly {
-		out = append(out, "", st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are refused; the engine refuses them too.")
 	}
 	return out
 }

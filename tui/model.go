@@ -17,11 +17,12 @@ const (
 	viewOps viewID = iota
 	viewEndpoints
 	viewEvents
+	viewClients
 	viewHelp
 	numViews
 )
 
-var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Help"}
+var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Clients", "Help"}
 
 // Smallest usable terminal; below it the screen says so.
 const (
@@ -47,6 +48,7 @@ type Model struct {
 	endpoints *endpointsModel
 	evs       *eventsModel
 	help      *helpModel
+	clients   *clientsModel
 
 	counts  flagCounts
 	refresh int // snapshots applied, for tests and the paused badge
@@ -101,6 +103,7 @@ func newModel(e Engine, o Options) *Model {
 		endpoints: newEndpointsModel(ctx),
 		evs:       &eventsModel{ctx: ctx},
 		help:      newHelpModel(ctx),
+		clients:   &clientsModel{ctx: ctx},
 	}
 }
 
@@ -111,6 +114,8 @@ func (m *Model) current() component {
 		return m.endpoints
 	case viewEvents:
 		return m.evs
+	case viewClients:
+		return m.clients
 	case viewHelp:
 		return m.help
 	}
@@ -131,7 +136,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.ctx.width, m.ctx.height = msg.Width, msg.Height
 		bw, bh := msg.Width, m.bodyHeight()
-		for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.help} {
+		for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
 			c.SetSize(bw, bh)
 		}
 		return m, nil
@@ -142,6 +147,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.applySnapshot(msg.snap, msg.health)
 		}
 		m.endpoints.Update(msg)
+		m.clients.Update(msg)
 		return m, m.tick()
 	case tickMsg:
 		return m, m.fetch()

@@ -34,6 +34,7 @@ const (
 	colClose
 	colRetries
 	colSQL
+	colWorkspace // only when several workspaces are watched
 )
 
 // sqlMin is the narrowest SQL column worth showing; sqlComfort is what SQL
@@ -49,6 +50,7 @@ var allColumns = []column{
 	{colState, "STATE", 8, 0, sortState, 0},
 	{colUser, "USER", 11, 5, sortUser, 13},
 	{colWarehouse, "WAREHOUSE", 10, 4, sortWarehouse, 10},
+	{colWorkspace, "WORKSPACE", 10, 5, -1, 6},
 	{colAge, "AGE", 6, 6, sortAge, 0},
 	{colInactive, "IDLE/REAPER", 14, 0, sortInactivity, 0},
 	{colClose, "CLOSE", 13, 2, -1, 0},
@@ -60,13 +62,17 @@ var allColumns = []column{
 // retries, warehouse, user, age. flagW is the widest flag label in the
 // table, so an unflagged table does not spend 21 cells on blanks. With
 // room to spare, USER and WAREHOUSE widen before SQL takes the rest.
-func layout(width, flagW int) ([]column, int) {
+func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false) }
+
+// layoutFor is layout with the WORKSPACE column when multi (several
+// workspaces watched).
+func layoutFor(width, flagW int, multi bool) ([]column, int) {
 	dropped := 0
 	for {
 		need := 2 // cursor and space
 		var cols []column
 		for _, c := range allColumns {
-			if c.drop != 0 && c.drop <= dropped {
+			if c.drop != 0 && c.drop <= dropped || c.id == colWorkspace && !multi {
 				continue
 			}
 			if c.id == colFlag {
@@ -102,7 +108,7 @@ func (m *opsModel) View() string { return lines(m.viewLines()) }
 
 func (m *opsModel) viewLines() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	cols, sqlW := layout(m.width, m.flagW)
+	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1)
 	n := m.tableRows()
 	out := make([]string, 0, n+1)
 
@@ -207,6 +213,8 @@ func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel b
 			v = fit(op.User, w, g.Ellipsis)
 		case colWarehouse:
 			v = fit(op.WarehouseID, w, g.Ellipsis)
+		case colWorkspace:
+			v = fit(op.Workspace, w, g.Ellipsis)
 		case colAge:
 			a := "?"
 			if !op.StartedAt.IsZero() {

@@ -72,6 +72,13 @@ func (m *opsModel) ShortHelp() []key.Binding {
 }
 
 func (m *opsModel) FullHelp() [][]key.Binding {
+	if len(m.ctx.snap.Workspaces) > 1 {
+		return append(m.fullHelp(), []key.Binding{m.ctx.keys.Workspace})
+	}
+	return m.fullHelp()
+}
+
+func (m *opsModel) fullHelp() [][]key.Binding {
 	k := &m.ctx.keys
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Detail, k.Back},
@@ -128,8 +135,28 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 		m.rebuild()
 	case key.Matches(km, k.Pause):
 		m.setPaused(!m.paused)
+	case key.Matches(km, k.Workspace):
+		m.filter.workspace = nextWorkspace(m.ctx.snap.Workspaces, m.filter.workspace)
+		m.rebuild()
 	}
 	return nil
+}
+
+// nextWorkspace is the switcher: all → the first workspace → … → the last
+// → all. With one workspace it stays on all.
+func nextWorkspace(ws []model.WorkspaceStatus, cur string) string {
+	if len(ws) < 2 {
+		return ""
+	}
+	if cur == "" {
+		return ws[0].Name
+	}
+	for i, w := range ws {
+		if w.Name == cur && i+1 < len(ws) {
+			return ws[i+1].Name
+		}
+	}
+	return ""
 }
 
 func (m *opsModel) setFilterText(s string) {

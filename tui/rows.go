@@ -32,10 +32,14 @@ func (k sortKey) String() string { return sortNames[k] }
 type rowFilter struct {
 	text        string // lower-cased; matches id, user, warehouse, state, SQL, flags, client
 	flaggedOnly bool
-	showDone    bool // list finished-and-closed operations (d)
+	showDone    bool   // list finished-and-closed operations (d)
+	workspace   string // "" every workspace; else only this one (w cycles)
 }
 
 func (f rowFilter) match(op *model.OperationView) bool {
+	if f.workspace != "" && op.Workspace != f.workspace {
+		return false
+	}
 	if f.flaggedOnly && len(op.Flags) == 0 {
 		return false
 	}

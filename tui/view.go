@@ -214,7 +214,8 @@ func (m *Model) header() []string {
 		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
 	}
 	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
-	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity} {
+	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity, model.FlagEndpointState,
+		model.FlagThroughput, model.FlagIndexQuota, model.FlagIndexNotReady} {
 		if c.warn[k]+c.crit[k] > 0 {
 			p := prioHigh
 			if c.crit[k] > 0 {
@@ -299,6 +300,11 @@ func (m *Model) viewInfo() []seg {
 		}
 		if o.filter.flaggedOnly {
 			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
+		}
+		if o.filter.workspace != "" {
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+		} else if len(m.ctx.snap.Workspaces) > 1 {
+			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
 		}
 		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
 		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {

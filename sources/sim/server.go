@@ -161,6 +161,10 @@ func makeWarehouses(seed int64, n, stopped int, now time.Time) []*warehouse {
 // URL is the base URL, "http://127.0.0.1:PORT".
 func (s *Server) URL() string { return s.url }
 
+// Timeouts are the effective server-side inactivity reaper and leak
+// timeout, which a client needs to count down correctly.
+func (s *Server) Timeouts() (idle, leak time.Duration) { return s.o.IdleTimeout, s.o.LeakTimeout }
+
 // Token is the bearer token every request must carry.
 func (s *Server) Token() string { return s.token }
 

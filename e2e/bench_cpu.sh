@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# e2e/bench_cpu.sh OUT — issue 16's TUI CPU figure: the simulator (its own
+# process) serves 10,000 live operations replaced at 5 % a second
+# (--load-run 20s) with 50 ms ± 20 % latency; dbxtop's TUI runs against it
+# in a detached tmux window for 60 s, and its process's CPU (utime+stime
+# from /proc) is divided by the wall time. Run for the binary built from
+# this tree and, when $OUT/before holds the earlier tree (bench.sh puts it
+# there), for that one too, one after the other against the same kind of
+# workspace. Writes $OUT/cpu.md. Loopback only.
+set -euo pipefail
+OUT=$1
+OPS=${CPU_OPS:-10000}
+SECS=${CPU_SECS:-60}
+command -v tmux >/dev/null || { echo "bench_cpu.sh: tmux is not installed" >&2; exit 1; }
+go build -o "$OUT/dbxtop-now" .
+bins=("now:$OUT/dbxtop-now")
+if [ -d "$OUT/before" ]; then
+	(cd "$OUT/before" && go build -o "$OUT/dbxtop-before" .) && bins+=("before:$OUT/dbxtop-before")
+fi
+hz=$(getconf CLK_TCK)
+echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | over |" >"$OUT/cpu.md"
+echo "|---|---|---|---|---|---|" >>"$OUT/cpu.md"
+for b in "${bins[@]}"; do
+	name=${b%%:*} bin=${b#*:}
+	"$OUT/dbxtop-now" sim --scenario load --ops "$OPS" --load-run 20s --latency 50ms >"$OUT/sim-$name.out" 2>&1 &
+	sim=$!
+	for _ in $(seq 100); do [ -s "$OUT/sim-$name.out" ] && break; sleep 0.2; done
+	host=$(head -1 "$OUT/sim-$name.out" | sed 's/^host=\([^ ]*\).*/\1/')
+	token=$(head -1 "$OUT/sim-$name.out" | sed 's/.*token=\([^ ]*\).*/\1/')
+	sleep 25 # every operation started (the load scenario spreads them over 20 s)
+	sess=dbxtop-cpu-$$-$name
+	tmux new-session -d -s "$sess" -x 120 -y 40 "DATABRICKS_TOKEN=$token exec $bin --host $host"
+	sleep 2
+	pid=$(tmux list-panes -t "$sess" -F '#{pane_pid}')
+	t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	s0=$(date +%s.%N)
+	sleep "$SECS"
+	t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	s1=$(date +%s.%N)
+	tmux kill-session -t "$sess" || true
+	kill "$sim" && wait "$sim" || true
+	pct=$(awk -v a="$t0" -v b="$t1" -v x="$s0" -v y="$s1" -v hz="$hz" 'BEGIN{printf "%.1f", 100*(b-a)/hz/(y-x)}')
+	echo "$name: $pct % of a core over $SECS s" >&2
+	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | ${SECS} s |" >>"$OUT/cpu.md"
+done
+cat "$OUT/cpu.md"
