@@ -7,8 +7,11 @@ import (
 	"log"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/databricks/databricks-sdk-go/logger"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // A bad DATABRICKS_HOST is refused like a bad --host, before anything
@@ -87,5 +90,34 @@ func TestValidationRedactsURLSecrets(t *testing.T) {
 		if r.code == 0 || strings.Contains(r.stderr+r.stdout, secret) || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v %v: exit %d, stderr %q", tc.env, tc.args, r.code, r.stderr)
 		}
+	}
+}
+
+// A truncated listing alone is a warning (exit 1): what was seen is right,
+// not everything was seen; a round that could not read its operations'
+// status is UNKNOWN (exit 3), never OK.
+func TestExitCodeTruncatedAndUnread(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	snap := func(errs ...model.ErrorInfo) model.Snapshot {
+		return model.NewSnapshot(now, model.Workspace{}, nil, nil, errs, model.DefaultThresholds)
+	}
+	trunc := model.ErrorInfo{Kind: model.KindTruncated, Call: "ListQueries", Message: "listing truncated after 10 pages, 5000 live statements seen: the page cap of 10 pages was reached", Seen: 5000}
+	unread := model.ErrorInfo{Kind: model.KindUnread, Call: "GetOperationStatus", Message: "could not read the status of any of the 3 operations this round: reset"}
+	if got := exitCodeFor(snap(), nil); got != 0 {
+		t.Errorf("clean: %d", got)
+	}
+	if got := exitCodeFor(snap(trunc), nil); got != 1 {
+		t.Errorf("truncated: exit %d, want 1", got)
+	}
+	if got := exitCodeFor(snap(trunc, unread), nil); got != 3 {
+		t.Errorf("unread: exit %d, want 3", got)
+	}
+	line := failureLine(snap(trunc), nil, SnapshotConfig{})
+	if !strings.HasPrefix(line, "dbxtop snapshot: incomplete: ListQueries listing truncated after 10 pages, 5000 live statements seen") {
+		t.Errorf("truncation line %q", line)
+	}
+	line = failureLine(snap(trunc, unread), nil, SnapshotConfig{})
+	if !strings.Contains(line, "could not observe the workspace: GetOperationStatus failed: could not read the status") {
+		t.Errorf("unread line %q", line)
 	}
 }
