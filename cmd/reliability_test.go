@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,26 @@ func TestExitCodeTruncatedAndUnread(t *testing.T) {
 	line = failureLine(snap(trunc, unread), nil, SnapshotConfig{})
 	if !strings.Contains(line, "could not observe the workspace: GetOperationStatus failed: could not read the status") {
 		t.Errorf("unread line %q", line)
+	}
+}
+
+// Every --log-file line is one clean, bounded line: an SDK request-log
+// dump with raw response bytes and escape sequences is cut off.
+func TestLogFileLinesAreOneCleanLine(t *testing.T) {
+	path := t.TempDir() + "/x.log"
+	logf, closeLog, err := openLog(path, "dapiTOKEN123456789", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf("ListQueries: %s", "failed to unmarshal response body: bad. This is likely a bug in the Databricks SDK for Go. Request log:\n```\nGET /x\n< HTTP/1.1 200 OK\n< \x1b]0;pwned\x07garbage\n```")
+	logf("give-up: %s", strings.Repeat("x", 5000))
+	closeLog()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(ls) != 2 || strings.Contains(ls[0], "Request log") || strings.ContainsAny(string(b), "\x1b\x07") || len(ls[1]) > maxLogLine+100 {
+		t.Fatalf("log:\n%q", b)
 	}
 }
