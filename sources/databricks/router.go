@@ -66,6 +66,10 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 			r.disabled.Store(true)
 		} else {
 			r.verified.Add(1)
+			// Both agree it is over; primary's answer says the handle is
+			// gone, which the REST API cannot tell for FAILED or CANCELED.
+			closed := false
+			rst.Open = &closed
 		}
 	}
 	if gone && errors.Is(rerr, sources.ErrHandleGone) {
