@@ -39,16 +39,19 @@ type fileFormat struct {
 }
 
 // DefaultPath is $XDG_STATE_HOME/dbxtop/learned-limits.json, else
-// ~/.local/state/dbxtop/learned-limits.json (the XDG default).
-func DefaultPath() (string, error) {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+// ~/.local/state/dbxtop/learned-limits.json (the XDG default). getenv is
+// injectable for tests (os.LookupEnv when nil).
+func DefaultPath(getenv func(string) (string, bool)) (string, error) {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	if x, ok := getenv("XDG_STATE_HOME"); ok && filepath.IsAbs(x) {
 		return filepath.Join(x, "dbxtop", FileName), nil
 	}
-	h, err := os.UserHomeDir()
-	if err != nil || h == "" {
-		return "", errors.New("cannot find the state directory: neither XDG_STATE_HOME nor HOME is set")
+	if h, ok := getenv("HOME"); ok && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "dbxtop", FileName), nil
 	}
-	return filepath.Join(h, ".local", "state", "dbxtop", FileName), nil
+	return "", errors.New("cannot find the state directory: neither XDG_STATE_HOME nor HOME is set")
 }
 
 // Store is the learned limits of every workspace, in memory and in the

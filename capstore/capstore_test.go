@@ -22,9 +22,18 @@ func collect() (*[]string, func(string)) {
 func TestRoundTripAndXDG(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", dir)
-	p, err := DefaultPath()
+	p, err := DefaultPath(nil)
 	if err != nil || p != filepath.Join(dir, "dbxtop", "learned-limits.json") {
 		t.Fatalf("DefaultPath %q %v", p, err)
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	if p, _ := DefaultPath(env(map[string]string{"HOME": "/home/op", "XDG_STATE_HOME": "relative"})); p != "/home/op/.local/state/dbxtop/learned-limits.json" {
+		t.Errorf("HOME fallback %q", p)
+	}
+	if _, err := DefaultPath(env(nil)); err == nil || !strings.Contains(err.Error(), "neither XDG_STATE_HOME nor HOME") {
+		t.Errorf("no HOME: %v", err)
 	}
 	warns, warn := collect()
 	s := Open(p, warn)

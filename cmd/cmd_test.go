@@ -18,14 +18,23 @@ type result struct {
 	stdout, stderr string
 }
 
-// runCLI runs dbxtop with a fixed environment (never the test process's).
+// runCLI runs dbxtop, with the real command bodies, in a fixed
+// environment (never the test process's).
 func runCLI(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
+	return runApp(t, func(a *app) {}, env, args...)
+}
+
+// runApp runs dbxtop after adjust has changed the app (its command
+// bodies, typically).
+func runApp(t *testing.T, adjust func(*app), env map[string]string, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) (string, bool) {
+	a := newApp(&out, &errb, func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
-	}}
+	})
+	adjust(a)
 	code := a.run(context.Background(), args)
 	return result{code, out.String(), errb.String()}
 }
@@ -39,28 +48,31 @@ type hooks struct {
 	snap   SnapshotConfig
 }
 
-func installHooks(t *testing.T) *hooks {
+func newHooks() *hooks { return &hooks{} }
+
+// run is runCLI with h's command bodies in place of the real ones.
+func (h *hooks) run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	h := &hooks{}
-	oldTUI, oldDemo, oldSim, oldSnap := runTUI, runDemo, runSim, snapshotBody
-	t.Cleanup(func() { runTUI, runDemo, runSim, snapshotBody = oldTUI, oldDemo, oldSim, oldSnap })
-	runTUI = func(_ context.Context, cfg WorkspaceConfig, _, _ io.Writer) int {
+	return runApp(t, h.wire, env, args...)
+}
+
+func (h *hooks) wire(a *app) {
+	a.runTUI = func(_ context.Context, cfg WorkspaceConfig, _, _ io.Writer) int {
 		h.called, h.ws = "tui", cfg
 		return 0
 	}
-	runDemo = func(_ context.Context, ws WorkspaceConfig, sim SimConfig, _, _ io.Writer) int {
+	a.runDemo = func(_ context.Context, ws WorkspaceConfig, sim SimConfig, _, _ io.Writer) int {
 		h.called, h.ws, h.sim = "demo", ws, sim
 		return 0
 	}
-	runSim = func(_ context.Context, sim SimConfig, _, _ io.Writer) int {
+	a.runSim = func(_ context.Context, sim SimConfig, _, _ io.Writer) int {
 		h.called, h.sim = "sim", sim
 		return 0
 	}
-	snapshotBody = func(_ context.Context, cfg SnapshotConfig, _, _ io.Writer) int {
+	a.runSnapshot = func(_ context.Context, cfg SnapshotConfig, _, _ io.Writer) int {
 		h.called, h.snap = "snapshot", cfg
 		return 1
 	}
-	return h
 }
 
 func TestBadFlagValues(t *testing.T) {
@@ -144,8 +156,8 @@ func TestBadFlagValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			h := installHooks(t)
-			r := runCLI(t, nil, c.args...)
+			h := newHooks()
+			r := h.run(t, nil, c.args...)
 			if r.code != c.code {
 				t.Errorf("exit %d, want %d", r.code, c.code)
 			}
@@ -216,11 +228,9 @@ func TestCompletesScenarios(t *testing.T) {
 }
 
 func TestUnwiredCommandsSaySo(t *testing.T) {
-	oldTUI, oldDemo, oldSim := runTUI, runDemo, runSim
-	t.Cleanup(func() { runTUI, runDemo, runSim = oldTUI, oldDemo, oldSim })
-	runTUI, runDemo, runSim = nil, nil, nil
+	unwired := func(a *app) { a.runTUI, a.runDemo, a.runSim = nil, nil, nil }
 	for args, want := range map[string]string{"": "dbxtop: not built yet\n", "demo": "dbxtop demo: not built yet\n", "sim": "dbxtop sim: not built yet\n"} {
-		r := runCLI(t, nil, strings.Fields(args)...)
+		r := runApp(t, unwired, nil, strings.Fields(args)...)
 		if r.code != 1 || r.stderr != want {
 			t.Errorf("%q: exit %d stderr %q, want 1 %q", args, r.code, r.stderr, want)
 		}
@@ -228,9 +238,9 @@ func TestUnwiredCommandsSaySo(t *testing.T) {
 }
 
 func TestRootConfig(t *testing.T) {
-	h := installHooks(t)
+	h := newHooks()
 	log := filepath.Join(t.TempDir(), "dbxtop.log")
-	r := runCLI(t, map[string]string{"DATABRICKS_TOKEN": " dapi-from-env\n", "NO_COLOR": "1"},
+	r := h.run(t, map[string]string{"DATABRICKS_TOKEN": " dapi-from-env\n", "NO_COLOR": "1"},
 		"--host", "http://127.0.0.1:8080/", "-w", "abc,def", "--warehouse", "ghi", "--refresh", "2s",
 		"--inactivity-warn", "30s", "--server-idle-timeout", "5m", "--leak-after", "90s", "--read-only", "--ascii",
 		"--log-file", log, "-p", "dev")
@@ -254,23 +264,23 @@ func equalWS(a, b WorkspaceConfig) bool {
 }
 
 func TestDefaults(t *testing.T) {
-	h := installHooks(t)
-	if r := runCLI(t, nil); r.code != 0 {
+	h := newHooks()
+	if r := h.run(t, nil); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
 	want := WorkspaceConfig{Refresh: 5 * time.Second, Thresholds: model.DefaultThresholds}
 	if !equalWS(h.ws, want) {
 		t.Errorf("defaults\n got %+v\nwant %+v", h.ws, want)
 	}
-	if r := runCLI(t, map[string]string{"NO_COLOR": ""}); r.code != 0 || h.ws.NoColor {
+	if r := h.run(t, map[string]string{"NO_COLOR": ""}); r.code != 0 || h.ws.NoColor {
 		t.Error("an empty NO_COLOR must not disable colour (no-color.org)")
 	}
 }
 
 func TestTokenFlagWarnsWithoutEchoing(t *testing.T) {
-	h := installHooks(t)
+	h := newHooks()
 	const secret = "dapi0123456789abcdef"
-	r := runCLI(t, map[string]string{"DATABRICKS_TOKEN": "from-env"}, "--token", secret)
+	r := h.run(t, map[string]string{"DATABRICKS_TOKEN": "from-env"}, "--token", secret)
 	if r.code != 0 || h.ws.Token != secret {
 		t.Fatalf("exit %d token %q: an explicit flag comes first in unified auth", r.code, h.ws.Token)
 	}
@@ -281,15 +291,15 @@ func TestTokenFlagWarnsWithoutEchoing(t *testing.T) {
 		t.Errorf("a token was echoed: %q", r.stderr)
 	}
 	// Even the help text never shows a token.
-	r = runCLI(t, nil, "--token", secret, "--help")
+	r = h.run(t, nil, "--token", secret, "--help")
 	if strings.Contains(r.stdout+r.stderr, secret) {
 		t.Error("help echoed the token")
 	}
 }
 
 func TestSnapshotConfig(t *testing.T) {
-	h := installHooks(t)
-	r := runCLI(t, nil, "snapshot", "--json", "--watch", "--count", "3", "--capacity-probe", "--timeout", "10s", "--refresh", "2s")
+	h := newHooks()
+	r := h.run(t, nil, "snapshot", "--json", "--watch", "--count", "3", "--capacity-probe", "--timeout", "10s", "--refresh", "2s")
 	if r.code != 1 || h.called != "snapshot" {
 		t.Fatalf("exit %d (the body's status must pass through) called %q", r.code, h.called)
 	}
@@ -297,15 +307,15 @@ func TestSnapshotConfig(t *testing.T) {
 	if !s.JSON || !s.Watch || s.Count != 3 || !s.CapacityProbe || s.Timeout != 10*time.Second || s.Interval != 2*time.Second {
 		t.Errorf("snapshot config %+v (interval defaults to --refresh)", s)
 	}
-	r = runCLI(t, nil, "snapshot", "--watch", "--interval", "1m")
+	r = h.run(t, nil, "snapshot", "--watch", "--interval", "1m")
 	if r.code != 1 || h.snap.Interval != time.Minute || h.snap.Count != 0 || h.snap.Timeout != 30*time.Second {
 		t.Errorf("exit %d config %+v", r.code, h.snap)
 	}
 }
 
 func TestSimConfig(t *testing.T) {
-	h := installHooks(t)
-	r := runCLI(t, nil, "sim", "--listen", "127.0.0.1:8080", "--token", "t0k", "--seed", "-7",
+	h := newHooks()
+	r := h.run(t, nil, "sim", "--listen", "127.0.0.1:8080", "--token", "t0k", "--seed", "-7",
 		"--faults", "reset=0.2@GetOperationStatus, throttle=0.1,exhausted=vs-1,latency=50ms@ListQueries",
 		"--scenario", "load", "--ops", "500", "--warehouses", "4", "--idle-timeout", "2m", "--leak-timeout", "5m")
 	if r.code != 0 || h.called != "sim" {
@@ -317,14 +327,14 @@ func TestSimConfig(t *testing.T) {
 	if h.sim != want {
 		t.Errorf("sim config\n got %+v\nwant %+v", h.sim, want)
 	}
-	if r := runCLI(t, nil, "sim"); r.code != 0 || h.sim != (SimConfig{Listen: "127.0.0.1:0", Scenario: "demo", Seed: 1}) {
+	if r := h.run(t, nil, "sim"); r.code != 0 || h.sim != (SimConfig{Listen: "127.0.0.1:0", Scenario: "demo", Seed: 1}) {
 		t.Errorf("sim defaults %+v", h.sim)
 	}
 }
 
 func TestDemoThresholdsFollowSimulator(t *testing.T) {
-	h := installHooks(t)
-	if r := runCLI(t, map[string]string{"DATABRICKS_TOKEN": "real-workspace-token"}, "demo"); r.code != 0 {
+	h := newHooks()
+	if r := h.run(t, map[string]string{"DATABRICKS_TOKEN": "real-workspace-token"}, "demo"); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
 	want := model.Thresholds{InactivityWarn: 15 * time.Second, ServerIdleTimeout: 90 * time.Second, LeakAfter: 18 * time.Second}
@@ -340,7 +350,7 @@ func TestDemoThresholdsFollowSimulator(t *testing.T) {
 		t.Errorf("UNCLOSED critical only after %v", c)
 	}
 	// Explicit thresholds win; the rest follow --idle-timeout.
-	if r := runCLI(t, nil, "demo", "--inactivity-warn", "40s", "--idle-timeout", "3m", "--token", "simtok"); r.code != 0 {
+	if r := h.run(t, nil, "demo", "--inactivity-warn", "40s", "--idle-timeout", "3m", "--token", "simtok"); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
 	want = model.Thresholds{InactivityWarn: 40 * time.Second, ServerIdleTimeout: 3 * time.Minute, LeakAfter: 18 * time.Second}
@@ -348,7 +358,7 @@ func TestDemoThresholdsFollowSimulator(t *testing.T) {
 		t.Errorf("demo %+v sim %+v", h.ws.Thresholds, h.sim)
 	}
 	// Scenario quiet: the simulator's realistic timeouts.
-	if r := runCLI(t, nil, "demo", "--scenario", "quiet"); r.code != 0 || h.ws.Thresholds.ServerIdleTimeout != 430*time.Second {
+	if r := h.run(t, nil, "demo", "--scenario", "quiet"); r.code != 0 || h.ws.Thresholds.ServerIdleTimeout != 430*time.Second {
 		t.Errorf("quiet demo %+v", h.ws.Thresholds)
 	}
 }

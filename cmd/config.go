@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"github.com/dbxtop/dbxtop/capstore"
 	"time"
 
 	"github.com/dbxtop/dbxtop/config"
@@ -8,7 +9,7 @@ import (
 )
 
 // WorkspaceConfig is what every command but `sim` parses from its flags
-// (PRODUCT.md §3). Validation happens before anything starts.
+// (docs/configuration.md). Validation happens before anything starts.
 type WorkspaceConfig struct {
 	Profile    string
 	Host       string
@@ -22,6 +23,13 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
+	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
+	Proxy      string
+	ProxyToken string
+	// simStrictHandles: demo's simulator checks handle secrets, so
+	// dbxtop's actions must not use rebuilt Thrift handles.
+	simStrictHandles bool
 
 	// The config file and contexts (docs/configuration.md).
 	ConfigPath string   // --config; "" → the default location
@@ -29,6 +37,11 @@ type WorkspaceConfig struct {
 	ExportDir  string   // --export-dir (or export_dir in the file)
 	Window     time.Duration
 	RowLimits  map[string]int64 // the file's per-endpoint row limits
+	// Learned keeps the row limits learned from RESOURCE_EXHAUSTED (the
+	// state file); nil keeps them in each engine's memory (demo).
+	Learned      *capstore.Store
+	statePath    string // the state file (capstore.DefaultPath), set by finishWorkspace
+	statePathErr error
 	// Resolved are the effective settings of each selected context (one
 	// entry without contexts); the flat fields above hold the first's.
 	Resolved   []config.Settings
@@ -61,4 +74,11 @@ type SimConfig struct {
 	Latency     time.Duration // every answer ± 20 %
 	HistoryLag  time.Duration // query history trails the engine
 	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
+	// CheckHandleSecrets: refuse handles with a wrong secret (default on
+	// in demo, off in sim). OwnerActivity: volunteer the owner's activity
+	// (the dbxtop extension; off by default).
+	CheckHandleSecrets bool
+	OwnerActivity      bool
+	// NoProxy: no embedded proxy in scenario demo (--proxy=false).
+	NoProxy bool
 }

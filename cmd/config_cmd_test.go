@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,8 +69,8 @@ func TestConfigPrecedenceOnTheCommandLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := installHooks(t)
-			r := runCLI(t, map[string]string{"HOME": t.TempDir()}, append([]string{"--config", p}, tc.args...)...)
+			h := newHooks()
+			r := h.run(t, map[string]string{"HOME": t.TempDir()}, append([]string{"--config", p}, tc.args...)...)
 			if r.code != 0 || h.called != "tui" {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
@@ -98,8 +100,8 @@ func TestConfigValidateExitCodes(t *testing.T) {
 		{[]string{"snapshot", "--config", good, "--context", "all"}, 3, "", "one context at a time"},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
-			installHooks(t)
-			r := runCLI(t, map[string]string{"HOME": t.TempDir()}, tc.args...)
+			h := newHooks()
+			r := h.run(t, map[string]string{"HOME": t.TempDir()}, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stdout, tc.stdout) || !strings.Contains(r.stderr, tc.stderr) {
 				t.Fatalf("%v: exit %d\nstdout %q\nstderr %q", tc.args, r.code, r.stdout, r.stderr)
 			}
@@ -107,5 +109,31 @@ func TestConfigValidateExitCodes(t *testing.T) {
 				t.Fatal("a token from the file was printed")
 			}
 		})
+	}
+}
+
+func TestAttachArguments(t *testing.T) {
+	old := attachBody
+	t.Cleanup(func() { attachBody = old })
+	var got AttachConfig
+	attachBody = func(_ context.Context, cfg AttachConfig, _, _ io.Writer) int { got = cfg; return 0 }
+	for _, tc := range []struct {
+		args   []string
+		env    map[string]string
+		code   int
+		stderr string
+	}{
+		{[]string{"attach"}, nil, 2, "one argument: the serve URL"},
+		{[]string{"attach", "ftp://x"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 2, "invalid serve URL"},
+		{[]string{"attach", "http://127.0.0.1:9464"}, nil, 2, "DBXTOP_SERVE_TOKEN is not set"},
+		{[]string{"attach", "http://127.0.0.1:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": " secret-tok "}, 0, ""},
+	} {
+		r := runCLI(t, tc.env, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+			t.Fatalf("%v: exit %d, stderr %q", tc.args, r.code, r.stderr)
+		}
+	}
+	if got.URL != "http://127.0.0.1:9464" || got.Token != "secret-tok" {
+		t.Fatalf("attach config: %+v", got)
 	}
 }

@@ -3,7 +3,10 @@ package cmd
 import (
 	"context"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -14,13 +17,17 @@ import (
 type conn struct {
 	rest   *databricks.Client
 	thrift *thrift.Client // nil when Thrift is unavailable
-	status poller.StatusSource
-	idle   []poller.IdleCloser
+	status sources.StatusSource
+	idle   []sources.IdleCloser
+	// disc and actions are discovery and close/cancel: the REST client,
+	// or with --proxy the proxy's facts merged in (proxy.Merge).
+	disc    sources.Discoverer
+	actions sources.ActionSource
 }
 
 // connect resolves the workspace's auth and builds its sources. It makes
 // no request itself.
-func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any)) (*conn, error) {
+func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any)) (c *conn, err error) {
 	ua := "dbxtop/" + Version
 	rest, err := databricks.New(ctx, databricks.Config{
 		Profile:    ws.Profile,
@@ -32,7 +39,12 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{rest: rest, status: rest, idle: []poller.IdleCloser{rest}}
+	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest}
+	defer func() {
+		if ws.Proxy != "" && err == nil {
+			err = c.withProxy(ws, ua)
+		}
+	}()
 	// Thrift reports the owning client's last activity (INACTIVE needs it);
 	// the Statement Execution API answers when Thrift cannot.
 	tc, terr := thrift.NewClient(thrift.Options{
@@ -51,6 +63,54 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	return c, nil
 }
 
+// withProxy merges a proxy's facts into the sources (--proxy): INACTIVE
+// from the client's last call, CLOSE_FAILED for a client's failed close,
+// operations only the proxy saw, and close/cancel with the real handle.
+func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
+	admin, err := proxy.NewAdminClient(ws.Proxy, ws.ProxyToken, ua)
+	if err != nil {
+		return err
+	}
+	m := proxy.Merge(admin, c.disc, c.status, c.actions)
+	c.disc, c.status, c.actions = m, m, m
+	c.idle = append(c.idle, m)
+	return nil
+}
+
+// engineOptions is the one place the engine's options are built from a
+// connection and the workspace flags; each command then changes what it
+// does differently (the demo probes, a snapshot only observes).
+func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
+	return poller.Options{
+		// With --proxy, discovery, status and actions carry the proxy's
+		// facts (proxy.Merge, wired by connect).
+		Discoverer: c.disc,
+		Status:     c.status,
+		// Query history by statement ids confirms live operations in
+		// batches; per-operation calls stay for what only they tell.
+		Batch: c.rest,
+		// On a real workspace actions go through the Statement Execution
+		// API: a Thrift handle rebuilt from a statement id lacks its secret,
+		// and a server that refuses it would make a close look done. With
+		// --proxy, an operation the proxy saw is acted on through it, with
+		// its real handle.
+		Actions:    c.actions,
+		Capacity:   c.rest,
+		Settle:     c.rest,
+		Thresholds: ws.Thresholds,
+		Refresh:    ws.Refresh,
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Idle:       c.idle,
+		Logf:       logf,
+		RowLimits:  ws.RowLimits,
+		Learned:    learnedFor(ws.Learned, c.rest.Host()),
+		// How far back the snapshot's clients[] aggregates look.
+		ClientsWindow: ws.Window,
+	}
+}
+
+// close drops the idle pooled connections of both clients.
 func (c *conn) close() {
 	c.rest.CloseIdleConnections()
 	if c.thrift != nil {

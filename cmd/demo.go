@@ -27,7 +27,7 @@ the first two minutes. Add --faults to watch dbxtop's retries at work.`,
 			fs := c.Flags()
 			// The workspace is the embedded simulator: a real workspace's
 			// coordinates would be silently ignored, so refuse them.
-			for _, name := range []string{"host", "profile", "http-path"} {
+			for _, name := range []string{"host", "profile", "http-path", "proxy"} {
 				if fs.Changed(name) {
 					return invalidFlag(name, fs.Lookup(name).Value.String(),
 						"demo runs its own simulated workspace; use `dbxtop --"+name+"` for a real one")
@@ -43,19 +43,23 @@ the first two minutes. Add --faults to watch dbxtop's retries at work.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runDemo == nil {
+			if a.runDemo == nil {
 				a.code = a.notBuilt("dbxtop demo")
 				return nil
 			}
-			a.code = runDemo(c.Context(), ws, sim, a.stdout, a.stderr)
+			a.code = a.runDemo(c.Context(), ws, sim, a.stdout, a.stderr)
 			return nil
 		},
 	}
 	fs := c.Flags()
 	addWorkspaceFlags(fs, &ws, false)
 	addSimFlags(fs, &sim)
+	// The demo is a strict server: dbxtop's actions must use real handles
+	// (the proxy's) or the Statement Execution API, as on a real workspace.
+	sim.CheckHandleSecrets = true
+	fs.Lookup("check-handle-secrets").DefValue = "true"
 	completeSimFlags(c)
-	for _, name := range []string{"host", "profile", "http-path"} {
+	for _, name := range []string{"host", "profile", "http-path", "proxy"} {
 		_ = fs.MarkHidden(name) // refused in demo; kept so the refusal can explain
 	}
 	for _, name := range []string{"inactivity-warn", "server-idle-timeout", "leak-after"} {

@@ -5,42 +5,21 @@ import (
 	"fmt"
 
 	"github.com/dbxtop/dbxtop/config"
-	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
 
 // workspaceEngine connects to one workspace (real or simulated) and builds
-// its engine: the one place poller.Options is assembled for the TUI and
-// serve. pol carries the caller's policy hooks (serve's counters).
+// its engine (options from conn.engineOptions, shared with snapshot). pol
+// carries the caller's policy hooks (serve's counters).
 // actionPath is "thrift" when actions go over Thrift (the simulator).
 func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol poller.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
 	c, err := connect(ctx, ws, logf)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	opts := poller.Options{
-		Discoverer: c.rest,
-		Status:     c.status,
-		// Query history by statement ids confirms live operations in
-		// batches; per-operation calls stay for what only they tell.
-		Batch: c.rest,
-		// On a real workspace actions go through the Statement Execution
-		// API: a Thrift handle rebuilt from a statement id lacks its secret,
-		// and a server that refuses it would make a close look done.
-		Actions:       c.rest,
-		Capacity:      c.rest,
-		Settle:        c.rest,
-		Thresholds:    ws.Thresholds,
-		Refresh:       ws.Refresh,
-		ReadOnly:      ws.ReadOnly,
-		Workspace:     model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
-		Idle:          c.idle,
-		Logf:          logf,
-		Policy:        pol,
-		RowLimits:     ws.RowLimits,
-		ClientsWindow: ws.Window,
-	}
+	opts := c.engineOptions(ws, logf)
+	opts.Policy = pol
 	if simulated {
 		// The demo probes its endpoints (one empty upsert per endpoint per
 		// refresh) so that a full one shows the server's own
@@ -48,11 +27,13 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 		// probing stays opt-in (snapshot --capacity-probe).
 		opts.Probe = true
 	}
-	if simulated && c.thrift != nil {
-		// The simulator looks operations up by GUID alone, so Thrift
-		// actions are exact there and exercise the same path as status.
-		// Never to a warehouse that is not running: those go through the
-		// Statement Execution API.
+	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
+		// A simulator that looks operations up by GUID alone (demo with
+		// --check-handle-secrets=false): Thrift actions are exact there
+		// and exercise the same path as status. Never to a warehouse that
+		// is not running: those go through the Statement Execution API.
+		// The demo's default is a strict server, where a rebuilt handle
+		// is refused: actions then go as on a real workspace.
 		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 		actionPath = "thrift"
 	}
@@ -134,5 +115,6 @@ func (ws *WorkspaceConfig) apply(s config.Settings, f *config.File) {
 	ws.Warehouses = s.Warehouses
 	ws.Refresh, ws.Window, ws.Thresholds = s.Refresh, s.Window, s.Thresholds
 	ws.ExportDir = s.ExportDir
+	ws.Proxy = s.Proxy
 	ws.RowLimits = f.RowLimits(s.Context)
 }

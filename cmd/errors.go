@@ -11,7 +11,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// Exit statuses (PRODUCT.md §3).
+// Exit statuses (docs/configuration.md).
 const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed

@@ -82,7 +82,11 @@ The first line of stdout is
 			return a.finishProxy(c.Flags(), &cfg)
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			a.code = serveProxy(c.Context(), cfg, a.stdout, a.stderr)
+			if a.runProxy == nil {
+				a.code = a.notBuilt("dbxtop proxy")
+				return nil
+			}
+			a.code = a.runProxy(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}
@@ -114,6 +118,13 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"token for the proxy's own calls; prefer env DATABRICKS_TOKEN")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append the proxy's actions (heals, queued closes, abandonment) to this file (never a token)")
+}
+
+func checkProxyURL(s string) error {
+	if _, err := proxy.NewAdminClient(s, "x", ""); err != nil {
+		return fmt.Errorf("want the admin URL dbxtop proxy printed, e.g. http://127.0.0.1:8445")
+	}
+	return nil
 }
 
 func checkUpstream(s string) error {

@@ -48,7 +48,7 @@ func TestProxyFirstLine(t *testing.T) {
 	var errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		a := &app{stdout: pw, stderr: &errb, getenv: func(string) (string, bool) { return "", false }}
+		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
 		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"})
 		pw.Close()
 	}()
@@ -79,5 +79,38 @@ func TestProxyFirstLine(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("dbxtop proxy did not stop")
+	}
+}
+
+// TestSimFirstLineNamesTheEmbeddedProxy: `dbxtop sim` (scenario demo) runs
+// the embedded proxy and says where, with the timeouts; quiet runs none.
+func TestSimFirstLineNamesTheEmbeddedProxy(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		re   string
+	}{
+		{[]string{"sim", "--listen", "127.0.0.1:0"},
+			`^host=http://127\.0\.0\.1:\d+ token=[0-9a-f]{32} idle_timeout=1m30s leak_timeout=2m30s proxy=http://127\.0\.0\.1:\d+ proxy_token=[0-9a-f]{32}\n$`},
+		{[]string{"sim", "--listen", "127.0.0.1:0", "--scenario", "quiet"},
+			`^host=http://127\.0\.0\.1:\d+ token=[0-9a-f]{32} idle_timeout=7m10s leak_timeout=23m0s\n$`},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		var errb bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
+			done <- a.run(ctx, tc.args)
+			pw.Close()
+		}()
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		go func() { _, _ = io.Copy(io.Discard, pr) }()
+		cancel()
+		if code := <-done; code != 0 || err != nil {
+			t.Fatalf("%v: exit %d, %v, stderr %q", tc.args, code, err, errb.String())
+		}
+		if !regexp.MustCompile(tc.re).MatchString(line) {
+			t.Errorf("%v: first line %q", tc.args, line)
+		}
 	}
 }

@@ -18,21 +18,21 @@ import (
 // A bad DATABRICKS_HOST is refused like a bad --host, before anything
 // runs; --host wins over the environment; demo ignores it.
 func TestBadDatabricksHostEnv(t *testing.T) {
-	h := installHooks(t)
+	h := newHooks()
 	env := map[string]string{"DATABRICKS_HOST": "ftp://x"}
-	r := runCLI(t, env, "snapshot")
+	r := h.run(t, env, "snapshot")
 	want := "dbxtop: invalid DATABRICKS_HOST \"ftp://x\": scheme \"ftp\": want https:// (or http:// for a local simulator)\n"
 	if r.code != exitSnapshotUsage || r.stderr != want || h.called != "" {
 		t.Fatalf("exit %d stderr %q called %q", r.code, r.stderr, h.called)
 	}
-	if r := runCLI(t, env); r.code != exitUsage || !strings.Contains(r.stderr, "invalid DATABRICKS_HOST") {
+	if r := h.run(t, env); r.code != exitUsage || !strings.Contains(r.stderr, "invalid DATABRICKS_HOST") {
 		t.Fatalf("root: exit %d stderr %q", r.code, r.stderr)
 	}
-	if r := runCLI(t, env, "snapshot", "--host", "http://127.0.0.1:9"); r.code != 1 || h.called != "snapshot" {
+	if r := h.run(t, env, "snapshot", "--host", "http://127.0.0.1:9"); r.code != 1 || h.called != "snapshot" {
 		t.Fatalf("--host should win: exit %d stderr %q", r.code, r.stderr)
 	}
 	h.called = ""
-	if r := runCLI(t, env, "demo"); r.code != 0 || h.called != "demo" {
+	if r := h.run(t, env, "demo"); r.code != 0 || h.called != "demo" {
 		t.Fatalf("demo: exit %d stderr %q", r.code, r.stderr)
 	}
 }
@@ -75,7 +75,7 @@ func TestSimErrText(t *testing.T) {
 // userinfo and secret-looking query values are redacted, whatever flag or
 // variable carried them.
 func TestValidationRedactsURLSecrets(t *testing.T) {
-	installHooks(t)
+	h := newHooks()
 	const secret = "S3CRETTOKENVALUE"
 	for _, tc := range []struct {
 		env  map[string]string
@@ -87,7 +87,7 @@ func TestValidationRedactsURLSecrets(t *testing.T) {
 		{map[string]string{"DATABRICKS_HOST": "ftp://u:" + secret + "@h"}, []string{"snapshot"}},
 		{nil, []string{"snapshot", "-w", "a,b", "--http-path", "/sql/1.0/warehouses/a?sig=" + secret}},
 	} {
-		r := runCLI(t, tc.env, tc.args...)
+		r := h.run(t, tc.env, tc.args...)
 		if r.code == 0 || strings.Contains(r.stderr+r.stdout, secret) || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v %v: exit %d, stderr %q", tc.env, tc.args, r.code, r.stderr)
 		}

@@ -1,7 +1,7 @@
 // Package cmd is dbxtop's command line: the cobra command tree, its flags
 // and their validation. Everything is parsed and checked before anything
-// starts; the command bodies are hooks (hooks.go) wired by the packages
-// that implement them.
+// starts; the command bodies are fields of app (hooks.go), so that the
+// command tree is tested without running them.
 package cmd
 
 import (
@@ -16,11 +16,24 @@ import (
 )
 
 // app carries what every command needs: the output streams, the
-// environment (injectable for tests) and the exit status the command chose.
+// environment and the command bodies (all injectable for tests), and the
+// exit status the command chose.
 type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) (string, bool)
 	code           int
+
+	runTUI      tuiBody
+	runDemo     demoBody
+	runSim      simBody
+	runSnapshot snapshotBody
+	runProxy    proxyBody
+}
+
+// newApp is an app with the real command bodies.
+func newApp(stdout, stderr io.Writer, getenv func(string) (string, bool)) *app {
+	return &app{stdout: stdout, stderr: stderr, getenv: getenv,
+		runTUI: monitor, runDemo: demo, runSim: serveSim, runSnapshot: snapshot, runProxy: serveProxy}
 }
 
 // Execute runs dbxtop with args (without the program name) and returns
@@ -34,8 +47,7 @@ func Execute(args []string, stdout, stderr io.Writer) int {
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Error lines quote server text (messages, error bodies): stderr is
 	// sanitised as a whole so no path can forget it.
-	a := &app{stdout: stdout, stderr: textfmt.NewWriter(stderr), getenv: os.LookupEnv}
-	return a.run(ctx, args)
+	return newApp(stdout, textfmt.NewWriter(stderr), os.LookupEnv).run(ctx, args)
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
@@ -86,11 +98,11 @@ Try it without an account:  dbxtop demo`,
 			return a.finishWorkspace(c.Flags(), &cfg, false)
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runTUI == nil {
+			if a.runTUI == nil {
 				a.code = a.notBuilt("dbxtop")
 				return nil
 			}
-			a.code = runTUI(c.Context(), cfg, a.stdout, a.stderr)
+			a.code = a.runTUI(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}
@@ -102,7 +114,7 @@ Try it without an account:  dbxtop demo`,
 	root.CompletionOptions.HiddenDefaultCmd = false
 	addWorkspaceFlags(root.Flags(), &cfg, true)
 	root.AddCommand(a.newDemoCmd(), a.newSimCmd(), a.newSnapshotCmd(), a.newVersionCmd(), a.newProxyCmd())
-	root.AddCommand(a.newServeCmd(), a.newConfigCmd())
+	root.AddCommand(a.newServeCmd(), a.newConfigCmd(), a.newAttachCmd())
 	// cobra's completion command prints its help and exits 0 for an
 	// unknown shell; make that a one-line usage error like every other.
 	root.InitDefaultCompletionCmd()

@@ -85,6 +85,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 	counters := serve.NewCounters()
+	ws.Learned = openLearned(ws, stderr, logf, false)
 	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) poller.PolicyOptions {
 		return poller.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
 	})

@@ -26,11 +26,11 @@ Introspection (same token): GET /sim/v1/stats and GET /sim/v1/truth.`,
 			return finishSim(c.Flags(), &cfg)
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runSim == nil {
+			if a.runSim == nil {
 				a.code = a.notBuilt("dbxtop sim")
 				return nil
 			}
-			a.code = runSim(c.Context(), cfg, a.stdout, a.stderr)
+			a.code = a.runSim(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}

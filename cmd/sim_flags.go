@@ -1,14 +1,16 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// Scenario names (PRODUCT.md §3).
+// Scenario names (docs/simulator.md, Scenarios).
 var scenarios = []string{"demo", "quiet", "load", "vector-incident"}
 
 // addSimFlags registers the simulator flags shared by `sim` and `demo`.
@@ -45,6 +47,32 @@ func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
 	run := newDuration(&cfg.LoadRun, 0, time.Second)
 	run.zeroOK = true
 	fs.Var(run, "load-run", "scenario load: each statement runs this long, then its client replaces it (default 24h)")
+	fs.BoolVar(&cfg.CheckHandleSecrets, "check-handle-secrets", false,
+		"refuse operation handles whose secret does not match, as a strict server may (handles rebuilt from statement ids fail)")
+	fs.BoolVar(&cfg.OwnerActivity, "owner-activity", false,
+		"volunteer the owning client's last activity in GetOperationStatus (dbxtop's Thrift extension; no real server does)")
+	fs.Var(&negBool{p: &cfg.NoProxy}, "embedded-proxy",
+		"scenario demo: send part of the workload through an embedded dbxtop proxy (INACTIVE and client CLOSE_FAILED as in a real deployment)")
+}
+
+// negBool is a flag that is true by default and stores its negation.
+type negBool struct{ p *bool }
+
+func (v *negBool) String() string {
+	if v.p != nil && *v.p {
+		return "false"
+	}
+	return "true"
+}
+func (v *negBool) Type() string     { return "bool" }
+func (v *negBool) IsBoolFlag() bool { return true }
+func (v *negBool) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*v.p = !b
+	return nil
 }
 
 // Effective simulator timeouts when the flags are left at zero; they

@@ -6,10 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// snapshotBody is runSnapshot (cmd/snapshot_run.go), behind a variable so
-// that the command line's tests never reach a workspace.
-var snapshotBody = runSnapshot
-
 func (a *app) newSnapshotCmd() *cobra.Command {
 	var cfg SnapshotConfig
 	c := &cobra.Command{
@@ -53,7 +49,11 @@ can run it as a check:
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			a.code = snapshotBody(c.Context(), cfg, a.stdout, a.stderr)
+			if a.runSnapshot == nil {
+				a.code = a.notBuilt("dbxtop snapshot")
+				return nil
+			}
+			a.code = a.runSnapshot(c.Context(), cfg, a.stdout, a.stderr)
 			return nil
 		},
 	}

@@ -20,15 +20,14 @@ import (
 	"github.com/dbxtop/dbxtop/report"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
-	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
-// runSnapshot observes the workspace and prints; it returns the Nagios
-// exit code (PRODUCT.md §3): 0 nothing flagged, 1 warnings, 2 critical,
+// snapshot is `dbxtop snapshot`: it observes the workspace and prints; it returns the Nagios
+// exit code (docs/snapshot.md, Exit codes): 0 nothing flagged, 1 warnings, 2 critical,
 // 3 could not observe (one line on stderr with the call, cause, error_code
 // and request_id). --timeout bounds the whole command, or each observation
 // with --watch (a watch runs until --count or an interrupt).
-func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer) int {
+func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer) int {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
@@ -45,12 +44,13 @@ func runSnapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writ
 	}
 	defer closeLog()
 
+	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
 	obs, err := newObserver(runCtx, cfg, logf)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
 	}
-	defer obs.close()
+	defer obs.conn.close()
 
 	if !cfg.Watch {
 		s, oerr := obs.observe(runCtx, cfg.Timeout)
@@ -121,8 +121,7 @@ func exitCodeFor(s model.Snapshot, observeErr error) int {
 // observer is one workspace connection and engine, reused across --watch
 // rounds so capacity samples accumulate (growth rate, time to full).
 type observer struct {
-	rest     *databricks.Client
-	thrift   *thrift.Client
+	conn     *conn
 	engine   *poller.Engine
 	logf     func(string, ...any)
 	wsFilter []string
@@ -136,25 +135,15 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	if err != nil {
 		return nil, err
 	}
-	rest := c.rest
-	o := &observer{rest: rest, thrift: c.thrift, logf: logf, wsFilter: cfg.Warehouses}
-	status, idle := c.status, c.idle
+	o := &observer{conn: c, logf: logf, wsFilter: cfg.Warehouses}
 	gate := &authGate{}
-	o.engine = poller.NewEngine(poller.Options{
-		Discoverer: gatedDiscoverer{d: rest, g: gate},
-		Status:     status,
-		Batch:      rest,
-		Capacity:   gatedCapacity{c: rest, g: gate},
-		Settle:     rest,
-		Probe:      cfg.CapacityProbe,
-		Thresholds: cfg.Thresholds,
-		Refresh:    cfg.Refresh,
-		// A snapshot only observes: no close, no cancel, whatever happens.
-		ReadOnly:  true,
-		Workspace: model.Workspace{Host: rest.Host(), Warehouses: cfg.Warehouses},
-		Idle:      idle,
-		Logf:      logf,
-	})
+	opts := c.engineOptions(cfg.WorkspaceConfig, logf)
+	opts.Discoverer = gatedDiscoverer{d: c.disc, g: gate}
+	opts.Capacity = gatedCapacity{c: c.rest, g: gate}
+	opts.Probe = cfg.CapacityProbe
+	// A snapshot only observes: no close, no cancel, whatever happens.
+	opts.Actions, opts.ReadOnly = nil, true
+	o.engine = poller.NewEngine(opts)
 	return o, nil
 }
 
@@ -184,18 +173,18 @@ func (g *authGate) check() error {
 }
 
 type gatedDiscoverer struct {
-	d poller.Discoverer
+	d sources.Discoverer
 	g *authGate
 }
 
-func (d gatedDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
+func (d gatedDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	ds, err := d.d.Discover(ctx, retry)
 	d.g.record(err)
 	return ds, err
 }
 
 type gatedCapacity struct {
-	c poller.CapacitySource
+	c sources.CapacitySource
 	g *authGate
 }
 
@@ -218,13 +207,6 @@ func httpPathFunc(path string) func(string) string {
 		return nil
 	}
 	return func(string) string { return path }
-}
-
-func (o *observer) close() {
-	o.rest.CloseIdleConnections()
-	if o.thrift != nil {
-		o.thrift.CloseIdleConnections()
-	}
 }
 
 // observe runs one engine round and returns its snapshot; err is the
@@ -252,7 +234,7 @@ func (o *observer) headerWarehouses(ctx context.Context, s model.Snapshot) []str
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if states, at := o.rest.Gate().States(); !at.IsZero() {
+	if states, at := o.conn.rest.Gate().States(); !at.IsZero() {
 		o.warehouses = make([]string, 0, len(states))
 		for id := range states {
 			o.warehouses = append(o.warehouses, id)

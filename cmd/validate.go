@@ -62,7 +62,7 @@ func checkLogFile(s string) error {
 	return nil
 }
 
-// Fault grammar of PRODUCT.md §7, checked here so that `sim` and `demo`
+// Fault grammar of docs/simulator.md (Fault injection), checked here so that `sim` and `demo`
 // refuse a bad spec before the server starts. The simulator parses the
 // same grammar (sources/sim.ParseFaults).
 var (

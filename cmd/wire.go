@@ -17,14 +17,9 @@ import (
 	"github.com/dbxtop/dbxtop/tui"
 )
 
-// The command bodies: this file connects the command tree to the packages
-// that do the work (sources → poller → tui), so that cmd's flags and
-// validation stay independent of them.
-func init() {
-	runSim = serveSim
-	runDemo = demo
-	runTUI = monitor
-}
+// The command bodies of the TUI, demo and sim commands (newApp wires
+// them): this file connects the command tree to the packages that do the
+// work (sources → poller → tui).
 
 // shutdownGrace bounds what happens after the operator quits: one last
 // attempt at queued closes of adopted operations, and stopping the
@@ -46,21 +41,35 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		HistoryLag:  c.HistoryLag,
 		LoadRun:     c.LoadRun,
 		Logf:        logf,
+
+		CheckHandleSecrets: c.CheckHandleSecrets,
+		OwnerActivity:      c.OwnerActivity,
 	}
 }
 
 // serveSim is `dbxtop sim`: serve until interrupted; the first line of
 // stdout says where and with which token.
 func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
-	srv, err := sim.Start(ctx, simOptions(c, nil))
+	so := simOptions(c, nil)
+	var px embeddedProxy
+	defer px.close()
+	if c.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(ctx)
+	}
+	srv, err := sim.Start(ctx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop sim: "+simErrText(err))
 		return 1
 	}
 	// Everything a client needs to count down correctly, in Go duration
-	// syntax (what --server-idle-timeout and --leak-after take).
+	// syntax (what --server-idle-timeout and --leak-after take), and the
+	// embedded proxy's admin API when it runs one.
 	idle, leak := srv.Timeouts()
-	fmt.Fprintf(stdout, "host=%s token=%s idle_timeout=%s leak_timeout=%s\n", srv.URL(), srv.Token(), idle, leak)
+	line := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
+	if px.srv != nil {
+		line += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
+	}
+	fmt.Fprintln(stdout, line)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
@@ -83,7 +92,13 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	}
 	simCtx, stopSim := context.WithCancel(ctx)
 	defer stopSim()
-	srv, err := sim.Start(simCtx, simOptions(sc, nil))
+	so := simOptions(sc, nil)
+	var px embeddedProxy
+	defer px.close()
+	if sc.wantsEmbeddedProxy() {
+		so.Proxy = px.hook(simCtx)
+	}
+	srv, err := sim.Start(simCtx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop demo: simulator: "+simErrText(err))
 		return 1
@@ -94,6 +109,10 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 		_ = srv.Close(sctx)
 	}()
 	ws.Host, ws.Token = srv.URL(), srv.Token()
+	if px.srv != nil {
+		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
+	}
+	ws.simStrictHandles = sc.CheckHandleSecrets
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")
 }
 
@@ -131,6 +150,11 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer closeLog()
 	ctx = sdkLogContext(ctx, logf)
 
+	if !simulated {
+		// The demo's endpoints live on a throwaway loopback port: what it
+		// learns stays in memory, out of the operator's state file.
+		ws.Learned = openLearned(ws, stderr, logf, true)
+	}
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
@@ -146,6 +170,12 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
+	demoDone := make(chan struct{})
+	if simulated && !ws.ReadOnly {
+		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
+	} else {
+		close(demoDone)
+	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -161,6 +191,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Version:    Version,
 	}, os.Stdin, stdout)
 	stop()
+	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"github.com/dbxtop/dbxtop/capstore"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ const (
 	minThreshold = time.Second
 )
 
-// addWorkspaceFlags registers the workspace flags of PRODUCT.md §3 on fs,
+// addWorkspaceFlags registers the workspace flags of docs/configuration.md on fs,
 // writing into cfg (which gets the defaults). withToken is false for demo,
 // where --token is the simulator's.
 func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) {
@@ -42,6 +43,9 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 	fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
 	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
 	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	fs.Var(&checkedString{p: &cfg.Proxy, typ: "url", check: checkProxyURL}, "proxy",
+		"admin URL of a `dbxtop proxy` the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
+			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw")
 	fs.BoolVar(&cfg.Mouse, "mouse", false, "TUI: wheel scrolls, click selects (off: terminal text selection keeps working)")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
@@ -93,6 +97,7 @@ func (a *app) resolveConfig(fs *pflag.FlagSet, cfg *WorkspaceConfig) error {
 	}
 	ov.Host, ov.Profile, ov.HTTPPath = str("host", cfg.Host), str("profile", cfg.Profile), str("http-path", cfg.HTTPPath)
 	ov.ExportDir = str("export-dir", cfg.ExportDir)
+	ov.Proxy = str("proxy", cfg.Proxy)
 	if fs.Changed("warehouse") {
 		ov.Warehouses = cfg.Warehouses
 	}
@@ -118,6 +123,7 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 		return invalidFlag("http-path", cfg.HTTPPath,
 			fmt.Sprintf("names one warehouse but %d --warehouse ids were given", len(cfg.Warehouses)))
 	}
+	cfg.statePath, cfg.statePathErr = capstore.DefaultPath(a.getenv)
 	switch {
 	case simulated:
 	case fs.Changed("token"):
@@ -147,5 +153,26 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 		}
 		return nil
 	}
-	return a.resolveConfig(fs, cfg)
+	if err := a.resolveConfig(fs, cfg); err != nil {
+		return err
+	}
+	return a.proxyToken(cfg)
+}
+
+// proxyToken reads the proxy's admin token when a proxy is set (by
+// --proxy or the config file's `proxy`); it is never a flag or a file key.
+func (a *app) proxyToken(cfg *WorkspaceConfig) error {
+	set := cfg.Proxy != ""
+	for _, s := range cfg.Resolved {
+		set = set || s.Proxy != ""
+	}
+	if !set {
+		return nil
+	}
+	tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")
+	if !ok || strings.TrimSpace(tok) == "" {
+		return usagef("--proxy needs the proxy's admin token in DBXTOP_PROXY_TOKEN (the admin_token=… of its first line)")
+	}
+	cfg.ProxyToken = strings.TrimSpace(tok)
+	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -224,6 +223,9 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	opts := sim.Options{
 		Token: token, Seed: seed, Scenario: sim.ScenarioDemo, Speed: fmSpeed,
 		IdleTimeout: fmIdle, LeakTimeout: fmLeakReap,
+		// The matrix checks INACTIVE end to end, which needs the owner's
+		// activity: the simulator's opt-in extension (docs/thrift.md).
+		OwnerActivity: true,
 	}
 	if c.after == 0 {
 		opts.Faults = c.spec
@@ -322,7 +324,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	discovered := map[string]time.Time{}
 	discMsg := map[string]string{}
 	for _, ev := range events {
-		if ev.Kind == poller.EventDiscovered {
+		if ev.Kind == model.EventDiscovered {
 			discovered[ev.StatementID] = ev.At
 			discMsg[ev.StatementID] = ev.Message
 		}
@@ -352,7 +354,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 			if h != nil && h.lastSeen.After(end.Add(-2*time.Second)) && h.last().Open && h.last().State != "CLOSED" {
 				var trail []string
 				for _, ev := range events {
-					if ev.StatementID == o.StatementID && ev.Kind != poller.EventFlagRaised && ev.Kind != poller.EventFlagCleared {
+					if ev.StatementID == o.StatementID && ev.Kind != model.EventFlagRaised && ev.Kind != model.EventFlagCleared {
 						trail = append(trail, fmt.Sprintf("+%s %s %s", ev.At.Sub(start).Round(10*time.Millisecond), ev.Kind, ev.Message))
 					}
 				}
@@ -398,7 +400,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 			continue
 		}
 		switch ev.Kind {
-		case poller.EventFlagRaised:
+		case model.EventFlagRaised:
 			m := raised[ev.StatementID]
 			if m == nil {
 				m = map[model.FlagKind]raise{}
@@ -413,7 +415,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 					staleSpans[ev.StatementID] = append(sp, [2]time.Time{ev.At, {}})
 				}
 			}
-		case poller.EventFlagCleared:
+		case model.EventFlagCleared:
 			if ev.Flag.Kind == model.FlagStale {
 				if sp := staleSpans[ev.StatementID]; len(sp) > 0 && sp[len(sp)-1][1].IsZero() {
 					sp[len(sp)-1][1] = ev.At
@@ -476,7 +478,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 					seen = fmt.Sprintf("last ok poll sent at +%s, answered +%s: %s open=%s owner activity %s; truth then: %s",
 						p.sent.Sub(start).Round(10*time.Millisecond), p.at.Sub(start).Round(10*time.Millisecond), p.state, open, act, truthAt(h, p.sent, start))
 					for _, ev := range events {
-						if ev.StatementID == id && ev.Kind == poller.EventGiveUp && ev.At.After(p.at) && !ev.At.After(r.at) {
+						if ev.StatementID == id && ev.Kind == model.EventGiveUp && ev.At.After(p.at) && !ev.At.After(r.at) {
 							seen += "; then give-up: " + ev.Message
 						}
 					}
@@ -553,7 +555,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 
 	// ---- every give-up carries its cause ------------------------------------
 	for _, ev := range events {
-		if ev.Kind != poller.EventGiveUp {
+		if ev.Kind != model.EventGiveUp {
 			continue
 		}
 		if ev.Err == nil || ev.Err.Call == "" || ev.Err.Message == "" || ev.Err.Attempts < 1 {

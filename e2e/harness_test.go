@@ -43,7 +43,7 @@ func (c *callCounter) total() int64 {
 }
 
 type countingStatus struct {
-	poller.StatusSource
+	sources.StatusSource
 	n   *atomic.Int64
 	log *pollLog // nil: not recorded (the load test)
 }
@@ -95,17 +95,17 @@ func (l *pollLog) lastOK(id string, t time.Time) (okPoll, bool) {
 }
 
 type countingDiscoverer struct {
-	poller.Discoverer
+	sources.Discoverer
 	n *atomic.Int64
 }
 
-func (d countingDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]poller.Discovered, error) {
+func (d countingDiscoverer) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	d.n.Add(1)
 	return d.Discoverer.Discover(ctx, retry)
 }
 
 type countingCapacity struct {
-	poller.CapacitySource
+	sources.CapacitySource
 	n *atomic.Int64
 }
 
@@ -115,7 +115,7 @@ func (c countingCapacity) Endpoints(ctx context.Context, retry sources.Retry) ([
 }
 
 type countingActions struct {
-	poller.ActionSource
+	sources.ActionSource
 	n *atomic.Int64
 }
 
@@ -154,9 +154,9 @@ type rig struct {
 	done   chan struct{}
 
 	evMu     sync.Mutex
-	events   []poller.Event
+	events   []model.Event
 	countEv  bool
-	evCounts map[poller.EventKind]int
+	evCounts map[model.EventKind]int
 	evStop   chan struct{}
 	evDone   chan struct{}
 }
@@ -199,11 +199,11 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 		Thresholds: o.Thresholds,
 		Refresh:    o.Refresh,
 		Workspace:  model.Workspace{Host: disc.Host()},
-		Idle:       []poller.IdleCloser{disc, tc},
+		Idle:       []sources.IdleCloser{disc, tc},
 	}
 	r := &rig{t: t, eng: poller.NewEngine(opts), rests: []*databricks.Client{disc}, tc: tc, calls: calls, polls: polls,
 		done: make(chan struct{}), evStop: make(chan struct{}), evDone: make(chan struct{}),
-		countEv: o.CountEvents, evCounts: map[poller.EventKind]int{}}
+		countEv: o.CountEvents, evCounts: map[model.EventKind]int{}}
 	runCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	go func() {
@@ -221,7 +221,7 @@ func startRig(t testing.TB, host, token string, o rigOptions) *rig {
 // is full, and the matrix needs all flag and give-up events.
 func (r *rig) collect() {
 	defer close(r.evDone)
-	keep := func(ev poller.Event) {
+	keep := func(ev model.Event) {
 		r.evMu.Lock()
 		defer r.evMu.Unlock()
 		r.evCounts[ev.Kind]++
@@ -248,7 +248,7 @@ func (r *rig) collect() {
 }
 
 // eventCount is how many events of kind were collected so far.
-func (r *rig) eventCount(kind poller.EventKind) int {
+func (r *rig) eventCount(kind model.EventKind) int {
 	r.evMu.Lock()
 	defer r.evMu.Unlock()
 	return r.evCounts[kind]
@@ -277,10 +277,10 @@ func (r *rig) stop() {
 }
 
 // eventsCopy returns the events collected so far.
-func (r *rig) eventsCopy() []poller.Event {
+func (r *rig) eventsCopy() []model.Event {
 	r.evMu.Lock()
 	defer r.evMu.Unlock()
-	return append([]poller.Event(nil), r.events...)
+	return append([]model.Event(nil), r.events...)
 }
 
 // startSimServer starts an in-process simulator; Cleanup closes it.

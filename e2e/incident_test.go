@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/dbxtop/dbxtop/capstore"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -61,7 +64,7 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 		eng := poller.NewEngine(poller.Options{
 			Discoverer: rest, Status: rest, Capacity: rest, Probe: true,
 			Learned: store.ForWorkspace(rest.Host()), Workspace: model.Workspace{Host: rest.Host()},
-			Clock: manualPollerClock{clk}, Idle: []poller.IdleCloser{rest},
+			Clock: manualPollerClock{clk}, Idle: []sources.IdleCloser{rest},
 		})
 		for i := 0; i < rounds; i++ {
 			if err := eng.RunOnce(ctx); err != nil {
@@ -144,5 +147,88 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 	}
 	if len(warnings) != 0 {
 		t.Errorf("state file warnings: %q", warnings)
+	}
+}
+
+// TestLearnedLimitStateFileThroughTheBinary: `dbxtop snapshot
+// --capacity-probe` on a full endpoint learns its limit into
+// $XDG_STATE_HOME/dbxtop/learned-limits.json; a corrupt state file is
+// moved aside with one warning line and nothing else changes; an
+// unwritable state directory is one warning line and the limit is still
+// used (in memory).
+func TestLearnedLimitStateFileThroughTheBinary(t *testing.T) {
+	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "exhausted=vs-staging", Logf: func(string, ...any) {}})
+	args := []string{"snapshot", "--host", s.URL(), "--json", "--capacity-probe", "--timeout", "20s"}
+	env := func(state string) []string {
+		return []string{"DATABRICKS_TOKEN=" + s.Token(), "XDG_STATE_HOME=" + state}
+	}
+	staging := func(t *testing.T, r result) model.EndpointView {
+		t.Helper()
+		var snap model.Snapshot
+		if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil {
+			t.Fatalf("%v\n%s", err, r)
+		}
+		for _, e := range snap.Endpoints {
+			if e.Name == "vs-staging" {
+				return e
+			}
+		}
+		t.Fatalf("no vs-staging\n%s", r)
+		return model.EndpointView{}
+	}
+	warnings := func(r result) []string {
+		var out []string
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.HasPrefix(l, "dbxtop: learned limits: ") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+
+	state := t.TempDir()
+	file := filepath.Join(state, "dbxtop", capstore.FileName)
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("{half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, runOpts{args: args, env: env(state)})
+	noStackTrace(t, "snapshot", r.stderr)
+	if w := warnings(r); len(w) != 1 || !strings.Contains(w[0], file+" is not a learned-limits file") || !strings.Contains(w[0], "moved to "+file+".corrupt-") {
+		t.Fatalf("corrupt state file: warnings %q\n%s", w, r)
+	}
+	if e := staging(t, r); e.RowLimitSource != model.LimitLearned || !e.Exhausted {
+		t.Errorf("vs-staging: limit %d from %q, exhausted %v", e.RowLimit, e.RowLimitSource, e.Exhausted)
+	}
+	if aside, _ := filepath.Glob(file + ".corrupt-*"); len(aside) != 1 {
+		t.Errorf("moved aside: %v", aside)
+	} else if b, _ := os.ReadFile(aside[0]); string(b) != "{half a file" {
+		t.Errorf("the corrupt file's content changed: %q", b)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), `"vs-staging"`) {
+		t.Errorf("state file after learning: %s %v", b, err)
+	}
+	// The next run reads it back, silently.
+	r = run(t, runOpts{args: args, env: env(state)})
+	if w := warnings(r); len(w) != 0 {
+		t.Errorf("second run: warnings %q", w)
+	}
+	if e := staging(t, r); e.RowLimitSource != model.LimitLearned {
+		t.Errorf("second run: limit from %q", e.RowLimitSource)
+	}
+
+	// Unwritable: XDG_STATE_HOME is a regular file.
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, runOpts{args: args, env: env(blocker)})
+	if w := warnings(r); len(w) != 1 || !strings.Contains(w[0], "cannot write") || !strings.Contains(w[0], "kept in memory only") {
+		t.Fatalf("unwritable: warnings %q\n%s", w, r)
+	}
+	if e := staging(t, r); e.RowLimitSource != model.LimitLearned {
+		t.Errorf("unwritable: limit from %q, want the learned one in memory", e.RowLimitSource)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
@@ -197,7 +196,7 @@ func TestLoad(t *testing.T) {
 	if live < plan.ops {
 		t.Errorf("%d live operations followed after the outage; want %d (none dropped)", live, plan.ops)
 	}
-	giveUps := rg.eventCount(poller.EventGiveUp)
+	giveUps := rg.eventCount(model.EventGiveUp)
 
 	// ---- the engine's own share: stop it, the simulator keeps running -------
 	withEngine := sampleMem(time.Since(start), rg.eng.Health().Followed)

@@ -146,9 +146,9 @@ func (s perfStatus) Status(ctx context.Context, ref sources.Ref) (sources.Status
 // the product discovery is query history (one ListQueries per refresh per
 // workspace, whatever the number of operations); it is left out so that
 // only status calls are compared.
-type perfDiscoverer []poller.Discovered
+type perfDiscoverer []sources.Discovered
 
-func (d perfDiscoverer) Discover(context.Context, sources.Retry) ([]poller.Discovered, error) {
+func (d perfDiscoverer) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
 	return d, nil
 }
 
@@ -270,11 +270,11 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 
 	ds := make(perfDiscoverer, n)
 	for i, op := range ops {
-		ds[i] = poller.Discovered{Op: model.Operation{StatementID: op.ref.StatementID, WarehouseID: op.ref.WarehouseID, State: model.StatePending}, Ref: op.ref}
+		ds[i] = sources.Discovered{Op: model.Operation{StatementID: op.ref.StatementID, WarehouseID: op.ref.WarehouseID, State: model.StatePending}, Ref: op.ref}
 	}
 	eng := poller.NewEngine(poller.Options{
 		Discoverer: ds, Status: perfStatus{clients[0], recs[0]},
-		Idle: []poller.IdleCloser{clients[0]}, ReadOnly: true,
+		Idle: []sources.IdleCloser{clients[0]}, ReadOnly: true,
 	})
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -289,7 +289,7 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 			case <-runCtx.Done():
 				return
 			case ev := <-eng.Events():
-				if ev.Kind == poller.EventStateChange && strings.HasSuffix(ev.Message, string(model.StateFinished)) {
+				if ev.Kind == model.EventStateChange && strings.HasSuffix(ev.Message, string(model.StateFinished)) {
 					finished++
 				}
 			}

@@ -31,7 +31,7 @@ type perfChurnEngine struct {
 	n      int
 	start  time.Time
 	now    func() time.Time
-	events chan poller.Event
+	events chan model.Event
 
 	mu    sync.Mutex
 	gen   int // last generation applied
@@ -41,7 +41,7 @@ type perfChurnEngine struct {
 }
 
 func newPerfChurnEngine(n int, now func() time.Time) *perfChurnEngine {
-	e := &perfChurnEngine{n: n, start: now(), now: now, events: make(chan poller.Event, 4096)}
+	e := &perfChurnEngine{n: n, start: now(), now: now, events: make(chan model.Event, 4096)}
 	e.ops = make([]model.Operation, n)
 	for i := range e.ops {
 		e.ops[i] = e.newOp(i)
@@ -70,7 +70,7 @@ func (e *perfChurnEngine) churn(now time.Time) {
 	for ; e.gen < gen; e.gen++ {
 		for j := 0; j < e.n/20; j++ { // 5 % finish and are replaced
 			i := (e.gen*97 + j*31) % e.n
-			e.emit(poller.Event{At: now, Kind: poller.EventStateChange, StatementID: e.ops[i].StatementID, Message: "RUNNING → FINISHED"})
+			e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: e.ops[i].StatementID, Message: "RUNNING → FINISHED"})
 			e.ops[i] = e.newOp(e.next)
 			e.next++
 		}
@@ -87,7 +87,7 @@ func (e *perfChurnEngine) churn(now time.Time) {
 	}
 }
 
-func (e *perfChurnEngine) emit(ev poller.Event) {
+func (e *perfChurnEngine) emit(ev model.Event) {
 	select {
 	case e.events <- ev:
 	default:
@@ -104,7 +104,7 @@ func (e *perfChurnEngine) Snapshot() model.Snapshot {
 		e.ops, nil, nil, model.DefaultThresholds)
 }
 
-func (e *perfChurnEngine) Events() <-chan poller.Event { return e.events }
+func (e *perfChurnEngine) Events() <-chan model.Event { return e.events }
 func (e *perfChurnEngine) Health() poller.Health {
 	return poller.Health{Followed: e.n, InFlight: 3, BudgetAvailable: 500, BudgetCapacity: 500, Polls: e.snaps.Load() * 330}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -77,7 +78,7 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 		Thresholds: model.DefaultThresholds,
 		ReadOnly:   true,
 		Workspace:  model.Workspace{Host: rest.Host()},
-		Idle:       []poller.IdleCloser{rest, tc},
+		Idle:       []sources.IdleCloser{rest, tc},
 	})
 	if err := eng.RunOnce(ctx); err != nil {
 		t.Fatalf("observe: %v", err)

@@ -112,7 +112,7 @@ func (w *scaleWorld) engineContender(t testing.TB, batch bool, warm, window time
 	defer rest.CloseIdleConnections()
 	defer tc.CloseIdleConnections()
 	o := poller.Options{Discoverer: rest, Status: realServerStatus{databricks.StatusWithFallback(tc, rest)}, ReadOnly: true,
-		Thresholds: model.DefaultThresholds, Idle: []poller.IdleCloser{rest, tc}}
+		Thresholds: model.DefaultThresholds, Idle: []sources.IdleCloser{rest, tc}}
 	name := "dbxtop"
 	if batch {
 		o.Batch = rest
@@ -174,6 +174,8 @@ func (w *scaleWorld) engineContender(t testing.TB, batch bool, warm, window time
 
 // fixedContender polls each operation of a sample every interval, as a
 // driver polls its own statement, for window.
+//
+//lint:ignore U1000 not called yet in main (issue 16's fixed-interval comparison); its author decides
 func (w *scaleWorld) fixedContender(t testing.TB, interval time.Duration, sample int, window time.Duration) scaleResult {
 	t.Helper()
 	ctx := context.Background()

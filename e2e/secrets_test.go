@@ -152,7 +152,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	t.Logf("searched %d outputs, %d bytes, for %d needles", len(outs.list), n, len(secretNeedles))
 }
 
-// secretsUnderFaults gives a simulator each fault kind of PRODUCT.md §7
+// secretsUnderFaults gives a simulator each fault kind of docs/simulator.md (Fault injection)
 // and runs a short snapshot against it, with a --log-file: retries,
 // give-ups and error bodies are where a careless error text would echo a
 // request header.

@@ -18,7 +18,8 @@ var hostRe = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 // adopted operation one last attempt and names, by id, what is left open.
 // `dbxtop demo` runs with every CloseOperation reset by the simulator; the
 // test executes `SELECT 1` on it as another client and leaves it open;
-// the operator adopts it (a, y): the close fails (CLOSE_FAILED, queued);
+// the operator adopts it (a, y): the close fails (CLOSE_FAILED, queued;
+// demo closes through the Statement Execution API, hence CloseStatement);
 // on q the last attempt fails too and stderr says which operation is
 // still open on the server.
 func TestDemoQuitNamesAdoptedStillOpen(t *testing.T) {
@@ -26,7 +27,7 @@ func TestDemoQuitNamesAdoptedStillOpen(t *testing.T) {
 	const token = "dapiADOPT0123456789abcdef"
 	home := t.TempDir()
 	s := startTmux(t, 140, 30, home, home, "demo", "--scenario", "quiet", "--token", token,
-		"--faults", "reset=1@CloseOperation", "--no-color", "--refresh", "500ms")
+		"--faults", "reset=1@CloseOperation,reset=1@CloseStatement", "--no-color", "--refresh", "500ms")
 	host := hostRe.FindString(s.waitScreen("the workspace URL", 20*time.Second, func(scr string) bool {
 		return hostRe.MatchString(scr)
 	}))

@@ -29,7 +29,7 @@ func BenchmarkNewSnapshot10k(b *testing.B) {
 	}
 }
 
-// BenchmarkSnapshotMarshal10k: encoding it to the §9 JSON.
+// BenchmarkSnapshotMarshal10k: encoding it to the snapshot JSON (docs/model.md).
 func BenchmarkSnapshotMarshal10k(b *testing.B) {
 	s := NewSnapshot(t0, Workspace{}, benchOps(10_000), nil, nil, DefaultThresholds)
 	b.ReportAllocs()

@@ -185,9 +185,9 @@ func EvaluateEndpoint(ep Endpoint, now time.Time) []Flag {
 		if usage >= capacityCritical {
 			sev = SeverityCritical
 		}
-		d := fmt.Sprintf("%.1f%% of the %s-row limit (%s rows)", usage*100, FormatCount(ep.RowLimit), FormatCount(ep.TotalRows()))
+		d := fmt.Sprintf("%.1f%% of the %s-row limit (%s rows)", usage*100, textfmt.Count(ep.RowLimit), textfmt.Count(ep.TotalRows()))
 		if eta := ep.TimeToFull(now); eta != nil {
-			d += fmt.Sprintf("; full in %s at %s rows/min", FormatDuration(*eta), FormatCount(int64(math.Round(ep.GrowthRate(now)))))
+			d += fmt.Sprintf("; full in %s at %s rows/min", textfmt.Duration(*eta), textfmt.Count(int64(math.Round(ep.GrowthRate(now)))))
 		}
 		if ep.RowLimitSource != LimitNone {
 			d += "; " + string(ep.RowLimitSource) + " limit"
@@ -202,7 +202,7 @@ func EvaluateEndpoint(ep Endpoint, now time.Time) []Flag {
 		case ep.Exhausted:
 			d = "server refused writes (RESOURCE_EXHAUSTED)"
 		default:
-			d = fmt.Sprintf("usage %.1f%% of the %s-row limit", usage*100, FormatCount(ep.RowLimit))
+			d = fmt.Sprintf("usage %.1f%% of the %s-row limit", usage*100, textfmt.Count(ep.RowLimit))
 		}
 		flags = append(flags, Flag{Kind: FlagExhausted, Severity: SeverityCritical, Detail: d})
 	}

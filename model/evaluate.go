@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // reapedMessage is the part of the server's inactivity-timeout error that
@@ -76,7 +78,7 @@ func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
 	return &d
 }
 
-// EvaluateOperation raises the flags of PRODUCT.md §4 for one operation
+// EvaluateOperation raises the flags of docs/model.md (Operation flags) for one operation
 // at instant now. It is pure: the same inputs always give the same flags,
 // in the fixed order INACTIVE, STALE, UNCLOSED, CLOSE_FAILED, REAPED.
 // Operations that vanished from every source (Gone) only keep REAPED, the
@@ -98,8 +100,13 @@ func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
 			f.Detail += unverified(op, now, th)
 			flags = append(flags, f)
 		}
+		// CLOSE_FAILED names who failed: dbxtop's own close, or the owning
+		// client's as the proxy saw it (dbxtop's, when both, is the one the
+		// operator can act on).
 		if op.Close.State == CloseFailed {
 			flags = append(flags, closeFailedFlag(op, now))
+		} else if op.Proxy != nil && op.Proxy.CloseOutcome == ProxyCloseFailed {
+			flags = append(flags, clientCloseFailedFlag(op.Proxy, now))
 		}
 	}
 	if op.State == StateFailed && strings.Contains(strings.ToLower(op.ServerError), reapedMessage) {
@@ -122,7 +129,7 @@ func inactiveFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 		return Flag{}, false
 	}
 	return Flag{Kind: FlagInactive, Severity: sev,
-		Detail: fmt.Sprintf("no client call for %s; %s", FormatDuration(*in), reaperText(*ReapedIn(op, now, th), th)) + unverified(op, now, th)}, true
+		Detail: fmt.Sprintf("no client call for %s; %s", textfmt.Duration(*in), reaperText(*ReapedIn(op, now, th), th)) + unverified(op, now, th)}, true
 }
 
 // unverified qualifies a flag derived from what the server last told
@@ -139,14 +146,14 @@ func unverified(op Operation, now time.Time, th Thresholds) string {
 	if age < th.InactivityWarn {
 		return ""
 	}
-	return fmt.Sprintf(" (as of dbxtop's last successful poll %s ago; unverified since)", FormatDuration(age))
+	return fmt.Sprintf(" (as of dbxtop's last successful poll %s ago; unverified since)", textfmt.Duration(age))
 }
 
 func reaperText(left time.Duration, th Thresholds) string {
 	if left <= 0 {
-		return fmt.Sprintf("server reaper due now (idle timeout %s)", FormatDuration(th.ServerIdleTimeout))
+		return fmt.Sprintf("server reaper due now (idle timeout %s)", textfmt.Duration(th.ServerIdleTimeout))
 	}
-	return "server reaps in " + FormatDuration(left)
+	return "server reaps in " + textfmt.Duration(left)
 }
 
 // staleFlag: a followed (shown, non-terminal) operation dbxtop could not
@@ -165,7 +172,7 @@ func staleFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 	if sev == SeverityNone {
 		return Flag{}, false
 	}
-	d := fmt.Sprintf(what, FormatDuration(silence))
+	d := fmt.Sprintf(what, textfmt.Duration(silence))
 	d += fmt.Sprintf(" (%d failed, %d retries; still polling)", op.Poll.Failed, op.Poll.Retries)
 	if op.LastError != nil {
 		d += "; last error: " + op.LastError.String()
@@ -190,16 +197,16 @@ func unclosedFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 		return Flag{}, false
 	}
 	return Flag{Kind: FlagUnclosed, Severity: sev,
-		Detail: fmt.Sprintf("%s %s ago and still open on the server", strings.ToLower(string(op.State)), FormatDuration(age))}, true
+		Detail: fmt.Sprintf("%s %s ago and still open on the server", strings.ToLower(string(op.State)), textfmt.Duration(age))}, true
 }
 
 func closeFailedFlag(op Operation, now time.Time) Flag {
-	d := fmt.Sprintf("close failed after %d attempt(s)", op.Close.Attempts)
+	d := fmt.Sprintf("dbxtop's close failed after %d attempt(s)", op.Close.Attempts)
 	if op.Close.LastError != nil {
 		d += ": " + op.Close.LastError.String()
 	}
 	if !op.Close.NextTry.IsZero() {
-		d += "; retry in " + FormatDuration(max(op.Close.NextTry.Sub(now), 0))
+		d += "; retry in " + textfmt.Duration(max(op.Close.NextTry.Sub(now), 0))
 	}
 	return Flag{Kind: FlagCloseFailed, Severity: SeverityCritical, Detail: d}
 }

@@ -279,21 +279,6 @@ func TestFlagOrderAndCombination(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	cases := map[time.Duration]string{
-		0: "0s", 499 * ms: "0s", 500 * ms: "1s", 45 * time.Second: "45s", 72 * time.Second: "1m12s",
-		time.Hour + 5*time.Minute: "1h05m", 27 * time.Hour: "1d03h", -90 * time.Second: "-1m30s",
-	}
-	for d, want := range cases {
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-	if got := FormatCount(-1234567); got != "-1,234,567" {
-		t.Errorf("FormatCount = %q", got)
-	}
-}
-
 func TestReapedInNilWhenGone(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	op := Operation{State: StateRunning, ClientActivityKnown: true, ClientLastActivity: now.Add(-10 * time.Second)}

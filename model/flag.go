@@ -2,7 +2,7 @@ package model
 
 import "time"
 
-// FlagKind names a problem dbxtop flags (PRODUCT.md §4).
+// FlagKind names a problem dbxtop flags (docs/model.md).
 type FlagKind string
 
 const (

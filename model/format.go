@@ -2,51 +2,9 @@ package model
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
-
-// FormatDuration renders a duration the way an operator reads it in a
-// table cell or flag detail: whole seconds, at most two units
-// ("45s", "1m12s", "2h05m", "3d04h"). Negative durations get a minus sign.
-func FormatDuration(d time.Duration) string {
-	if d < 0 {
-		return "-" + FormatDuration(-d)
-	}
-	s := int64((d + time.Second/2) / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
-	default:
-		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
-	}
-}
-
-// FormatCount renders a row count with thousands separators (1,234,567).
-func FormatCount(n int64) string {
-	neg := n < 0
-	u := uint64(n)
-	if neg {
-		u = uint64(-(n + 1)) + 1 // safe for math.MinInt64
-	}
-	digits := strconv.FormatUint(u, 10)
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
 
 // String is a one-line description of the error for details, logs and
 // the Events view: call, kind, code, status, message, request id,

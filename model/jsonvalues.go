@@ -13,7 +13,7 @@ import (
 // jsonNull is the literal encoding/json hands to UnmarshalJSON for null.
 var jsonNull = []byte("null")
 
-// jsonTime is a time in the §9 form: RFC 3339 in UTC with fractional
+// jsonTime is a time in the snapshot JSON form: RFC 3339 in UTC with fractional
 // seconds only when present, or null for the zero (unknown) time.
 type jsonTime struct{ time.Time }
 
@@ -137,7 +137,7 @@ func parseSeconds(s string) (time.Duration, error) {
 	return time.Duration(q.Int64()), nil
 }
 
-// errorInfoWire is ErrorInfo's §9 error object.
+// errorInfoWire is ErrorInfo's snapshot JSON error object.
 type errorInfoWire struct {
 	Kind       ErrorKind   `json:"kind"`
 	Call       string      `json:"call"`
@@ -151,7 +151,7 @@ type errorInfoWire struct {
 	Workspace  string      `json:"workspace,omitempty"`
 }
 
-// MarshalJSON encodes the §9 error object, with elapsed_s in seconds.
+// MarshalJSON encodes the snapshot JSON error object, with elapsed_s in seconds.
 func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(errorInfoWire{
 		Kind: e.Kind, Call: e.Call, ErrorCode: e.ErrorCode, HTTPStatus: e.HTTPStatus,
@@ -160,7 +160,7 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON decodes the §9 error object.
+// UnmarshalJSON decodes the snapshot JSON error object.
 func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
 	var w errorInfoWire
 	if err := json.Unmarshal(b, &w); err != nil {

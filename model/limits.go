@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // LimitSource says which rule produced an endpoint's row limit; it is the
@@ -185,13 +187,13 @@ func ResolveRowLimit(ep Endpoint) (int64, LimitSource, string) {
 	var cs []cand
 	if l := ep.Learned; l != nil && l.Rows > 0 {
 		cs = append(cs, cand{l.Rows, LimitLearned, fmt.Sprintf("limit learned %s from RESOURCE_EXHAUSTED at %s rows",
-			l.At.UTC().Format("2006-01-02 15:04 UTC"), FormatCount(l.Rows))})
+			l.At.UTC().Format("2006-01-02 15:04 UTC"), textfmt.Count(l.Rows))})
 	}
 	if ep.ConfigLimit > 0 {
-		cs = append(cs, cand{ep.ConfigLimit, LimitConfig, FormatCount(ep.ConfigLimit) + ": config file"})
+		cs = append(cs, cand{ep.ConfigLimit, LimitConfig, textfmt.Count(ep.ConfigLimit) + ": config file"})
 	}
 	if ep.TagLimit > 0 {
-		cs = append(cs, cand{ep.TagLimit, LimitTag, FormatCount(ep.TagLimit) + ": endpoint tag " + RowLimitTag})
+		cs = append(cs, cand{ep.TagLimit, LimitTag, textfmt.Count(ep.TagLimit) + ": endpoint tag " + RowLimitTag})
 	}
 	if pub > 0 {
 		cs = append(cs, cand{pub, LimitPublished, pubWhy})
@@ -202,7 +204,7 @@ func ResolveRowLimit(ep Endpoint) (int64, LimitSource, string) {
 	why := cs[0].why
 	if len(cs) > 1 {
 		next := cs[1]
-		desc := FormatCount(next.n)
+		desc := textfmt.Count(next.n)
 		if next.src == LimitPublished {
 			desc = "≈" + ApproxCount(next.n)
 		}
@@ -275,7 +277,7 @@ func ApproxCount(n int64) string {
 	case n >= 10_000:
 		f, unit = f/1e3, " k"
 	default:
-		return FormatCount(n)
+		return textfmt.Count(n)
 	}
 	return trimSig(f) + unit
 }

@@ -37,6 +37,8 @@ type Operation struct {
 	// is invalid); State is then the final state the evidence gave (query
 	// history, the Statement Execution API), UNKNOWN when nothing said.
 	Gone bool
+	// Proxy is what `dbxtop proxy` saw of it; nil when no proxy did.
+	Proxy *ProxyAccount
 	// Workspace names the watched workspace (its context) when several
 	// are watched; "" otherwise.
 	Workspace string
@@ -80,7 +82,7 @@ type CloseInfo struct {
 	NextTry   time.Time // zero when nothing is queued
 }
 
-// ErrorKind classifies an observed error (PRODUCT.md §9 error object).
+// ErrorKind classifies an observed error (the error object of docs/model.md, Snapshot JSON).
 type ErrorKind string
 
 const (

@@ -2,7 +2,7 @@ package model
 
 import "time"
 
-// SnapshotSchema is the schema tag of PRODUCT.md §9.
+// SnapshotSchema is the schema tag of docs/model.md.
 const SnapshotSchema = "dbxtop.snapshot/v1"
 
 // Workspace names what was observed.
@@ -12,8 +12,8 @@ type Workspace struct {
 }
 
 // Snapshot is a consistent view of everything observed at one instant:
-// what `snapshot --json`, export and `--watch` print (PRODUCT.md §9).
-// Build it with NewSnapshot; it encodes to (and decodes from) the §9 JSON.
+// what `snapshot --json`, export and `--watch` print (docs/model.md).
+// Build it with NewSnapshot; it encodes to (and decodes from) the snapshot JSON (docs/model.md).
 type Snapshot struct {
 	GeneratedAt time.Time
 	Workspace   Workspace
@@ -48,7 +48,7 @@ type EndpointView struct {
 	Flags           []Flag
 }
 
-// Summary counts what a snapshot holds (PRODUCT.md §9 "summary"). It is
+// Summary counts what a snapshot holds (docs/model.md "summary"). It is
 // always computed from the snapshot, never stored, so it cannot disagree
 // with the rows.
 type Summary struct {

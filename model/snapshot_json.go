@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// The wire structs below fix the §9 key order (encoding/json keeps struct
-// field order). Keys after the ones §9 lists are dbxtop's additions that
+// The wire structs below fix the snapshot JSON key order (encoding/json keeps struct
+// field order). Keys after the contract keys docs/model.md lists are dbxtop's additions that
 // make the encoding lossless (first_seen_at, samples, …).
 
 type snapshotWire struct {
@@ -44,7 +44,7 @@ type operationWire struct {
 	Close             closeWire   `json:"close"`
 	Flags             []Flag      `json:"flags"`
 	LastError         *ErrorInfo  `json:"last_error"`
-	// Additions beyond §9.
+	// Additions beyond the contract keys.
 	ServerError        string   `json:"server_error"`
 	FirstSeenAt        jsonTime `json:"first_seen_at"`
 	ClientLastActivity jsonTime `json:"client_last_activity"` // null: unknown
@@ -53,6 +53,8 @@ type operationWire struct {
 	StatusSource       string   `json:"status_source,omitempty"`
 	StatusNote         string   `json:"status_note,omitempty"`
 	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
+	// Proxy is what `dbxtop proxy` saw (docs/proxy.md); null when none.
+	Proxy *proxyWire `json:"proxy"`
 }
 
 type closeWire struct {
@@ -80,7 +82,7 @@ type endpointWire struct {
 	Flags           []Flag       `json:"flags"`
 	Indexes         []indexWire  `json:"indexes"`
 	RowLimitSource  *LimitSource `json:"row_limit_source"` // null when no rule applies
-	// Additions beyond §9 (docs/capacity.md).
+	// Additions beyond the contract keys (docs/capacity.md).
 	RowLimitWhy     string        `json:"row_limit_why"`
 	Learned         *LearnedLimit `json:"learned_limit"`
 	StateMessage    string        `json:"state_message"`
@@ -110,7 +112,7 @@ type sampleWire struct {
 	Rows int64    `json:"rows"`
 }
 
-// MarshalJSON encodes the snapshot exactly as PRODUCT.md §9 lists it, with
+// MarshalJSON encodes the snapshot exactly as docs/model.md lists it, with
 // the summary computed from the rows.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotWire{
@@ -133,7 +135,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON decodes §9 JSON. Unknown keys are ignored (newer minor
+// UnmarshalJSON decodes snapshot JSON. Unknown keys are ignored (newer minor
 // additions); the schema, states, severities and close states are checked.
 // The summary is not read: it is recomputed from the rows.
 func (s *Snapshot) UnmarshalJSON(b []byte) error {
@@ -206,6 +208,7 @@ func (v OperationView) wire() operationWire {
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
 		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
+		Proxy: v.Proxy.wire(),
 	}
 }
 
@@ -237,6 +240,7 @@ func (w operationWire) view() (OperationView, error) {
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
 			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
+			Proxy: w.Proxy.account(),
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),

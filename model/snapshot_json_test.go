@@ -120,7 +120,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
-// The top-level and per-row keys come in the §9 order.
+// The top-level and per-row keys come in the order docs/model.md documents.
 func TestSnapshotKeyOrder(t *testing.T) {
 	b, err := json.Marshal(representative())
 	if err != nil {

@@ -102,7 +102,7 @@ var stateOrder = map[State]int{
 	StateUnknown:  6,
 }
 
-// ParseState accepts one of the normalised state names of PRODUCT.md §9
+// ParseState accepts one of the normalised state names of docs/model.md (States)
 // (exactly, upper case) and reports whether it is one.
 func ParseState(v string) (State, bool) {
 	s := State(v)

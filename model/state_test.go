@@ -101,6 +101,6 @@ func TestStatePredicates(t *testing.T) {
 		}
 	}
 	if _, ok := ParseState("running"); ok {
-		t.Error("ParseState accepts lower case; §9 names are upper case")
+		t.Error("ParseState accepts lower case; snapshot JSON state names are upper case")
 	}
 }

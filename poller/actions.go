@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Close-queue backoff: 2 s doubling to 60 s, with equal jitter.
@@ -53,7 +54,7 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 	now := e.clk.Now()
 	op := &en.op
 	op.Adopted = true
-	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
+	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open) || op.Gone
 	if op.State.Terminal() && !closed && !en.queued && op.Close.State != model.CloseClosed {
 		e.enqueueClose(en, now, "adopted operation is already "+string(op.State))
@@ -79,7 +80,7 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 		en.op.Close.State = model.ClosePending
 	}
 	_, closeCall := e.actionCalls(en.ref)
-	e.emit(Event{At: now, Kind: EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
+	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
 	return e.closeAttempt(ctx, en)
 }
@@ -106,7 +107,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	case err == nil:
 		e.finishClose(en, now, "closed")
 		return nil
-	case errors.Is(err, sources.ErrHandleGone):
+	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		e.finishClose(en, now, "the server no longer has the handle")
 		return nil
 	case ctx.Err() != nil && !en.queued:
@@ -124,8 +125,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		en.queued = true
 		e.closeQ[en.op.StatementID] = en
 	}
-	e.emit(Event{At: now, Kind: EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
-		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, fmtElapsed(wait)),
+	e.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
+		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, textfmt.Elapsed(wait)),
 		RequestID: info.RequestID, Err: info})
 	e.signal()
 	return err
@@ -136,7 +137,7 @@ func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
 	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
 	en.queued = true
 	e.closeQ[en.op.StatementID] = en
-	e.emit(Event{At: now, Kind: EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
+	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
 	e.signal()
 }
 
@@ -151,7 +152,7 @@ func (e *Engine) finishClose(en *entry, now time.Time, how string) {
 		en.queued = false
 		delete(e.closeQ, en.op.StatementID)
 	}
-	e.emit(Event{At: now, Kind: EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
+	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
 	e.retire(en, now)
 }
 
@@ -166,7 +167,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	}
 	ref := en.ref
 	cancelCall, _ := e.actionCalls(ref)
-	e.emit(Event{At: e.clk.Now(), Kind: EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
+	e.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
 	e.mu.Unlock()
 	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
@@ -174,7 +175,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	ev := Event{At: now, Kind: EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
+	ev := model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
 	if err != nil {
 		info := ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
@@ -205,7 +206,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 		}
 		e.mu.Lock()
 		en.op.Close.Attempts++
-		if err == nil || errors.Is(err, sources.ErrHandleGone) {
+		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)

@@ -3,25 +3,23 @@ package poller
 import (
 	"math/rand/v2"
 	"time"
-
-	"github.com/cenkalti/backoff/v5"
 )
 
-// ceilings returns the un-jittered backoff ceilings base, base·2, … capped
-// at max. backoff/v5's ExponentialBackOff computes the sequence (with its
-// overflow guard); its own randomisation is symmetric around the ceiling
-// and would exceed the cap, so we jitter by hand (equalJitter).
+// ceiling returns the un-jittered backoff ceiling before the given retry
+// (1-based): base, base·2, … capped at max. Doubling stops once the next
+// step would pass max, so the product never overflows. The jitter is
+// applied separately (equalJitter) because the cap must stay a true
+// ceiling, which a symmetric randomisation around it would break.
 func ceiling(base, max time.Duration, retry int) time.Duration {
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     base,
-		RandomizationFactor: 0,
-		Multiplier:          2,
-		MaxInterval:         max,
+	if retry <= 0 {
+		return 0
 	}
-	b.Reset()
-	var c time.Duration
-	for i := 0; i < retry; i++ {
-		c = b.NextBackOff()
+	c := base
+	for i := 1; i < retry; i++ {
+		if c >= max/2 {
+			return max
+		}
+		c *= 2
 	}
 	return c
 }

@@ -51,7 +51,7 @@ func (e *Engine) confirmGrace() time.Duration { return 3 * e.o.BatchEvery }
 func (e *Engine) batchMode() bool { return e.o.Batch != nil }
 
 // startBatch begins one round (called with e.mu held): with a
-// LiveLister, the listing first (a goroutine pages through it, one
+// sources.LiveLister, the listing first (a goroutine pages through it, one
 // request per page), then id lookups of the live operations it did not
 // show; without one, id lookups of every live operation. The loop
 // dispatches id lookups like polls, within the same in-flight bound.
@@ -59,7 +59,7 @@ func (e *Engine) startBatch(spawn func(func(context.Context))) {
 	if e.liveN == 0 {
 		return // nothing to confirm: no request
 	}
-	if ll, ok := e.o.Batch.(LiveLister); ok {
+	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
 		e.batchPending = 1
 		spawn(func(ctx context.Context) { e.listRound(ctx, ll) })
 		return
@@ -75,7 +75,7 @@ func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
 
 // listRound pages through the live listing, confirms what it lists and
 // queues id lookups for the rest.
-func (e *Engine) listRound(ctx context.Context, ll LiveLister) {
+func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	listed := map[string]bool{}
 	e.mu.Lock()
 	pages := e.maxListPages(len(e.ops))
@@ -155,7 +155,7 @@ func (e *Engine) runBatch(ctx context.Context, par int) {
 	if live == 0 {
 		return // nothing to confirm: no request
 	}
-	if ll, ok := e.o.Batch.(LiveLister); ok {
+	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
 		e.mu.Lock()
 		e.batchPending = 1
 		e.mu.Unlock()
@@ -299,7 +299,7 @@ func (e *Engine) demand() float64 {
 	if e.batchMode() {
 		live := e.liveN
 		limit := max(1, e.o.Batch.BatchLimit())
-		if _, ok := e.o.Batch.(LiveLister); ok {
+		if _, ok := e.o.Batch.(sources.LiveLister); ok {
 			limit = 999 // pages of the listing; id lookups only for what it missed
 		}
 		d += math.Ceil(float64(live)/float64(limit)) / e.o.BatchEvery.Seconds()

@@ -41,7 +41,7 @@ func (w *memWorkspace) set(id string, st model.State) {
 	w.state[id], w.history[id], w.open[id] = st, st, true
 }
 
-func (w *memWorkspace) Discover(context.Context, sources.Retry) ([]Discovered, error) {
+func (w *memWorkspace) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.discovers++
@@ -49,10 +49,10 @@ func (w *memWorkspace) Discover(context.Context, sources.Retry) ([]Discovered, e
 		w.throttle--
 		return nil, &sources.HTTPError{Call: "ListQueries", StatusCode: http.StatusTooManyRequests, ErrorCode: "REQUEST_LIMIT_EXCEEDED"}
 	}
-	var out []Discovered
+	var out []sources.Discovered
 	for id, st := range w.history {
 		if !w.hidden[id] {
-			out = append(out, Discovered{Op: model.Operation{StatementID: id, State: st}, Ref: sources.Ref{StatementID: id}})
+			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st}, Ref: sources.Ref{StatementID: id}})
 		}
 	}
 	return out, nil
@@ -158,7 +158,7 @@ func TestBatchAppliesChangesAndIgnoresLag(t *testing.T) {
 	}
 	found := false
 	for _, ev := range h.drain() {
-		found = found || (ev.Kind == EventStateChange && ev.StatementID == opID(1))
+		found = found || (ev.Kind == model.EventStateChange && ev.StatementID == opID(1))
 	}
 	if !found {
 		t.Error("no state event for the change read in a batch")

@@ -22,11 +22,11 @@ type realisticSource struct {
 	start time.Time
 }
 
-func (s *realisticSource) Discover(context.Context, sources.Retry) ([]Discovered, error) {
-	ds := make([]Discovered, s.n)
+func (s *realisticSource) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	ds := make([]sources.Discovered, s.n)
 	for i := range ds {
 		id := fmt.Sprintf("01f0c2a4-%04x-4%03x-8000-%012x", i>>16&0xffff, i&0xfff, i)
-		ds[i] = Discovered{
+		ds[i] = sources.Discovered{
 			Op: model.Operation{
 				StatementID:       id,
 				WarehouseID:       "4b9f2c1d7e3a5b60",

@@ -10,20 +10,22 @@ import (
 )
 
 // memSource answers in-process (no network), to measure the engine alone.
-type memSource struct{ ds []Discovered }
+type memSource struct{ ds []sources.Discovered }
 
 func newMemSource(n int) *memSource {
-	m := &memSource{ds: make([]Discovered, n)}
+	m := &memSource{ds: make([]sources.Discovered, n)}
 	start := newFakeClock().Now().Add(-time.Hour)
 	for i := range m.ds {
 		id := opID(i)
-		m.ds[i] = Discovered{Op: model.Operation{StatementID: id, WarehouseID: "wh1", State: model.StateRunning, StartedAt: start},
+		m.ds[i] = sources.Discovered{Op: model.Operation{StatementID: id, WarehouseID: "wh1", State: model.StateRunning, StartedAt: start},
 			Ref: sources.Ref{StatementID: id, WarehouseID: "wh1"}}
 	}
 	return m
 }
 
-func (m *memSource) Discover(context.Context, sources.Retry) ([]Discovered, error) { return m.ds, nil }
+func (m *memSource) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	return m.ds, nil
+}
 
 func (m *memSource) Status(context.Context, sources.Ref) (sources.Status, error) {
 	open := true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // LearnedLimits keeps the row limits learned from RESOURCE_EXHAUSTED per
@@ -105,7 +106,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		*ep = ep.WithRowLimit()
 		if !known || old.Exhausted != ep.Exhausted {
 			msg := fmt.Sprintf("%s: %d rows", ep.Name, rows)
-			ev := Event{At: now, Kind: EventCapacity, Endpoint: ep.Name, Message: msg}
+			ev := model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: msg}
 			if ep.Exhausted {
 				ev.Message += "; EXHAUSTED"
 				if ep.LastError != nil {
@@ -134,15 +135,21 @@ func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
 	}
 	l, out := model.UpdateLearned(prev, rows, ep.Exhausted, rid, now)
 	ep.Learned = l
+	var serr error
 	switch out {
 	case model.LearnNew:
-		_ = store.SetLearned(ep.Name, l)
-		e.emit(Event{At: now, Kind: EventCapacity, Endpoint: ep.Name, RequestID: rid,
-			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, model.FormatCount(rows))})
+		serr = store.SetLearned(ep.Name, l)
+		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, RequestID: rid,
+			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, textfmt.Count(rows))})
 	case model.LearnForget:
-		_ = store.SetLearned(ep.Name, nil)
-		e.emit(Event{At: now, Kind: EventCapacity, Endpoint: ep.Name,
+		serr = store.SetLearned(ep.Name, nil)
+		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
 			Message: fmt.Sprintf("%s: holds %s rows, above the learned limit of %s: the limit is learned again at the next refusal",
-				ep.Name, model.FormatCount(rows), model.FormatCount(prev.Rows))})
+				ep.Name, textfmt.Count(rows), textfmt.Count(prev.Rows))})
+	}
+	if serr != nil {
+		// The limit is in effect; only its persistence failed.
+		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
+			Message: fmt.Sprintf("%s: learned limit kept in memory only (state file: %v)", ep.Name, serr)})
 	}
 }

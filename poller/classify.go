@@ -58,7 +58,7 @@ var permanentCodes = map[string]string{
 }
 
 // Classify decides, for one call and the error of one attempt, whether to
-// retry (PRODUCT.md §5). It only looks at the error: the policy adds the
+// retry (docs/retry-policy.md §1). It only looks at the error: the policy adds the
 // bounds (attempts, elapsed, budget, Retry-After cap).
 func Classify(call Call, err error) Decision {
 	if err == nil {

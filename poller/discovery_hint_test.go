@@ -3,6 +3,8 @@ package poller
 import (
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // When discovery (query history) already reports an operation ended, the
@@ -37,7 +39,7 @@ func TestEngineDiscoveryHintBringsPollForward(t *testing.T) {
 		}
 		h.run(20*time.Millisecond, 20*time.Millisecond)
 		for _, ev := range h.drain() {
-			if at, ok := changed[ev.StatementID]; ok && ev.Kind == EventStateChange {
+			if at, ok := changed[ev.StatementID]; ok && ev.Kind == model.EventStateChange {
 				seen++
 				worst = max(worst, ev.At.Sub(at))
 			}

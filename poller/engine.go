@@ -35,17 +35,17 @@ var ErrReadOnly = errors.New("read-only mode: dbxtop refuses to change anything 
 // not follow.
 var ErrUnknownOperation = errors.New("dbxtop does not follow this operation")
 
-// ErrNoActions is returned when no ActionSource was configured.
+// ErrNoActions is returned when no sources.ActionSource was configured.
 var ErrNoActions = errors.New("this workspace source cannot cancel or close operations")
 
 // Options configures an Engine; see the field comments for defaults.
 type Options struct {
-	Discoverer Discoverer     // required
-	Status     StatusSource   // required
-	Actions    ActionSource   // nil → every action refused with ErrNoActions
-	Capacity   CapacitySource // nil → no endpoints
-	Settle     Settler        // final state of a gone operation; nil → UNKNOWN unless already final
-	Probe      bool           // --capacity-probe: one empty upsert per endpoint per refresh
+	Discoverer sources.Discoverer     // required
+	Status     sources.StatusSource   // required
+	Actions    sources.ActionSource   // nil → every action refused with ErrNoActions
+	Capacity   sources.CapacitySource // nil → no endpoints
+	Settle     Settler                // final state of a gone operation; nil → UNKNOWN unless already final
+	Probe      bool                   // --capacity-probe: one empty upsert per endpoint per refresh
 	// RowLimits are the config file's per-endpoint row limits (by name).
 	RowLimits map[string]int64
 	// Learned keeps the limits learned from RESOURCE_EXHAUSTED (capstore);
@@ -62,13 +62,13 @@ type Options struct {
 	// Batch, when set, confirms live operations in batches (query history
 	// by statement ids) every BatchEvery (0 → 1 s); per-operation polls
 	// are then kept for what only they tell (batch.go). Discovery listings
-	// count as confirmations too: with Batch set, the Discoverer is
+	// count as confirmations too: with Batch set, the sources.Discoverer is
 	// assumed to read the same query history.
-	Batch      BatchStatusSource
+	Batch      sources.BatchStatusSource
 	BatchEvery time.Duration
 	Clock      Clock
-	Policy     PolicyOptions // zero value = documented defaults
-	Idle       []IdleCloser  // transports to drop idle connections of on transport errors
+	Policy     PolicyOptions        // zero value = documented defaults
+	Idle       []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf       func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → 1h.
@@ -121,7 +121,7 @@ type Engine struct {
 	clk Clock
 	pol *Policy
 
-	events  chan Event
+	events  chan model.Event
 	emitMu  sync.Mutex
 	dropped atomic.Int64
 
@@ -188,7 +188,7 @@ func NewEngine(o Options) *Engine {
 	e := &Engine{
 		o:          o,
 		clk:        clockOr(o.Clock),
-		events:     make(chan Event, 4096),
+		events:     make(chan model.Event, 4096),
 		ops:        map[string]*entry{},
 		wsErrs:     map[string]model.ErrorInfo{},
 		flags:      map[string]map[model.FlagKind]model.Severity{},
@@ -201,7 +201,7 @@ func NewEngine(o Options) *Engine {
 	if po.Clock == nil {
 		po.Clock = e.clk
 	}
-	po.Idle = append(append([]IdleCloser(nil), po.Idle...), o.Idle...)
+	po.Idle = append(append([]sources.IdleCloser(nil), po.Idle...), o.Idle...)
 	userObs := po.Observe
 	po.Observe = func(r Report) {
 		e.observe(r)
@@ -215,7 +215,7 @@ func NewEngine(o Options) *Engine {
 
 // Events is the engine's event stream. It is buffered and the engine never
 // blocks on it: when full, the oldest event is dropped and counted.
-func (e *Engine) Events() <-chan Event { return e.events }
+func (e *Engine) Events() <-chan model.Event { return e.events }
 
 // ReadOnly reports whether mutating actions are refused.
 func (e *Engine) ReadOnly() bool { return e.o.ReadOnly }
@@ -342,11 +342,13 @@ func (e *Engine) notifyHook() {
 func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Lock()
 	e.discovering = true
+	// The round starts before discovery: a state that discovery's listing
+	// confirms (batch mode) is read in this round.
+	e.round++
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
 	e.mu.Lock()
-	e.round++
 	// What this round must read: every operation scheduled for polls.
 	want := slices.Clone(e.heap)
 	e.mu.Unlock()
@@ -453,7 +455,7 @@ func (e *Engine) recordWSError(call string, err error) {
 // merge adds newly discovered operations and refreshes descriptive fields
 // of known ones. An operation missing from discovery is not dropped: it is
 // followed until it is closed or gone, then retained for a while.
-func (e *Engine) merge(ds []Discovered, now time.Time) {
+func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 	e.gen++
 	var added []*entry
 	for _, d := range ds {
@@ -497,7 +499,7 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 				en.next = now
 				e.heap.push(en)
 			}
-			e.emit(Event{At: now, Kind: EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
+			e.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
 		} else {
 			o := &en.op
 			setIf(&o.WarehouseID, d.Op.WarehouseID)
@@ -509,6 +511,14 @@ func (e *Engine) merge(ds []Discovered, now time.Time) {
 			}
 			if len(d.Ref.Secret) > 0 {
 				en.ref.Secret = d.Ref.Secret
+			}
+			if d.Op.Proxy != nil {
+				// What a proxy saw on the wire (proxy.Merge): its account,
+				// and the owning client's last call, which no server tells.
+				o.Proxy = d.Op.Proxy
+				if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
+					o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
+				}
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.

@@ -41,7 +41,7 @@ func TestEngineStateChangeDetectionP95(t *testing.T) {
 			}
 			h.run(20*time.Millisecond, 20*time.Millisecond)
 			for _, ev := range h.drain() {
-				if at, ok := changed[ev.StatementID]; ok && ev.Kind == EventStateChange && !seen[ev.StatementID] {
+				if at, ok := changed[ev.StatementID]; ok && ev.Kind == model.EventStateChange && !seen[ev.StatementID] {
 					seen[ev.StatementID] = true
 					delays = append(delays, ev.At.Sub(at))
 				}
@@ -90,10 +90,10 @@ func TestEngineGoneRetainedThenForgotten(t *testing.T) {
 	}
 	var gone int
 	for _, ev := range h.drain() {
-		if ev.Kind == EventGone {
+		if ev.Kind == model.EventGone {
 			gone++
 		}
-		if ev.Kind == EventGiveUp {
+		if ev.Kind == model.EventGiveUp {
 			t.Errorf("a gone operation is an answer, not a give-up: %+v", ev)
 		}
 	}
@@ -170,7 +170,7 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 	h.run(20*time.Second, 100*time.Millisecond)
 	var capEv, learnEv, giveUps int
 	for _, ev := range h.drain() {
-		if ev.Kind == EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
+		if ev.Kind == model.EventCapacity && ev.Endpoint == "vs-1" && ev.RequestID == "req-full" {
 			if strings.Contains(ev.Message, "EXHAUSTED: endpoint vs-1 is full") {
 				capEv++
 			}
@@ -178,7 +178,7 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 				learnEv++
 			}
 		}
-		if ev.Kind == EventGiveUp && ev.Endpoint == "vs-1" {
+		if ev.Kind == model.EventGiveUp && ev.Endpoint == "vs-1" {
 			giveUps++
 		}
 	}
@@ -263,7 +263,7 @@ func TestEngineDiscoveryErrorIsReported(t *testing.T) {
 	}
 	var giveUp bool
 	for _, ev := range h.drain() {
-		giveUp = giveUp || (ev.Kind == EventGiveUp && ev.Call == "ListQueries" && ev.RequestID == "req-403")
+		giveUp = giveUp || (ev.Kind == model.EventGiveUp && ev.Call == "ListQueries" && ev.RequestID == "req-403")
 	}
 	if !giveUp {
 		t.Fatal("no give-up event")

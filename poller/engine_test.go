@@ -158,9 +158,9 @@ func TestEngineOutageStaleThenRecovery(t *testing.T) {
 	for _, ev := range h.drain() {
 		if ev.Flag != nil && ev.Flag.Kind == model.FlagStale {
 			switch ev.Kind {
-			case EventFlagRaised:
+			case model.EventFlagRaised:
 				raised++
-			case EventFlagCleared:
+			case model.EventFlagCleared:
 				cleared++
 			}
 		}
@@ -317,7 +317,7 @@ func TestEngineCloseQueueUntilHandleGone(t *testing.T) {
 	}
 	var failedEvents int
 	for _, ev := range h.drain() {
-		if ev.Kind == EventCloseFailed {
+		if ev.Kind == model.EventCloseFailed {
 			failedEvents++
 			if ev.RequestID != "req-close-1" || ev.Err == nil {
 				t.Errorf("close-failed event without request id: %+v", ev)
@@ -417,7 +417,7 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 func TestEventsNeverBlockDropOldest(t *testing.T) {
 	e := NewEngine(Options{})
 	for i := range cap(e.events) + 10 {
-		e.emit(Event{Message: fmt.Sprint(i)})
+		e.emit(model.Event{Message: fmt.Sprint(i)})
 	}
 	if e.Health().EventsDropped != 10 {
 		t.Fatalf("dropped %d", e.Health().EventsDropped)

@@ -25,7 +25,7 @@ type Member struct {
 type Fleet struct {
 	members []Member
 	window  time.Duration
-	events  chan Event
+	events  chan model.Event
 	emitMu  sync.Mutex
 	dropped atomic.Int64
 }
@@ -36,7 +36,7 @@ func NewFleet(window time.Duration, members ...Member) *Fleet {
 	if window <= 0 {
 		window = time.Hour
 	}
-	return &Fleet{members: members, window: window, events: make(chan Event, 4096)}
+	return &Fleet{members: members, window: window, events: make(chan model.Event, 4096)}
 }
 
 // Members lists the fleet's workspaces in the order given.
@@ -82,7 +82,7 @@ func (f *Fleet) forward(ctx context.Context, m Member) {
 
 // Events is the members' events in arrival order (buffered; the oldest
 // are dropped and counted when nobody reads).
-func (f *Fleet) Events() <-chan Event { return f.events }
+func (f *Fleet) Events() <-chan model.Event { return f.events }
 
 // Snapshots are the members' own snapshots, each with whether its last
 // discovery round succeeded (Up; false before the first).
@@ -107,11 +107,13 @@ func (f *Fleet) Snapshot() model.Snapshot {
 }
 
 // Health sums the members' health; the budget is the sum of their
-// budgets and LastError the last error of the first member that has one.
+// budgets, LastError the last error of the first member that has one, and
+// DiscoveryUp holds when every member is observed.
 func (f *Fleet) Health() Health {
-	var h Health
+	h := Health{DiscoveryUp: len(f.members) > 0}
 	for _, m := range f.members {
 		mh := m.Engine.Health()
+		h.DiscoveryUp = h.DiscoveryUp && mh.DiscoveryUp
 		h.Followed += mh.Followed
 		h.InFlight += mh.InFlight
 		h.BudgetAvailable += mh.BudgetAvailable

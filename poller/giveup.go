@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // GiveUpError is what a call returns when the policy stops: which call,
@@ -42,7 +43,7 @@ func (e *GiveUpError) Error() string {
 	case e.Permanent:
 		verb = "permanent"
 	}
-	s := fmt.Sprintf("%s: %s after %d attempt%s in %s", head, verb, e.Attempts, plural(e.Attempts), fmtElapsed(e.Elapsed))
+	s := fmt.Sprintf("%s: %s after %d attempt%s in %s", head, verb, e.Attempts, plural(e.Attempts), textfmt.Elapsed(e.Elapsed))
 	if e.Reason != "" && !e.Permanent {
 		s += " (" + e.Reason + ")"
 	}
@@ -54,13 +55,6 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-func fmtElapsed(d time.Duration) string {
-	if d >= time.Second {
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Millisecond).String()
 }
 
 // describe renders a cause without repeating the call name.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // harness runs an engine on a fake clock and moves time in steps, waiting
@@ -97,8 +98,8 @@ func hasFlag(v model.OperationView, k model.FlagKind) bool {
 }
 
 // drain returns the events published so far.
-func (h *harness) drain() []Event {
-	var out []Event
+func (h *harness) drain() []model.Event {
+	var out []model.Event
 	for {
 		select {
 		case ev := <-h.e.Events():
@@ -110,6 +111,6 @@ func (h *harness) drain() []Event {
 }
 
 func sourceOptions(src *httpSource) Options {
-	return Options{Discoverer: src, Status: src, Actions: src, Idle: []IdleCloser{src},
+	return Options{Discoverer: src, Status: src, Actions: src, Idle: []sources.IdleCloser{src},
 		Thresholds: model.Thresholds{InactivityWarn: 5 * time.Second, ServerIdleTimeout: 60 * time.Second, LeakAfter: time.Minute}}
 }

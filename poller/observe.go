@@ -13,7 +13,7 @@ import (
 
 // emit publishes ev without ever blocking: when the buffer is full the
 // oldest event is dropped (and counted) to make room.
-func (e *Engine) emit(ev Event) {
+func (e *Engine) emit(ev model.Event) {
 	e.emitMu.Lock()
 	defer e.emitMu.Unlock()
 	sendDropOldest(e.events, ev, &e.dropped)
@@ -22,7 +22,7 @@ func (e *Engine) emit(ev Event) {
 // sendDropOldest puts ev on ch without blocking, dropping (and counting)
 // the oldest buffered event when ch is full: a slow reader loses old news,
 // never stalls a poller. Callers serialise their sends.
-func sendDropOldest(ch chan Event, ev Event, dropped *atomic.Int64) {
+func sendDropOldest(ch chan model.Event, ev model.Event, dropped *atomic.Int64) {
 	for {
 		select {
 		case ch <- ev:
@@ -50,7 +50,7 @@ func (e *Engine) observe(r Report) {
 		en.op.Poll.Retries++
 	}
 	e.mu.Unlock()
-	ev := Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
+	ev := model.Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
 	if en == nil {
 		ev.StatementID = ""
 		if r.Call.Name == CallProbe {
@@ -69,11 +69,11 @@ func (e *Engine) observe(r Report) {
 			// the capacity round reports it once, when it changes.
 			return
 		}
-		ev.Kind, ev.Message = EventGiveUp, r.GaveUp.Error()
+		ev.Kind, ev.Message = model.EventGiveUp, r.GaveUp.Error()
 		e.logf("%s", ev.Message)
 	} else {
-		ev.Kind = EventRetry
-		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, fmtElapsed(r.Wait), describe(r.Err))
+		ev.Kind = model.EventRetry
+		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), describe(r.Err))
 		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
 	}
 	e.emit(ev)
@@ -143,14 +143,14 @@ func (e *Engine) evalFlags() {
 			if prev[f.Kind] != f.Severity {
 				f := f
 				f.Detail = textfmt.Line(f.Detail)
-				e.emit(Event{At: now, Kind: EventFlagRaised, StatementID: opID, Endpoint: endpoint, Flag: &f,
+				e.emit(model.Event{At: now, Kind: model.EventFlagRaised, StatementID: opID, Endpoint: endpoint, Flag: &f,
 					Message: fmt.Sprintf("%s %s: %s", f.Kind, f.Severity, f.Detail)})
 			}
 		}
 		for k, sev := range prev {
 			if _, ok := cur[k]; !ok {
 				f := model.Flag{Kind: k, Severity: sev}
-				e.emit(Event{At: now, Kind: EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
+				e.emit(model.Event{At: now, Kind: model.EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
 					Message: fmt.Sprintf("%s cleared", k)})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Limit bounds one call: attempts (the first one included) and the total
@@ -43,7 +44,7 @@ type PolicyOptions struct {
 	Clock Clock
 	// Idle transports whose idle connections are dropped before a retry
 	// that follows a transport error.
-	Idle []IdleCloser
+	Idle []sources.IdleCloser
 	// Observe, if set, is told of every retry and give-up. It must not block.
 	Observe func(Report)
 	// Done, if set, is told of every call's end: its attempts and its
@@ -129,7 +130,7 @@ type Policy struct {
 	budget *budget
 
 	mu   sync.Mutex
-	idle []IdleCloser
+	idle []sources.IdleCloser
 
 	retries, giveUps atomic.Int64
 	// Backoff waits in progress and when each ends (tests settle on it).
@@ -208,7 +209,7 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 		// poll forever.
 		actx, cancel := context.WithTimeout(ctx, lim.Attempt)
 		if fresh {
-			actx = context.WithValue(actx, freshKey{}, true)
+			actx = sources.WithFreshConn(actx)
 		}
 		err := fn(actx)
 		attemptTimedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
@@ -245,7 +246,7 @@ func (p *Policy) do(ctx context.Context, call Call, fn func(ctx context.Context)
 			wait = d.Wait
 		}
 		if elapsed+wait > lim.Elapsed {
-			d.Reason = fmt.Sprintf("next retry in %s would pass the %s elapsed limit", fmtElapsed(wait), lim.Elapsed)
+			d.Reason = fmt.Sprintf("next retry in %s would pass the %s elapsed limit", textfmt.Elapsed(wait), lim.Elapsed)
 			return attempt, p.giveUp(call, attempt, elapsed, d, err, false)
 		}
 		cost, ok := p.budget.take(d.Timeout)
@@ -350,16 +351,4 @@ func (p *Policy) sleepingUntil(t time.Time) (n int, allAfter bool) {
 		}
 	}
 	return len(p.sleepers), allAfter
-}
-
-type freshKey struct{}
-
-// FreshConnRequested reports that this attempt retries a transport error:
-// a source should send it on a new connection (for example through a
-// client whose transport has DisableKeepAlives set), because any pooled
-// connection may be as stale as the one that just failed. Dropping idle
-// connections alone races with other calls returning theirs to the pool.
-func FreshConnRequested(ctx context.Context) bool {
-	v, _ := ctx.Value(freshKey{}).(bool)
-	return v
 }

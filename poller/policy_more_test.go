@@ -32,7 +32,7 @@ func TestFreshConnRequestedOnlyAfterTransportErrors(t *testing.T) {
 	var asked []bool
 	_, err := Do(context.Background(), NewPolicy(PolicyOptions{Clock: newAutoClock()}), Call{Name: CallStatus, Safe: true, OpID: "a"},
 		func(ctx context.Context) (sources.Status, error) {
-			asked = append(asked, FreshConnRequested(ctx))
+			asked = append(asked, sources.FreshConnRequested(ctx))
 			return src.Status(ctx, sources.Ref{StatementID: "a"})
 		})
 	if err != nil || fmt.Sprint(asked) != "[false false true]" {
@@ -106,8 +106,8 @@ type unknownOpenSource struct {
 	n  int
 }
 
-func (u *unknownOpenSource) Discover(context.Context, sources.Retry) ([]Discovered, error) {
-	return []Discovered{{Op: model.Operation{StatementID: "fin", State: model.StateFinished}}}, nil
+func (u *unknownOpenSource) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	return []sources.Discovered{{Op: model.Operation{StatementID: "fin", State: model.StateFinished}}}, nil
 }
 
 func (u *unknownOpenSource) Status(context.Context, sources.Ref) (sources.Status, error) {

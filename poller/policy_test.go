@@ -107,7 +107,7 @@ func TestRetryUsesFreshConnection(t *testing.T) {
 			s.setFault(func(r request) fault { return fault{reset: r.NthOn >= 2} })
 			o := PolicyOptions{Clock: newAutoClock()}
 			if dropIdle {
-				o.Idle = []IdleCloser{src}
+				o.Idle = []sources.IdleCloser{src}
 			}
 			p := NewPolicy(o)
 			err := statusVia(p, src, "a")
@@ -141,7 +141,7 @@ func TestStaleKeepAliveRetried(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	p := NewPolicy(PolicyOptions{Clock: clk, Idle: []IdleCloser{src}})
+	p := NewPolicy(PolicyOptions{Clock: clk, Idle: []sources.IdleCloser{src}})
 	if err := statusVia(p, src, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestBudgetExhausted(t *testing.T) {
 	s.setFault(func(request) fault { return fault{reset: true} })
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
-	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), BudgetCapacity: 12, RetryCost: 5, Idle: []IdleCloser{src}})
+	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), BudgetCapacity: 12, RetryCost: 5, Idle: []sources.IdleCloser{src}})
 	_ = statusVia(p, src, "a") // 3 attempts: 2 retries pay 10
 	err := statusVia(p, src, "b")
 	if n, _ := s.count("/status"); n != 4 {
@@ -309,7 +309,7 @@ func TestAttemptTimeoutIsATransportTimeout(t *testing.T) {
 	s.setFault(func(r request) fault { return fault{hang: len(s.reqs) == 1} })
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
-	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), AttemptTimeout: 30 * time.Millisecond, Idle: []IdleCloser{src}})
+	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), AttemptTimeout: 30 * time.Millisecond, Idle: []sources.IdleCloser{src}})
 	if err := statusVia(p, src, "a"); err != nil {
 		t.Fatalf("hung attempt not retried: %v", err)
 	}

@@ -54,7 +54,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	}
 	op := &en.op
 	switch {
-	case errors.Is(err, sources.ErrHandleGone):
+	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		// The server answered: it no longer has the operation. That is
 		// news about the operation, not a failure of dbxtop's polling.
 		e.markGone(en, now, settled, settleErr)
@@ -105,6 +105,9 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		v := *st.Open
 		op.Open = &v
 	}
+	if st.Proxy != nil {
+		op.Proxy = st.Proxy
+	}
 	op.LastPollOKAt = now
 	en.readRound = e.round
 	op.Poll.OK++
@@ -115,7 +118,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if op.ServerError != "" && op.State == model.StateFailed {
 			msg += ": " + op.ServerError
 		}
-		e.emit(Event{At: now, Kind: EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
 	if op.State.Terminal() && en.terminalAt.IsZero() {
@@ -173,7 +176,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 				msg += " (from query history)"
 			}
 		}
-		e.emit(Event{At: now, Kind: EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
 	f := false

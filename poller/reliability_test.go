@@ -15,18 +15,17 @@ import (
 // scripted is an in-memory workspace for RunOnce tests: discovery,
 // status, settle and endpoints answer from fields the test sets.
 type scripted struct {
-	mu        sync.Mutex
-	ds        []Discovered
-	discErr   error
-	status    map[string]func() (sources.Status, error)
-	settle    map[string]sources.Status
-	settles   int
-	eps       []model.Endpoint
-	epsErr    error
-	discCalls []string
+	mu      sync.Mutex
+	ds      []sources.Discovered
+	discErr error
+	status  map[string]func() (sources.Status, error)
+	settle  map[string]sources.Status
+	settles int
+	eps     []model.Endpoint
+	epsErr  error
 }
 
-func (s *scripted) Discover(ctx context.Context, retry sources.Retry) ([]Discovered, error) {
+func (s *scripted) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = retry(ctx, "ListQueries", func(context.Context) error { return nil })
@@ -62,8 +61,8 @@ func (s *scripted) Endpoints(context.Context, sources.Retry) ([]model.Endpoint, 
 
 func (s *scripted) Probe(context.Context, string) error { return nil }
 
-func running(id string) Discovered {
-	return Discovered{Op: model.Operation{StatementID: id, WarehouseID: "wh", State: model.StateRunning},
+func running(id string) sources.Discovered {
+	return sources.Discovered{Op: model.Operation{StatementID: id, WarehouseID: "wh", State: model.StateRunning},
 		Ref: sources.Ref{StatementID: id, WarehouseID: "wh"}}
 }
 
@@ -94,7 +93,7 @@ func errorOf(s model.Snapshot, kind model.ErrorKind) *model.ErrorInfo {
 // "truncated" with how many were seen, and it clears when a later
 // discovery is complete.
 func TestEngineTruncatedDiscoveryIsReported(t *testing.T) {
-	s := &scripted{ds: []Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus},
+	s := &scripted{ds: []sources.Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus},
 		discErr: &sources.PartialError{Errs: []error{&sources.TruncatedError{Call: "ListQueries", What: "live statements",
 			Seen: 5000, Pages: 10, Reason: "the page cap of 10 pages was reached"}}}}
 	e := scriptedEngine(s)
@@ -119,7 +118,7 @@ func TestEngineTruncatedDiscoveryIsReported(t *testing.T) {
 // query history's final state, else UNKNOWN — never still RUNNING — and it
 // is not counted as running.
 func TestEngineGoneOperationSettledFromEvidence(t *testing.T) {
-	s := &scripted{ds: []Discovered{running("fin"), running("unk")},
+	s := &scripted{ds: []sources.Discovered{running("fin"), running("unk")},
 		status: map[string]func() (sources.Status, error){"fin": runningStatus, "unk": runningStatus},
 		settle: map[string]sources.Status{"fin": {State: model.StateFinished, Source: model.StatusViaHistory}}}
 	e := scriptedEngine(s)
@@ -159,7 +158,7 @@ func TestEngineGoneOperationSettledFromEvidence(t *testing.T) {
 // OK: every unread operation carries its reason and the round gets an
 // "unread" error entry.
 func TestEngineRoundWithoutStatusIsNotOK(t *testing.T) {
-	s := &scripted{ds: []Discovered{running("a"), running("b")}, status: map[string]func() (sources.Status, error){}}
+	s := &scripted{ds: []sources.Discovered{running("a"), running("b")}, status: map[string]func() (sources.Status, error){}}
 	e := scriptedEngine(s)
 	if err := e.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -225,7 +224,7 @@ func TestEngineKeepsLastKnownEndpointsOnListingFailure(t *testing.T) {
 	}
 }
 
-type restActions struct{ calls []string }
+type restActions struct{}
 
 func (r *restActions) Cancel(context.Context, sources.Ref) error {
 	return &sources.HTTPError{Call: "CancelExecution", StatusCode: 400, ErrorCode: "INVALID_PARAMETER_VALUE", Message: "no"}
@@ -238,7 +237,7 @@ func (r *restActions) ActionCalls(sources.Ref) (string, string) {
 // A cancel through the Statement Execution API is called CancelExecution
 // in its give-up and its events, not CancelOperation.
 func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
-	s := &scripted{ds: []Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus}}
+	s := &scripted{ds: []sources.Discovered{running("a")}, status: map[string]func() (sources.Status, error){"a": runningStatus}}
 	e := NewEngine(Options{Discoverer: s, Status: s, Actions: &restActions{}, Clock: newAutoClock()})
 	if err := e.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -250,7 +249,7 @@ func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
 	for {
 		select {
 		case ev := <-e.Events():
-			if ev.Kind == EventAction && ev.Call != "CancelExecution" {
+			if ev.Kind == model.EventAction && ev.Call != "CancelExecution" {
 				t.Errorf("event %+v names %s", ev, ev.Call)
 			}
 			continue

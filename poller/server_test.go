@@ -289,7 +289,7 @@ func (h *httpSource) post(ctx context.Context, call, path, id string, out any) e
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	cl := h.cl
-	if FreshConnRequested(ctx) && !h.ignoreFresh {
+	if sources.FreshConnRequested(ctx) && !h.ignoreFresh {
 		cl = h.fresh
 	}
 	resp, err := cl.Do(req)
@@ -314,7 +314,7 @@ func (h *httpSource) post(ctx context.Context, call, path, id string, out any) e
 	return nil
 }
 
-func (h *httpSource) Discover(ctx context.Context, retry sources.Retry) ([]Discovered, error) {
+func (h *httpSource) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
 	var list []srvOp
 	if err := retry(ctx, "ListQueries", func(ctx context.Context) error {
 		list = nil
@@ -322,9 +322,9 @@ func (h *httpSource) Discover(ctx context.Context, retry sources.Retry) ([]Disco
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]Discovered, 0, len(list))
+	out := make([]sources.Discovered, 0, len(list))
 	for _, o := range list {
-		out = append(out, Discovered{
+		out = append(out, sources.Discovered{
 			Op:  model.Operation{StatementID: o.ID, WarehouseID: "wh1", State: model.State(o.State), StartedAt: o.StartedAt},
 			Ref: sources.Ref{StatementID: o.ID, WarehouseID: "wh1"},
 		})

@@ -130,7 +130,7 @@ func (t *observer) healed(req *http.Request, rq request, body []byte, call polle
 			_ = last.Body.Close()
 			last = nil
 		}
-		resp, err := t.attempt(actx, req, rq.call, body, poller.FreshConnRequested(actx))
+		resp, err := t.attempt(actx, req, rq.call, body, sources.FreshConnRequested(actx))
 		last = resp
 		if err != nil && firstErr == nil {
 			firstErr = err

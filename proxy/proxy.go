@@ -17,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Options configures a Proxy.
@@ -69,13 +71,26 @@ type Options struct {
 // only after a failed dial, and its answer may legitimately take minutes
 // (direct results), so its per-attempt deadline must not cut it.
 var HealLimits = map[string]poller.Limit{
-	"GetOperationStatus":   {Attempts: 10, Elapsed: 20 * time.Second},
-	"GetResultSetMetadata": {Attempts: 10, Elapsed: 20 * time.Second},
-	"CancelOperation":      {Attempts: 10, Elapsed: 20 * time.Second},
-	"CloseSession":         {Attempts: 10, Elapsed: 20 * time.Second},
-	"GetInfo":              {Attempts: 10, Elapsed: 20 * time.Second},
+	"GetOperationStatus":   {Attempts: 20, Elapsed: 20 * time.Second},
+	"GetResultSetMetadata": {Attempts: 20, Elapsed: 20 * time.Second},
+	"CancelOperation":      {Attempts: 20, Elapsed: 20 * time.Second},
+	"CloseSession":         {Attempts: 20, Elapsed: 20 * time.Second},
+	"GetInfo":              {Attempts: 20, Elapsed: 20 * time.Second},
 	"ExecuteStatement":     {Attempts: 4, Elapsed: 20 * time.Second, Attempt: 15 * time.Minute},
 }
+
+// Healing's backoff and budget. The proxy repeats a call its client is
+// waiting for, on a fresh connection over the proxy's own network leg, so
+// it backs off from 50 ms (capped at 2 s) instead of dbxtop's 250 ms → 8 s
+// (a poll that dbxtop retries is not holding up anyone). Its budget is
+// sized for the clients behind it (2,000 tokens, 400 retries at the
+// policy's cost of 5, refilled by successes): it still stops a storm when
+// the upstream is down, since only successes refill it.
+const (
+	healBase   = 50 * time.Millisecond
+	healCap    = 2 * time.Second
+	healBudget = 2000
+)
 
 // DefaultUserAgent is used when Options.UserAgent is empty.
 const DefaultUserAgent = "dbxtop-proxy/dev"
@@ -126,6 +141,15 @@ func New(o Options) (*Proxy, error) {
 	p.fresh.DisableKeepAlives = true
 	po := o.Policy
 	po.Clock = o.Clock
+	if po.Base <= 0 {
+		po.Base = healBase
+	}
+	if po.Cap <= 0 {
+		po.Cap = healCap
+	}
+	if po.BudgetCapacity <= 0 {
+		po.BudgetCapacity = healBudget
+	}
 	lim := map[string]poller.Limit{}
 	for k, v := range HealLimits {
 		lim[k] = v
@@ -228,6 +252,23 @@ type wallClock struct{}
 func (wallClock) Now() time.Time                         { return time.Now() }
 func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// clean makes server- or client-supplied text safe for output: one line,
-// no control characters or escape sequences, credentials redacted.
-func clean(s string) string { return sources.SanitizeBody([]byte(s)) }
+// maxText bounds one client- or server-supplied string the proxy keeps.
+const maxText = 512
+
+// clean makes server- or client-supplied text safe for output (the
+// project's one sanitiser, textfmt.Line): one line, no control character,
+// escape sequence or bidi override, credentials redacted, at most maxText
+// bytes.
+func clean(s string) string {
+	if len(s) > 4*maxText {
+		s = s[:4*maxText]
+	}
+	s = textfmt.Line(sources.Redact(s))
+	if len(s) > maxText {
+		s = s[:maxText]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}

@@ -243,3 +243,10 @@ func TestCloseAbandonedCancelsThenCloses(t *testing.T) {
 	// them as an observer's, so they did not refresh the owner's activity.
 	_ = sess
 }
+
+func TestCleanIsOneSafeLine(t *testing.T) {
+	got := clean("app\x1b[31m/1\n\u202eevil Bearer dapi0123456789abcdef0123456789abcdef " + strings.Repeat("x", 3000))
+	if strings.ContainsAny(got, "\x1b\n\u202e") || strings.Contains(got, "dapi0123") || len(got) > maxText {
+		t.Errorf("clean: %q", got)
+	}
+}

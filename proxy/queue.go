@@ -12,6 +12,7 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // ErrNoCredentials: the proxy holds neither the owning client's
@@ -77,7 +78,7 @@ func (p *Proxy) tick(ctx context.Context) {
 			}
 			if idle := now.Sub(last); idle >= p.o.CloseAbandoned && !o.abandonLook.After(now) {
 				jobs = append(jobs, job{o, fmt.Sprintf("abandoned: no client call on the operation or its session for %s (--close-abandoned %s)",
-					model.FormatDuration(idle), p.o.CloseAbandoned)})
+					textfmt.Duration(idle), p.o.CloseAbandoned)})
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
@@ -19,7 +18,7 @@ const MaxEvents = 100
 // endpoint, the recent engine events and the errors, each with the request
 // id support will ask for. Events are listed oldest first; only the last
 // MaxEvents are kept.
-func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
+func Markdown(w io.Writer, s model.Snapshot, events []model.Event) error {
 	ew := &errWriter{w: w}
 	sum := s.Summary()
 	whs := "all visible"
@@ -50,7 +49,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
 		for _, o := range flagged {
 			ew.printf("| %s | %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %d |\n",
 				o.MaxSeverity(), flagKinds(o.Flags), mdCode(o.StatementID), o.State, mdCell(o.User), mdCell(o.WarehouseID),
-				mdCell(o.ClientApplication), durOr(o.InactiveFor, "?"), durOr(o.ReapedIn, "-"),
+				mdCell(o.ClientApplication), textfmt.DurationOr(o.InactiveFor, "?"), textfmt.DurationOr(o.ReapedIn, "-"),
 				closeLabel(o.Close), o.Poll.Retries)
 		}
 		for _, o := range flagged {
@@ -84,7 +83,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
 		for _, e := range s.Endpoints {
 			limit, usage := "?", "?"
 			if e.RowLimit > 0 {
-				limit = model.FormatCount(e.RowLimit)
+				limit = textfmt.Count(e.RowLimit)
 				usage = fmt.Sprintf("%.1f%%", e.Usage*100)
 			}
 			sev := string(e.MaxSeverity())
@@ -92,7 +91,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []poller.Event) error {
 				sev = "ok"
 			}
 			ew.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sev, flagKinds(e.Flags), mdCell(e.Name),
-				mdCell(e.Type), mdCell(e.State), model.FormatCount(e.Rows), limit, usage, durOr(e.ETAFull, "-"))
+				mdCell(e.Type), mdCell(e.State), textfmt.Count(e.Rows), limit, usage, textfmt.DurationOr(e.ETAFull, "-"))
 		}
 		for _, e := range s.Endpoints {
 			if len(e.Flags) == 0 && e.LastError == nil {

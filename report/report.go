@@ -14,7 +14,7 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 )
 
-// Exit codes of `dbxtop snapshot` (Nagios plugin convention, PRODUCT.md §3).
+// Exit codes of `dbxtop snapshot` (Nagios plugin convention, docs/snapshot.md).
 const (
 	ExitOK       = 0 // nothing flagged
 	ExitWarning  = 1 // warnings only
@@ -35,7 +35,7 @@ func ExitCode(s model.Snapshot) int {
 	return ExitOK
 }
 
-// JSON writes the §9 snapshot object, indented, with a trailing newline.
+// JSON writes the snapshot object (docs/model.md), indented, with a trailing newline.
 func JSON(w io.Writer, s model.Snapshot) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

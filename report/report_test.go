@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -164,12 +163,12 @@ func TestTableMaxOperations(t *testing.T) {
 }
 
 func TestMarkdownGolden(t *testing.T) {
-	evs := []poller.Event{
-		{At: t0.Add(-70 * time.Second), Kind: poller.EventRetry, StatementID: "01ef0000-0000-4000-8000-000000000001", Call: "GetOperationStatus", Message: "transport: connection reset; retry 1 in 250ms"},
-		{At: t0.Add(-65 * time.Second), Kind: poller.EventFlagRaised, StatementID: "01ef0000-0000-4000-8000-000000000001", Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityWarning, Detail: "no client call for 15s"}},
-		{At: t0.Add(-30 * time.Second), Kind: poller.EventCloseFailed, StatementID: "01ef0000-0000-4000-8000-000000000002", Call: "CloseOperation",
+	evs := []model.Event{
+		{At: t0.Add(-70 * time.Second), Kind: model.EventRetry, StatementID: "01ef0000-0000-4000-8000-000000000001", Call: "GetOperationStatus", Message: "transport: connection reset; retry 1 in 250ms"},
+		{At: t0.Add(-65 * time.Second), Kind: model.EventFlagRaised, StatementID: "01ef0000-0000-4000-8000-000000000001", Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityWarning, Detail: "no client call for 15s"}},
+		{At: t0.Add(-30 * time.Second), Kind: model.EventCloseFailed, StatementID: "01ef0000-0000-4000-8000-000000000002", Call: "CloseOperation",
 			Err: &model.ErrorInfo{Kind: model.KindUnavailable, Call: "CloseOperation", HTTPStatus: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", RequestID: "aaaaaaaa-1111-4222-8333-444444444444"}},
-		{At: t0.Add(-10 * time.Second), Kind: poller.EventCapacity, Endpoint: "vs-full", Call: "UpsertDataVectorIndex", Message: "RESOURCE_EXHAUSTED | endpoint full", RequestID: "bbbbbbbb-1111-4222-8333-444444444444"},
+		{At: t0.Add(-10 * time.Second), Kind: model.EventCapacity, Endpoint: "vs-full", Call: "UpsertDataVectorIndex", Message: "RESOURCE_EXHAUSTED | endpoint full", RequestID: "bbbbbbbb-1111-4222-8333-444444444444"},
 	}
 	var b bytes.Buffer
 	if err := Markdown(&b, fixture(), evs); err != nil {
@@ -188,9 +187,9 @@ func TestMarkdownGolden(t *testing.T) {
 }
 
 func TestMarkdownKeepsLastEvents(t *testing.T) {
-	var evs []poller.Event
+	var evs []model.Event
 	for i := 0; i < MaxEvents+5; i++ {
-		evs = append(evs, poller.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: poller.EventDiscovered, StatementID: "s" + string(rune('a'+i%26)), Message: "m"})
+		evs = append(evs, model.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: model.EventDiscovered, StatementID: "s" + string(rune('a'+i%26)), Message: "m"})
 	}
 	var b bytes.Buffer
 	_ = Markdown(&b, model.Snapshot{GeneratedAt: t0}, evs)

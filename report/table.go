@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // TableOptions tune the human table. The zero value is plain text for a
@@ -116,13 +117,6 @@ func colourSev(label string, s model.Severity, opt TableOptions) string {
 	return label
 }
 
-func durOr(d *time.Duration, unknown string) string {
-	if d == nil {
-		return unknown
-	}
-	return model.FormatDuration(*d)
-}
-
 func flagKinds(flags []model.Flag) string {
 	if len(flags) == 0 {
 		return "-"
@@ -161,11 +155,11 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 			flagKinds(o.Flags),
 			clean(o.StatementID, opt.ASCII),
 			string(o.State),
-			clean(orDash(o.User), opt.ASCII),
-			clean(orDash(o.WarehouseID), opt.ASCII),
-			durOr(o.Age(s.GeneratedAt), "?"),
-			durOr(o.InactiveFor, "?"),
-			durOr(o.ReapedIn, "-"),
+			clean(textfmt.OrDash(o.User), opt.ASCII),
+			clean(textfmt.OrDash(o.WarehouseID), opt.ASCII),
+			textfmt.DurationOr(o.Age(s.GeneratedAt), "?"),
+			textfmt.DurationOr(o.InactiveFor, "?"),
+			textfmt.DurationOr(o.ReapedIn, "-"),
 			close,
 			fmt.Sprint(o.Poll.Retries),
 			clean(o.SQL, opt.ASCII),
@@ -192,13 +186,6 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 	w.printf("\nENDPOINTS\n")
 	if len(s.Endpoints) == 0 {
@@ -213,7 +200,7 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 		sevs = append(sevs, sev)
 		limit, usage, thr := "?", "?", "-"
 		if e.RowLimit > 0 {
-			limit = model.FormatCount(e.RowLimit)
+			limit = textfmt.Count(e.RowLimit)
 			usage = fmt.Sprintf("%.1f%%", e.Usage*100)
 		}
 		if e.Throughput != nil {
@@ -223,14 +210,14 @@ func writeEndpoints(w *errWriter, s model.Snapshot, opt TableOptions) {
 			sevLabel(sev),
 			flagKinds(e.Flags),
 			clean(e.Name, opt.ASCII),
-			clean(orDash(e.Type), opt.ASCII),
-			clean(orDash(e.State), opt.ASCII),
-			model.FormatCount(e.Rows),
+			clean(textfmt.OrDash(e.Type), opt.ASCII),
+			clean(textfmt.OrDash(e.State), opt.ASCII),
+			textfmt.Count(e.Rows),
 			limit,
-			orDash(string(e.RowLimitSource)),
+			textfmt.OrDash(string(e.RowLimitSource)),
 			usage,
 			fmt.Sprintf("%.0f", e.WriteRowsPerMin),
-			durOr(e.ETAFull, "-"),
+			textfmt.DurationOr(e.ETAFull, "-"),
 			thr,
 			fmt.Sprint(e.IndexCount()),
 		})

@@ -6,6 +6,7 @@
 #
 #   screenshots/make.sh            # all screenshots
 #   KEEP=1 screenshots/make.sh     # keep the .ansi captures in screenshots/ansi/
+#   ONLY=fleet screenshots/make.sh # only the multi-workspace screenshot
 #
 # Needs: go, tmux, rsvg-convert (Debian: librsvg2-bin) and a monospace font
 # (fonts-dejavu-core). freeze writes SVG and rsvg-convert rasterises it:
@@ -40,8 +41,10 @@ go build -o "$WORK/dbxtop" .
 
 # No status line: the pane gets all 40 rows.
 printf 'set -g status off\nset -g default-terminal "tmux-256color"\n' >"$WORK/tmux.conf"
-tm new-session -d -s shots -x "$COLS" -y "$ROWS" \
-	"env TERM=xterm-256color COLORTERM=truecolor '$WORK/dbxtop' demo --seed 7; sleep 600"
+if [[ ${ONLY:-} != fleet ]]; then
+	tm new-session -d -s shots -x "$COLS" -y "$ROWS" \
+		"env TERM=xterm-256color COLORTERM=truecolor '$WORK/dbxtop' demo --seed 7; sleep 600"
+fi
 
 screen() { tm capture-pane -p -t shots; }
 
@@ -87,6 +90,44 @@ shot() {
 	echo "wrote $OUT/$name.png"
 }
 
+# fleet: three contexts (docs/fleet.md) — two simulators and one workspace
+# that refuses connections — watched by one TUI with --context all.
+fleet() {
+	"$WORK/dbxtop" sim --seed 3 >"$WORK/sa.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 9 >"$WORK/sb.out" 2>/dev/null &
+	local a b
+	for f in sa sb; do
+		until [[ -s $WORK/$f.out ]]; do sleep 0.2; done
+	done
+	read -r a _ <"$WORK/sa.out"
+	read -r b _ <"$WORK/sb.out"
+	{
+		printf '[prod]\nhost = %s\ntoken = %s\n\n' "${a#host=}" "$(sed -n 's/.* token=\([^ ]*\).*/\1/p' "$WORK/sa.out")"
+		printf '[staging]\nhost = %s\ntoken = %s\n\n' "${b#host=}" "$(sed -n 's/.* token=\([^ ]*\).*/\1/p' "$WORK/sb.out")"
+		printf '[dr]\nhost = http://127.0.0.1:9\ntoken = unused\n'
+	} >"$WORK/databrickscfg"
+	printf '[contexts.prod]\nprofile = "prod"\n[contexts.staging]\nprofile = "staging"\n[contexts.dr]\nprofile = "dr"\n' >"$WORK/config.toml"
+	tm new-session -d -s shots -x "$COLS" -y "$ROWS" \
+		"env TERM=xterm-256color COLORTERM=truecolor DATABRICKS_CONFIG_FILE='$WORK/databrickscfg' '$WORK/dbxtop' --config '$WORK/config.toml' --context all --inactivity-warn 15s --server-idle-timeout 90s --leak-after 20s; sleep 600"
+	wait_for "[Operations]" 30
+	wait_for "dr DOWN" 60
+	wait_for "INACTIVE" "$FLAG_TIMEOUT"
+	key g
+	shot multi-workspace
+	wait_for "REAPED" "$FLAG_TIMEOUT"
+	key Tab Tab Tab
+	wait_for "[Clients]" 10
+	wait_for "orphans" 10 # the abandoning driver is the first row
+	shot clients
+	key q
+	tm kill-session -t shots
+	kill %1 %2 2>/dev/null || true
+}
+if [[ ${ONLY:-} == fleet ]]; then
+	fleet
+	exit 0
+fi
+
 echo "waiting for the demo's flags (at most ${FLAG_TIMEOUT}s)..."
 wait_for "[Operations]" 30
 wait_for "CRIT" "$FLAG_TIMEOUT"
@@ -126,4 +167,6 @@ shot confirm
 key n Escape
 
 key q
+tm kill-session -t shots 2>/dev/null || true
+fleet
 echo "done: look at every PNG before committing."

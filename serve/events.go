@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // EventJSON is one line of /api/v1/events (newline-delimited JSON).
@@ -26,14 +25,14 @@ type EventJSON struct {
 
 // EncodeEvent and DecodeEvent convert between the engine's events and
 // their wire form (the attach client decodes what serve encodes).
-func EncodeEvent(ev poller.Event) EventJSON {
+func EncodeEvent(ev model.Event) EventJSON {
 	return EventJSON{At: ev.At, Kind: string(ev.Kind), Workspace: ev.Workspace, StatementID: ev.StatementID,
 		Endpoint: ev.Endpoint, Call: ev.Call, Message: ev.Message, RequestID: ev.RequestID, Error: ev.Err, Flag: ev.Flag}
 }
 
 // DecodeEvent is EncodeEvent's inverse.
-func DecodeEvent(e EventJSON) poller.Event {
-	return poller.Event{At: e.At, Kind: poller.EventKind(e.Kind), Workspace: e.Workspace, StatementID: e.StatementID,
+func DecodeEvent(e EventJSON) model.Event {
+	return model.Event{At: e.At, Kind: model.EventKind(e.Kind), Workspace: e.Workspace, StatementID: e.StatementID,
 		Endpoint: e.Endpoint, Call: e.Call, Message: e.Message, RequestID: e.RequestID, Err: e.Error, Flag: e.Flag}
 }
 
@@ -44,15 +43,15 @@ const subscriberBuffer = 1024
 // hub fans the fleet's single event stream out to every subscriber.
 type hub struct {
 	mu     sync.Mutex
-	subs   map[chan poller.Event]struct{}
+	subs   map[chan model.Event]struct{}
 	closed bool
 	done   chan struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[chan poller.Event]struct{}{}, done: make(chan struct{})} }
+func newHub() *hub { return &hub{subs: map[chan model.Event]struct{}{}, done: make(chan struct{})} }
 
-func (h *hub) subscribe() (chan poller.Event, func()) {
-	ch := make(chan poller.Event, subscriberBuffer)
+func (h *hub) subscribe() (chan model.Event, func()) {
+	ch := make(chan model.Event, subscriberBuffer)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.closed {
@@ -65,7 +64,7 @@ func (h *hub) subscribe() (chan poller.Event, func()) {
 	}
 }
 
-func (h *hub) publish(ev poller.Event) {
+func (h *hub) publish(ev model.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs {

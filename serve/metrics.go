@@ -101,6 +101,36 @@ var gauges = []gauge{
 				}
 			}
 		}},
+	{"dbxtop_endpoint_row_limit_source", "1 for the rule that gave a Vector Search endpoint's row limit: published, config, tag or learned (docs/capacity.md).", []string{"endpoint", "source"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				if e.RowLimitSource != model.LimitNone {
+					out(1, label(e.Name), string(e.RowLimitSource))
+				}
+			}
+		}},
+	{"dbxtop_endpoint_time_to_full_seconds", "Estimated time until a Vector Search endpoint reaches its row limit, at the median growth of the last 30 min (absent when not growing or the limit is unknown).", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				if e.ETAFull != nil {
+					out(e.ETAFull.Seconds(), label(e.Name))
+				}
+			}
+		}},
+	{"dbxtop_endpoint_write_rows_per_minute", "Net rows per minute written to a Vector Search endpoint over the last 5 min.", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				out(e.WriteRowsPerMin, label(e.Name))
+			}
+		}},
+	{"dbxtop_endpoint_throughput_utilization_ratio", "A Vector Search endpoint's concurrency utilisation (throughput_info), 0..1+ (absent when the server does not report it).", []string{"endpoint"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				if e.Throughput != nil {
+					out(*e.Throughput/100, label(e.Name))
+				}
+			}
+		}},
 	{"dbxtop_endpoint_exhausted", "1 when a Vector Search endpoint is flagged EXHAUSTED (the server refused writes, or usage ≥ 100 %).", []string{"endpoint"},
 		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
 			for _, e := range ws.Endpoints {

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 )
 
@@ -240,12 +241,44 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // HealthInfo is /api/v1/health: the poller's own state, for attached TUIs.
 type HealthInfo struct {
-	ReadOnly bool          `json:"read_only"`
-	Health   poller.Health `json:"health"`
+	ReadOnly bool       `json:"read_only"`
+	Health   HealthJSON `json:"health"`
+}
+
+// HealthJSON is the part of poller.Health an attached TUI shows (the
+// concurrency and freshness internals stay with serve's own log).
+type HealthJSON struct {
+	Followed          int              `json:"followed"`
+	InFlight          int              `json:"in_flight"`
+	BudgetAvailable   float64          `json:"retry_budget_available"`
+	BudgetCapacity    float64          `json:"retry_budget_capacity"`
+	Polls             int64            `json:"polls"`
+	Retries           int64            `json:"retries"`
+	GiveUps           int64            `json:"give_ups"`
+	EventsDropped     int64            `json:"events_dropped"`
+	LastError         *model.ErrorInfo `json:"last_error"`
+	LastDiscovery     time.Time        `json:"last_discovery"`
+	DiscoveryFailures int64            `json:"discovery_failures"`
+	DiscoveryUp       bool             `json:"discovery_up"`
+}
+
+func healthJSON(h poller.Health) HealthJSON {
+	return HealthJSON{Followed: h.Followed, InFlight: h.InFlight, BudgetAvailable: h.BudgetAvailable,
+		BudgetCapacity: h.BudgetCapacity, Polls: h.Polls, Retries: h.Retries, GiveUps: h.GiveUps,
+		EventsDropped: h.EventsDropped, LastError: h.LastError, LastDiscovery: h.LastDiscovery,
+		DiscoveryFailures: h.DiscoveryFailures, DiscoveryUp: h.DiscoveryUp}
+}
+
+// Poller is HealthJSON back as a poller.Health.
+func (h HealthJSON) Poller() poller.Health {
+	return poller.Health{Followed: h.Followed, InFlight: h.InFlight, BudgetAvailable: h.BudgetAvailable,
+		BudgetCapacity: h.BudgetCapacity, Polls: h.Polls, Retries: h.Retries, GiveUps: h.GiveUps,
+		EventsDropped: h.EventsDropped, LastError: h.LastError, LastDiscovery: h.LastDiscovery,
+		DiscoveryFailures: h.DiscoveryFailures, DiscoveryUp: h.DiscoveryUp}
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: s.o.Fleet.Health()})
+	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: healthJSON(s.o.Fleet.Health())})
 }
 
 // action runs adopt/close/cancel through the fleet, which refuses them in

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -136,6 +137,7 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		_, metrics = get(t, s.URL()+"/metrics", s.Token())
 		return strings.Contains(metrics, `dbxtop_observe_up{workspace="live"} 1`) &&
 			strings.Contains(metrics, `dbxtop_observe_up{workspace="down"} 0`) &&
+			strings.Contains(metrics, `dbxtop_endpoint_row_limit_source{endpoint="vs-prod",source="tag",workspace="live"} 1`) &&
 			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="transport",workspace="down"\} [1-9]`).MatchString(metrics) &&
 			regexp.MustCompile(`dbxtop_calls_total\{call="\w+",outcome="ok",workspace="live"\} [1-9]`).MatchString(metrics)
 	})
@@ -147,7 +149,11 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 			t.Errorf("series not named dbxtop_…: %s", line)
 		}
 	}
-	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0"} {
+	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0",
+		// Capacity: the limit's source, throughput utilisation, write rate.
+		`dbxtop_endpoint_throughput_utilization_ratio{endpoint="vs-prod",workspace="live"} 0.23`,
+		`dbxtop_endpoint_write_rows_per_minute{endpoint="vs-prod",workspace="live"} 0`,
+		`dbxtop_endpoint_row_limit{endpoint="vs-prod",workspace="live"} 200000`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -161,7 +167,7 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("event line %q: %v", sc.Text(), err)
 		}
-		found = ev.Kind == string(poller.EventGiveUp) && ev.Workspace == "down"
+		found = ev.Kind == string(model.EventGiveUp) && ev.Workspace == "down"
 	}
 	if !found {
 		t.Fatalf("no give-up event for the dead workspace: %v", sc.Err())
@@ -192,5 +198,52 @@ func TestLabelBounds(t *testing.T) {
 	}
 	if got := label("evil\x1b[31mred\u202e" + strings.Repeat("a", 200)); strings.ContainsAny(got, "\x1b\u202e") || len(got) > maxLabelLen+len("…") {
 		t.Fatalf("label not sanitised or bounded: %q", got)
+	}
+}
+
+// TestAttachClient: the attach client sees serve's snapshot, health and
+// events, and its actions obey serve's --read-only.
+func TestAttachClient(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close(context.Background()) }()
+	c := NewCounters()
+	fleet := poller.NewFleet(time.Hour, workspace(t, ctx, "live", srv.URL(), srv.Token(), c))
+	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 3)
+	go func() { _ = fleet.Run(ctx); done <- struct{}{} }()
+	go func() { _ = s.Run(ctx); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done; <-done }()
+
+	if _, err := Attach(ctx, s.URL(), "wrong", nil); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(err.Error(), "bearer token") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	cl, err := Attach(ctx, s.URL(), s.Token(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cl.Run(ctx); done <- struct{}{} }()
+	if !cl.ReadOnly() {
+		t.Fatal("serve is read-only; the client must say so")
+	}
+	await(t, "a snapshot through serve", func() bool { return cl.Snapshot().Workspace.Host == srv.URL() })
+	await(t, "health through serve", func() bool { return cl.Health().DiscoveryUp })
+	err = cl.Cancel(ctx, "01234567-89ab-cdef-0123-456789abcdef")
+	if !errors.Is(err, poller.ErrReadOnly) {
+		t.Fatalf("cancel through a read-only serve: %v", err)
+	}
+	// serve going away: the last snapshot comes back with an error saying so.
+	last := cl.Snapshot()
+	_ = s.http.Close()
+	got := cl.Snapshot()
+	if len(got.Errors) != len(last.Errors)+1 || got.Errors[len(got.Errors)-1].Call != "attach" {
+		t.Fatalf("unreachable serve not reported: %+v", got.Errors)
 	}
 }

@@ -11,6 +11,13 @@ import (
 // RESOURCE_DOES_NOT_EXIST. Closing such an operation is done.
 var ErrHandleGone = errors.New("the server no longer has this operation")
 
+// ErrHandleUnverified means the server answered INVALID_HANDLE to a handle
+// dbxtop rebuilt from a statement id without its secret. A server that
+// checks handle secrets refuses such handles for live operations too, so
+// the answer is not evidence that the operation is gone: other sources
+// (query history, the Statement Execution API, the proxy) decide.
+var ErrHandleUnverified = errors.New("the server refused a handle rebuilt without its secret (not evidence that the operation is gone)")
+
 // HTTPError is a non-2xx HTTP answer with what the server said: the
 // status, the Databricks error body and the retry hints. Both the Thrift
 // and the REST clients return it, so the poller classifies them alike.

@@ -1,7 +1,7 @@
 // Package sources holds what every source of operations and endpoints
-// shares: references, status reports and the errors they return. The
-// poller defines the interfaces; sources/thrift, sources/databricks and
-// the simulator's clients implement them with these types.
+// shares: references, status reports, the errors they return, and the
+// interfaces the poller drives them through; sources/thrift,
+// sources/databricks and the simulator's clients implement them.
 package sources
 
 import (
@@ -32,6 +32,9 @@ type Status struct {
 	// Open reports whether the server still holds the operation; nil when
 	// unknown.
 	Open *bool
+	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
+	// is configured or it did not see it.
+	Proxy *model.ProxyAccount
 	// Source is the call that answered (model.StatusViaThrift, …); Note
 	// says why it was that one when not the usual path (the warehouse is
 	// not running, so Thrift was not asked).
@@ -59,6 +62,25 @@ type Discovered struct {
 // StatusSource reports one operation's status.
 type StatusSource interface {
 	Status(ctx context.Context, ref Ref) (Status, error)
+}
+
+// BatchStatusSource confirms many operations' states per request (query
+// history filtered by statement ids). StatusBatch makes ONE request for at
+// most BatchLimit refs and returns the status of each statement the
+// server listed, by statement id; an absent id is not confirmed.
+type BatchStatusSource interface {
+	StatusBatch(ctx context.Context, refs []Ref) (map[string]Status, error)
+	BatchLimit() int
+}
+
+// LiveLister is a BatchStatusSource that can also list every live
+// statement, a page per call (query history filtered by status): one
+// request confirms up to a page of live operations, so a round costs
+// ⌈live / page⌉ requests plus id lookups for what the listing missed.
+// ListLive makes ONE request; token "" asks for the first page and the
+// returned token is "" after the last.
+type LiveLister interface {
+	ListLive(ctx context.Context, token string) (map[string]Status, string, error)
 }
 
 // ActionSource cancels and closes operations.

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // actionKind is a mutating row action. Each one is confirmed first and
@@ -33,7 +33,11 @@ var actionText = [...]struct{ verb, effect, progress, done, short string }{
 
 // callNames says which calls an action really sends, for the dialog:
 // Thrift (the simulator) or the Statement Execution API (a workspace).
-func (m *Model) callNames() (cancel, close string) {
+func (m *Model) callNames(op *model.OperationView) (cancel, close string) {
+	if op != nil && op.Proxy != nil {
+		// dbxtop --proxy: the proxy that saw it acts with the real handle.
+		return "CancelOperation (through dbxtop proxy, the real handle)", "CloseOperation (through dbxtop proxy, the real handle)"
+	}
 	if m.ctx.opts.ActionPath == "thrift" {
 		return "CancelOperation (Thrift)", "CloseOperation (Thrift)"
 	}
@@ -79,7 +83,7 @@ func (m *Model) askConfirm(k actionKind) {
 	}
 	t := actionText[k]
 	effect := t.effect
-	cancelCall, closeCall := m.callNames()
+	cancelCall, closeCall := m.callNames(op)
 	switch {
 	case k == actCancel && op.State.Terminal():
 		// Nothing runs any more: cancel would only confuse. Closing is
@@ -181,5 +185,5 @@ func (m *Model) actionDone(msg actionDoneMsg) {
 // logAction records an operator action in the Events view; the engine
 // logs its own side.
 func (m *Model) logAction(id, text string) {
-	m.ctx.ring.push(poller.Event{At: m.ctx.opts.Now(), Kind: poller.EventAction, StatementID: id, Message: text})
+	m.ctx.ring.push(model.Event{At: m.ctx.opts.Now(), Kind: model.EventAction, StatementID: id, Message: text})
 }

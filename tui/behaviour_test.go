@@ -127,7 +127,7 @@ func TestConfirmationDefaultsToNo(t *testing.T) {
 	must(t, slices.Equal(e.Calls(), []string{"cancel " + idInactive}), "engine calls %v", e.Calls())
 	must(t, strings.Contains(plain(m), "Cancel 01ef2c3a…: cancel sent"), "no result status:\n%s", plain(m))
 	evs := m.ctx.ring.newest(10, idInactive)
-	must(t, len(evs) == 2 && evs[0].Kind == poller.EventAction && strings.Contains(evs[0].Message, "cancel sent"), "events %+v", evs)
+	must(t, len(evs) == 2 && evs[0].Kind == model.EventAction && strings.Contains(evs[0].Message, "cancel sent"), "events %+v", evs)
 }
 
 // "cancel and close": an orphan dbxtop cancels would otherwise stay open
@@ -294,7 +294,7 @@ func TestDetailShowsEverything(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	press(m, "enter") // close-failed operation
 	screen := plain(m)
@@ -323,7 +323,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	o.ExportDir = dir
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	msg := run(t, m, press(m, "e")).(exportDoneMsg)
 	must(t, msg.err == nil, "export: %v", msg.err)
@@ -355,7 +355,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 	must(t, msg.err != nil && strings.Contains(plain(m), "missing"), "export error not shown: %v\n%s", msg.err, plain(m))
 }
 
-// checkSection9 asserts the PRODUCT.md §9 top-level shape.
+// checkSection9 asserts the snapshot JSON top-level shape (docs/model.md).
 func checkSection9(t *testing.T, raw []byte) {
 	t.Helper()
 	var obj map[string]any
@@ -406,7 +406,7 @@ func TestScreenFitsExactly(t *testing.T) {
 		for _, o := range []Options{testOptions(), func() Options { o := testOptions(); o.ASCII = true; return o }()} {
 			m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, sz[0], sz[1])
 			for _, ev := range fixtureEvents() {
-				m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+				m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 			}
 			for _, keys := range [][]string{nil, {"enter"}, {"esc", "x"}, {"n", "tab"}, {"enter"}, {"tab"}, {"tab"}} {
 				press(m, keys...)
@@ -457,7 +457,7 @@ func TestColumnsAdaptToWidth(t *testing.T) {
 func TestEventsRingKeepsNewest(t *testing.T) {
 	r := newRing(eventRing)
 	for i := range 1500 {
-		r.push(poller.Event{Message: string(rune('a' + i%26)), At: fixedNow.Add(time.Duration(i) * time.Second)})
+		r.push(model.Event{Message: string(rune('a' + i%26)), At: fixedNow.Add(time.Duration(i) * time.Second)})
 	}
 	must(t, r.len() == eventRing, "len %d", r.len())
 	must(t, r.at(0).At.Equal(fixedNow.Add(1499*time.Second)), "newest %v", r.at(0).At)
@@ -467,7 +467,7 @@ func TestEventsRingKeepsNewest(t *testing.T) {
 func TestEventsViewNewestFirst(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	press(m, "tab", "tab")
 	screen := plain(m)

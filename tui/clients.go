@@ -26,7 +26,7 @@ func (m *clientsModel) SetSize(w, h int) { m.width, m.height = w, h; m.clamp() }
 
 func (m *clientsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
-	return []key.Binding{k.Down, k.Up, k.NextView}
+	return []key.Binding{k.Down, k.Up}
 }
 
 func (m *clientsModel) FullHelp() [][]key.Binding {
@@ -95,7 +95,7 @@ func (m *clientsModel) View() string {
 		c := cs[i]
 		p95 := "-"
 		if c.P95Duration != nil {
-			p95 = fmtDur(*c.P95Duration)
+			p95 = textfmt.Duration(*c.P95Duration)
 		}
 		line := "  " + fit(textfmt.Line(c.ClientApplication), appW, g.Ellipsis) + " " + fit(textfmt.Line(c.User), cliUserW, g.Ellipsis) + " " +
 			rjust(strconv.Itoa(c.Statements), cliNumW) + " " + rjust(strconv.Itoa(c.Orphans), cliNumW) + " " +

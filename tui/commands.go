@@ -27,7 +27,7 @@ type tickMsg time.Time
 // eventMsg is one frame's worth of engine events; ok is false once the
 // channel is closed.
 type eventMsg struct {
-	evs []poller.Event
+	evs []model.Event
 	ok  bool
 }
 
@@ -73,12 +73,12 @@ const (
 // waitEvent reads one frame of engine events; Update re-arms it after
 // each frame. done (closed by Run when the program ends) releases the
 // reader so no goroutine outlives the program.
-func waitEvent(ch <-chan poller.Event, done <-chan struct{}) tea.Cmd {
+func waitEvent(ch <-chan model.Event, done <-chan struct{}) tea.Cmd {
 	if ch == nil {
 		return nil
 	}
 	return func() tea.Msg {
-		var evs []poller.Event
+		var evs []model.Event
 		select {
 		case ev, ok := <-ch:
 			if !ok {

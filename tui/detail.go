@@ -6,6 +6,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // detailHistory is how many of the operation's own events the detail
@@ -83,8 +85,8 @@ func (m *detailModel) build() []string {
 
 	add(st.Title.Render("  Operation "+op.StatementID) + st.Dim.Render("   (esc back, j/k scroll)"))
 	field("warehouse", op.WarehouseID)
-	field("user", orDash(op.User))
-	field("client", orDash(op.ClientApplication))
+	field("user", textfmt.OrDash(op.User))
+	field("client", textfmt.OrDash(op.ClientApplication))
 	state := string(op.State)
 	if op.Gone {
 		state += " (gone from the server)"
@@ -150,14 +152,35 @@ func (m *detailModel) build() []string {
 		last = timeAgo(op.LastPollOKAt, now)
 	}
 	field("polls", fmt.Sprintf("%d ok, %d failed, %d retries; last ok %s", op.Poll.OK, op.Poll.Failed, op.Poll.Retries, last))
-	cl := fmt.Sprintf("%s, %d attempts", orDash(string(op.Close.State)), op.Close.Attempts)
+	cl := fmt.Sprintf("%s, %d attempts", textfmt.OrDash(string(op.Close.State)), op.Close.Attempts)
 	if !op.Close.NextTry.IsZero() {
-		cl += "; next try in " + fmtDur(op.Close.NextTry.Sub(now))
+		cl += "; next try in " + textfmt.Duration(max(op.Close.NextTry.Sub(now), 0))
 	}
 	if b, ok := m.ctx.busy[op.StatementID]; ok {
 		cl += "; " + b
 	}
 	field("close", cl)
+	if p := op.Proxy; p != nil {
+		// What `dbxtop proxy` saw on the wire (docs/proxy.md).
+		section("Proxy's account")
+		rpc := "never"
+		if !p.LastClientRPC.IsZero() {
+			rpc = timeAgo(p.LastClientRPC, now)
+		}
+		field("last client call", rpc)
+		pc := fmt.Sprintf("%s; client %d attempt(s), proxy %d", textfmt.OrDash(p.CloseOutcome), p.ClientCloseAttempts, p.ProxyCloseAttempts)
+		if !p.NextTry.IsZero() {
+			pc += "; proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
+		}
+		field("close", pc)
+		if p.ClientCloseError != nil {
+			add(wrapIndent("client's close error: "+errorLine(p.ClientCloseError), w, "    ")...)
+		}
+		field("heals", fmt.Sprint(p.Heals))
+		for _, a := range p.Actions {
+			add(wrapIndent(a, w, "    ")...)
+		}
+	}
 	hist := m.ctx.ring.newest(detailHistory, op.StatementID)
 	if len(hist) > 0 {
 		section("History (newest first)")
@@ -191,5 +214,5 @@ func timeAgo(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + fmtDur(now.Sub(t)) + " ago)"
+	return t.UTC().Format("2006-01-02 15:04:05Z") + " (" + textfmt.Age(now, t) + " ago)"
 }

@@ -204,14 +204,14 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	}
 	eta := "not growing"
 	if ep.ETAFull != nil {
-		eta = "full in " + fmtDur(*ep.ETAFull)
+		eta = "full in " + textfmt.Duration(*ep.ETAFull)
 	}
 	if ep.Usage >= 1 || ep.Exhausted {
 		eta = "full"
 	}
 	limit, usage := "?", "?"
 	if ep.RowLimit > 0 {
-		limit = fmtCount(ep.RowLimit) + " " + limitTag[ep.RowLimitSource]
+		limit = textfmt.CountShort(ep.RowLimit) + " " + limitTag[ep.RowLimitSource]
 		usage = fmt.Sprintf("%.1f%%", ep.Usage*100)
 	}
 	thr := "-"
@@ -233,8 +233,8 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	} else {
 		line += fit("", 17, "")
 	}
-	line += " " + fit(fmtCount(ep.Rows)+"/"+limit, 16, "") + " " +
-		fit(textfmt.Line(orDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
+	line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 16, "") + " " +
+		fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
 	out := []string{line}
 	// Where the limit comes from, and how fast rows arrive.
 	why := "no row limit: usage unknown"
@@ -242,9 +242,9 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	case ep.RowLimitWhy != "":
 		why = model.LimitLine(textfmt.Line(ep.RowLimitWhy))
 	case ep.RowLimit > 0:
-		why = "limit " + fmtCount(ep.RowLimit)
+		why = "limit " + textfmt.CountShort(ep.RowLimit)
 	}
-	why = fmt.Sprintf("writes %s/min  %s %s", fmtCount(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
+	why = fmt.Sprintf("writes %s/min  %s %s", textfmt.CountShort(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
 	out = append(out, st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis)))
 	if ep.LastError != nil {
 		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(errorLine(ep.LastError))), m.width-4, "      "))...)
@@ -266,12 +266,12 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 			if !ix.Ready {
 				ready = g.Warn + " NOT READY"
 			}
-			typ := orDash(ix.Type)
+			typ := textfmt.OrDash(ix.Type)
 			if ix.Dimension > 0 {
 				typ += fmt.Sprintf(" %dd", ix.Dimension)
 			}
 			l := fmt.Sprintf("      - %s  %s  %s  %s", fit(textfmt.Line(ix.Name), 28, g.Ellipsis), fit(textfmt.Line(typ), 19, g.Ellipsis),
-				fit(fmtCount(ix.Rows)+" rows", 15, ""), ready)
+				fit(textfmt.CountShort(ix.Rows)+" rows", 15, ""), ready)
 			if ix.Message != "" {
 				l += "  " + textfmt.Line(ix.Message)
 			}

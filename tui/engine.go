@@ -19,7 +19,7 @@ import (
 // fake and keeps the TUI from reaching into the poller.
 type Engine interface {
 	Snapshot() model.Snapshot
-	Events() <-chan poller.Event
+	Events() <-chan model.Event
 	Health() poller.Health
 	ReadOnly() bool
 	Adopt(ctx context.Context, id string) error

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // eventsModel lists engine and operator events, newest first: time, kind,
@@ -38,9 +38,9 @@ func (m *eventsModel) FullHelp() [][]key.Binding {
 }
 
 // matching are the ring's events the filter lets through, newest first.
-func (m *eventsModel) matching() []poller.Event {
+func (m *eventsModel) matching() []model.Event {
 	r := m.ctx.ring
-	out := make([]poller.Event, 0, r.len())
+	out := make([]model.Event, 0, r.len())
 	for i := 0; i < r.len(); i++ {
 		if e := r.at(i); m.match(e) {
 			out = append(out, e)
@@ -49,7 +49,7 @@ func (m *eventsModel) matching() []poller.Event {
 	return out
 }
 
-func (m *eventsModel) match(e poller.Event) bool {
+func (m *eventsModel) match(e model.Event) bool {
 	t := m.box.text
 	return t == "" || containsFold(string(e.Kind), t) || containsFold(e.StatementID, t) ||
 		containsFold(e.Endpoint, t) || containsFold(eventText(e), t)
@@ -131,10 +131,10 @@ func (m *eventsModel) View() string {
 		}
 		style := lipgloss.NewStyle()
 		switch {
-		case e.Kind == poller.EventGiveUp || e.Kind == poller.EventCloseFailed ||
-			(e.Flag != nil && e.Flag.Severity == "critical" && e.Kind == poller.EventFlagRaised):
+		case e.Kind == model.EventGiveUp || e.Kind == model.EventCloseFailed ||
+			(e.Flag != nil && e.Flag.Severity == "critical" && e.Kind == model.EventFlagRaised):
 			style = st.Crit
-		case e.Kind == poller.EventRetry || e.Kind == poller.EventFlagRaised:
+		case e.Kind == model.EventRetry || e.Kind == model.EventFlagRaised:
 			style = st.Warn
 		}
 		for j, p := range parts {
@@ -152,7 +152,7 @@ func (m *eventsModel) View() string {
 const eventLines = 3
 
 // eventText is an event's message with its call, flag and error.
-func eventText(e poller.Event) string {
+func eventText(e model.Event) string {
 	s := e.Message
 	if e.Call != "" && e.Err == nil {
 		s = e.Call + ": " + s
@@ -179,7 +179,7 @@ func eventText(e poller.Event) string {
 
 // eventRequestID is the event's request id (or its error's) unless the
 // message already carries it.
-func eventRequestID(e poller.Event) string {
+func eventRequestID(e model.Event) string {
 	id := e.RequestID
 	if id == "" && e.Err != nil {
 		id = e.Err.RequestID

@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/report"
 )
 
@@ -22,7 +21,7 @@ type exportDoneMsg struct {
 // exportEvents is how many recent events the incident report lists.
 const exportEvents = 100
 
-// export writes the current snapshot as §9 JSON and a Markdown incident
+// export writes the current snapshot as snapshot JSON and a Markdown incident
 // report, both mode 0600 (they name users and SQL text), in ExportDir.
 func (m *Model) export() tea.Cmd {
 	if !m.ctx.loaded {
@@ -38,10 +37,10 @@ func (m *Model) export() tea.Cmd {
 	}
 }
 
-// writeExport writes dbxtop-snapshot-<time>.json (the §9 object, as
+// writeExport writes dbxtop-snapshot-<time>.json (the snapshot JSON object, as
 // `snapshot --json` prints it) and dbxtop-incident-<time>.md, through
 // report's atomic 0600 writer.
-func writeExport(dir string, now time.Time, snap model.Snapshot, events []poller.Event) ([]string, error) {
+func writeExport(dir string, now time.Time, snap model.Snapshot, events []model.Event) ([]string, error) {
 	stamp := now.Format("20060102T150405Z")
 	var js, md bytes.Buffer
 	if err := report.JSON(&js, snap); err != nil {

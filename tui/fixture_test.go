@@ -30,12 +30,12 @@ type fakeEngine struct {
 	readOnly bool
 	actErr   error
 	calls    []string // "cancel <id>", …
-	events   chan poller.Event
+	events   chan model.Event
 	closed   bool
 }
 
 func newFakeEngine(snap model.Snapshot) *fakeEngine {
-	return &fakeEngine{snap: snap, events: make(chan poller.Event, 64), health: fixtureHealth()}
+	return &fakeEngine{snap: snap, events: make(chan model.Event, 64), health: fixtureHealth()}
 }
 
 func (f *fakeEngine) Snapshot() model.Snapshot {
@@ -50,7 +50,7 @@ func (f *fakeEngine) setSnapshot(s model.Snapshot) {
 	f.snap = s
 }
 
-func (f *fakeEngine) Events() <-chan poller.Event { return f.events }
+func (f *fakeEngine) Events() <-chan model.Event { return f.events }
 
 func (f *fakeEngine) Health() poller.Health {
 	f.mu.Lock()
@@ -198,20 +198,20 @@ func fixtureSnapshot() model.Snapshot {
 }
 
 // fixtureEvents are what the engine would have said about the fixture.
-func fixtureEvents() []poller.Event {
+func fixtureEvents() []model.Event {
 	n := fixedNow
-	return []poller.Event{
-		{At: n.Add(-80 * time.Second), Kind: poller.EventRetry, StatementID: idStale, Call: "GetOperationStatus",
+	return []model.Event{
+		{At: n.Add(-80 * time.Second), Kind: model.EventRetry, StatementID: idStale, Call: "GetOperationStatus",
 			Message: "attempt 2 failed, retrying on a fresh connection in 800ms", RequestID: reqStale},
-		{At: n.Add(-75 * time.Second), Kind: poller.EventGiveUp, StatementID: idStale,
+		{At: n.Add(-75 * time.Second), Kind: model.EventGiveUp, StatementID: idStale,
 			Err:       &model.ErrorInfo{Kind: model.KindTransport, Call: "GetOperationStatus", Message: "read: connection reset by peer", Attempts: 3, Elapsed: 2100 * time.Millisecond, RequestID: reqStale},
 			RequestID: reqStale},
-		{At: n.Add(-60 * time.Second), Kind: poller.EventFlagRaised, StatementID: idInactive,
+		{At: n.Add(-60 * time.Second), Kind: model.EventFlagRaised, StatementID: idInactive,
 			Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityCritical, Detail: "no client call for 5m00s"}},
-		{At: n.Add(-30 * time.Second), Kind: poller.EventCloseFailed, StatementID: idCloseFailed,
+		{At: n.Add(-30 * time.Second), Kind: model.EventCloseFailed, StatementID: idCloseFailed,
 			Err:       &model.ErrorInfo{Kind: model.KindUnavailable, Call: "CloseOperation", HTTPStatus: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", Message: "The service is temporarily unavailable", Attempts: 4, RequestID: reqClose},
 			RequestID: reqClose, Message: "close attempt 3 failed; retry in 8s"},
-		{At: n.Add(-10 * time.Second), Kind: poller.EventCapacity, Endpoint: "vs-ingest",
+		{At: n.Add(-10 * time.Second), Kind: model.EventCapacity, Endpoint: "vs-ingest",
 			Message: "RESOURCE_EXHAUSTED: Endpoint vs-ingest has reached its row limit", RequestID: reqExhausted},
 	}
 }

@@ -33,6 +33,7 @@ func TestWorkspaceColumnAndSwitcher(t *testing.T) {
 	out := plain(m)
 	must(t, strings.Contains(out, "WORKSPACE") && strings.Contains(out, "staging") && strings.Contains(out, "2 workspaces (w: one)"),
 		"no WORKSPACE column with two workspaces:\n%s", out)
+	must(t, strings.Contains(out, "prod up") && strings.Contains(out, "staging DOWN"), "header does not say which workspace is down:\n%s", out)
 	all := len(ids(m))
 	press(m, "w")
 	out = plain(m)

@@ -19,37 +19,6 @@ func shortID(id string, ell string) string {
 	return ansi.Truncate(id, 8, "") + ell // never splits a rune
 }
 
-// fmtDur renders a duration the way operators read it: 5s, 1m12s, 2h03m,
-// 3d04h. Negative durations render as 0s.
-func fmtDur(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-}
-
-// fmtCount renders row counts compactly: 950, 12.3k, 1.9M, 2.0B.
-func fmtCount(n int64) string {
-	f := float64(n)
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", f/1e3)
-	case n < 1_000_000_000:
-		return fmt.Sprintf("%.1fM", f/1e6)
-	}
-	return fmt.Sprintf("%.1fB", f/1e9)
-}
-
 // fit truncates s to w cells (with tail) and pads it with spaces to
 // exactly w cells, so columns line up whatever the content.
 func fit(s string, w int, tail string) string {
@@ -75,17 +44,6 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// sevRank orders severities: critical > warning > none.
-func sevRank(s model.Severity) int {
-	switch s {
-	case model.SeverityCritical:
-		return 2
-	case model.SeverityWarning:
-		return 1
-	}
-	return 0
-}
-
 // worstFlag is the flag the table shows for a row, and how many more
 // there are. Private until model's severity helpers land.
 //
@@ -100,7 +58,7 @@ func worstFlag(fs []model.Flag) (model.Flag, int) {
 		}
 	}
 	for _, f := range fs {
-		r, wr := sevRank(f.Severity), sevRank(w.Severity)
+		r, wr := f.Severity.Rank(), w.Severity.Rank()
 		// EXHAUSTED says more than CAPACITY at the same severity.
 		if r > wr || w.Kind == "" || (r == wr && f.Kind == model.FlagExhausted) {
 			w = f

@@ -13,7 +13,6 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // goldenViews are the screens under golden test: keys to reach each one
@@ -108,7 +107,7 @@ func runGolden(t *testing.T, o Options, w, h int, keys, wait []string) string {
 	return runGoldenOn(t, fixtureSnapshot(), fixtureEvents(), o, w, h, keys, wait)
 }
 
-func runGoldenOn(t *testing.T, snap model.Snapshot, evs []poller.Event, o Options, w, h int, keys, wait []string) string {
+func runGoldenOn(t *testing.T, snap model.Snapshot, evs []model.Event, o Options, w, h int, keys, wait []string) string {
 	t.Helper()
 	e := newFakeEngine(snap)
 	for _, ev := range evs {

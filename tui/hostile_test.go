@@ -11,7 +11,6 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // hostilePayloads are what anyone who can run a statement can put into
@@ -57,10 +56,10 @@ func hostileSnapshot() model.Snapshot {
 		[]model.ErrorInfo{{Kind: model.KindTransport, Message: hostilePayloads[4]}}, model.Thresholds{InactivityWarn: time.Second, ServerIdleTimeout: 10 * time.Minute, LeakAfter: time.Second})
 }
 
-func hostileEvents() []poller.Event {
-	var evs []poller.Event
+func hostileEvents() []model.Event {
+	var evs []model.Event
 	for i, p := range hostilePayloads {
-		evs = append(evs, poller.Event{At: fixedNow.Add(-time.Duration(i) * time.Second), Kind: poller.EventGiveUp,
+		evs = append(evs, model.Event{At: fixedNow.Add(-time.Duration(i) * time.Second), Kind: model.EventGiveUp,
 			StatementID: fmt.Sprintf("01ef%04x-0000-4000-8000-%012x", i, i), Endpoint: "ep" + p, Call: "Call" + p, Message: "msg " + p,
 			RequestID: "r" + p, Err: &model.ErrorInfo{Message: "e" + p, RequestID: "q" + p},
 			Flag: &model.Flag{Kind: model.FlagInactive, Severity: model.SeverityWarning, Detail: "d" + p}})
@@ -133,7 +132,7 @@ func TestHostileTextEveryView(t *testing.T) {
 					}
 					m := syncModel(t, e, o, sz[0], sz[1])
 					for _, ev := range hostileEvents() {
-						m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+						m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 					}
 					press(m, v.keys...)
 					frame := m.View()
@@ -166,7 +165,7 @@ func FuzzRenderer(f *testing.F) {
 		e := newFakeEngine(s)
 		o := testOptions()
 		m := syncModel(t, e, o, 80, 24)
-		m.Update(eventMsg{evs: []poller.Event{{At: fixedNow, Kind: poller.EventRetry, Message: msg, Call: user, StatementID: sql}}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{{At: fixedNow, Kind: model.EventRetry, Message: msg, Call: user, StatementID: sql}}, ok: true})
 		checkFrame(t, m.View(), false)
 		press(m, "enter")
 		checkFrame(t, m.View(), false)

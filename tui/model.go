@@ -37,7 +37,7 @@ const (
 type Model struct {
 	ctx    *programContext
 	eng    Engine
-	events <-chan poller.Event
+	events <-chan model.Event
 	done   <-chan struct{} // closed by Run when the program ends
 
 	view       viewID

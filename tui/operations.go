@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // column is one Operations table column. Widths are the narrowest
@@ -218,7 +219,7 @@ func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel b
 		case colAge:
 			a := "?"
 			if !op.StartedAt.IsZero() {
-				a = fmtDur(m.ctx.snap.GeneratedAt.Sub(op.StartedAt))
+				a = textfmt.Duration(max(m.ctx.snap.GeneratedAt.Sub(op.StartedAt), 0))
 			}
 			v = fit(a, w, "")
 		case colInactive:
@@ -265,9 +266,9 @@ func idleCell(ctx *programContext, op *model.OperationView) string {
 	if op.HasFlag(model.FlagStale) && !op.LastPollOKAt.IsZero() {
 		return "as of " + op.LastPollOKAt.UTC().Format("15:04:05")
 	}
-	s := fmtDur(*op.InactiveFor)
+	s := textfmt.Duration(*op.InactiveFor)
 	if op.ReapedIn != nil {
-		s += " " + ctx.glyphs.Reaper + fmtDur(*op.ReapedIn)
+		s += " " + ctx.glyphs.Reaper + textfmt.Duration(*op.ReapedIn)
 	}
 	return s
 }

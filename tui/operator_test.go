@@ -9,7 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // Several runes in one key message (fast typing, paste, slow ssh) are as
@@ -33,7 +32,7 @@ func TestSlashNeverFallsThrough(t *testing.T) {
 		e := newFakeEngine(fixtureSnapshot())
 		m := syncModel(t, e, testOptions(), 80, 24)
 		for _, ev := range fixtureEvents() {
-			m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+			m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 		}
 		for range tc.tabs {
 			press(m, "tab")
@@ -54,7 +53,7 @@ func TestSlashNeverFallsThrough(t *testing.T) {
 func TestEventsFilterByKind(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
 	for _, ev := range fixtureEvents() {
-		m.Update(eventMsg{evs: []poller.Event{ev}, ok: true})
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
 	}
 	press(m, "tab", "tab", "/")
 	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("flag-raised")})

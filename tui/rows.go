@@ -70,13 +70,13 @@ func containsFold(s, sub string) bool {
 func worstRank(op *model.OperationView) int {
 	r := 0
 	for _, f := range op.Flags {
-		r = max(r, sevRank(f.Severity)*10+len(op.Flags))
+		r = max(r, f.Severity.Rank()*10+len(op.Flags))
 	}
 	return r
 }
 
-// durOr is a known duration, or -1 so unknown inactivity sorts lowest.
-func durOr(d *time.Duration) time.Duration {
+// inactivityKey is a known duration, or -1 so unknown inactivity sorts lowest.
+func inactivityKey(d *time.Duration) time.Duration {
 	if d == nil {
 		return -1
 	}
@@ -115,7 +115,7 @@ func makeKey(op *model.OperationView, i int, k sortKey) rowKey {
 		// direction) lists the oldest first.
 		r.num, r.str = 0, ""
 	case sortInactivity:
-		r.num = int64(durOr(op.InactiveFor))
+		r.num = int64(inactivityKey(op.InactiveFor))
 	case sortState:
 		r.str = string(op.State)
 	case sortUser:

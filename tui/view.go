@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Layout: a fixed header, the body of the current view, and a two-line
@@ -176,8 +177,20 @@ func (m *Model) header() []string {
 	}
 	// The scheme says nothing an operator needs; 8 columns matter at 80.
 	host := strings.TrimPrefix(ws.Host, "https://")
-	l1 = append(l1, seg{orDash(host), prioMid}, seg{"warehouses " + whs, prioLow},
-		seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
+	if wss := m.ctx.snap.Workspaces; len(wss) > 1 {
+		// Several workspaces: each by name with its state, a down one in
+		// words (never by colour alone).
+		for _, w := range wss {
+			if w.Up {
+				l1 = append(l1, seg{st.OK.Render(w.Name + " up"), prioHigh})
+			} else {
+				l1 = append(l1, seg{st.Crit.Render(g.Crit + " " + w.Name + " DOWN"), prioCritical})
+			}
+		}
+	} else {
+		l1 = append(l1, seg{textfmt.OrDash(host), prioMid}, seg{"warehouses " + whs, prioLow})
+	}
+	l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 
 	h := m.ctx.health
 	l2 := []seg{{"poller", prioCritical}, {fmt.Sprintf("followed %d", h.Followed), prioHigh},
@@ -267,11 +280,14 @@ func (m *Model) lastErrorLine() string {
 	now := m.ctx.opts.Now()
 	var head string
 	if r := m.lastErr.recovered; !r.IsZero() && m.lastErr.sawFailing {
-		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+fmtDur(now.Sub(m.lastErr.since))+" ago: ")
+		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+textfmt.Age(now, m.lastErr.since)+" ago: ")
 		line := head + st.Dim.Render(errorLine(e)+")")
 		return truncLine(line, m.ctx.width, g.Ellipsis)
 	}
-	head = "last error " + fmtDur(now.Sub(m.lastErr.since)) + " ago: "
+	head = "last error " + textfmt.Age(now, m.lastErr.since) + " ago: "
+	if e.Workspace != "" {
+		head += "[" + e.Workspace + "] "
+	}
 	line := head + st.Crit.Render(errorLine(e))
 	return truncLine(line, m.ctx.width, g.Ellipsis+" (! full)")
 }
@@ -396,11 +412,4 @@ func (m *Model) shortHelp() string {
 	}
 	parts = append(parts, render(len(bs)-2), render(len(bs)-1))
 	return strings.Join(parts, st.HelpDesc.Render(sep))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

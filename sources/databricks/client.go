@@ -67,9 +67,9 @@ const (
 	defaultBudget   = 20 * time.Second
 )
 
-// Client talks to one workspace. It implements poller.Discoverer,
-// poller.StatusSource, poller.ActionSource, poller.CapacitySource and
-// poller.IdleCloser. Safe for concurrent use.
+// Client talks to one workspace. It implements sources.Discoverer,
+// sources.StatusSource, sources.ActionSource, sources.CapacitySource and
+// sources.IdleCloser. Safe for concurrent use.
 type Client struct {
 	conf      Config
 	sdk       *config.Config

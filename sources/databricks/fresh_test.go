@@ -32,7 +32,7 @@ func TestRetryAfterResetUsesNoPooledConnection(t *testing.T) {
 		writeJSON(w, map[string]any{"statement_id": "s-run", "status": map[string]any{"state": "RUNNING"}})
 	})
 	c := f.client(t)
-	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []poller.IdleCloser{c}})
+	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []sources.IdleCloser{c}})
 	ref := sources.Ref{StatementID: "s-run", WarehouseID: "wh1"}
 	st, err := poller.Do(context.Background(), pol, poller.Call{Name: CallGetStatement, Safe: true},
 		func(ctx context.Context) (sources.Status, error) { return c.Status(ctx, ref) })

@@ -3,6 +3,7 @@ package databricks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -55,7 +56,9 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 		return st, err
 	}
 	gone := errors.Is(err, sources.ErrHandleGone)
-	if gone && r.verified.Load() >= verifyGone {
+	// A rebuilt handle's INVALID_HANDLE is never taken as the last word:
+	// the REST API decides (docs/proxy.md, "Acting with the real handle").
+	if gone && r.verified.Load() >= verifyGone && !errors.Is(err, sources.ErrHandleUnverified) {
 		return st, err
 	}
 	rst, rerr := r.rest.Status(ctx, ref)
@@ -66,10 +69,13 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 			r.disabled.Store(true)
 		} else {
 			r.verified.Add(1)
-			// Both agree it is over; primary's answer says the handle is
-			// gone, which the REST API cannot tell for FAILED or CANCELED.
-			closed := false
-			rst.Open = &closed
+			if rst.Open == nil {
+				// The REST API does not contradict primary (the statement
+				// ended, openness unknown): the handle is gone, now
+				// confirmed by a second source — also when primary's
+				// answer alone was unverified (a rebuilt handle).
+				return sources.Status{}, fmt.Errorf("%w (the Statement Execution API reports it %s)", sources.ErrHandleGone, rst.State)
+			}
 		}
 	}
 	if gone && errors.Is(rerr, sources.ErrHandleGone) {

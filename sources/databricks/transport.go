@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // sdkTransport sits below the SDK's retry loop. It marks every request with
@@ -20,7 +20,7 @@ type sdkTransport struct {
 	base      http.RoundTripper
 	userAgent string
 	// fresh carries the retries of transport errors (the policy marks them,
-	// poller.FreshConnRequested): it keeps no connection, so such a retry
+	// sources.FreshConnRequested): it keeps no connection, so such a retry
 	// never lands on a pooled one as stale as the one that failed.
 	fresh http.RoundTripper
 	// maxBody bounds each answer's body (0: MaxBody).
@@ -37,7 +37,7 @@ func (t *sdkTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("User-Agent", ua)
 	}
 	base := t.base
-	if t.fresh != nil && poller.FreshConnRequested(r.Context()) {
+	if t.fresh != nil && sources.FreshConnRequested(r.Context()) {
 		base = t.fresh
 	}
 	resp, err := base.RoundTrip(r)

@@ -68,8 +68,9 @@ func TestDemoScenario(t *testing.T) {
 		t.Errorf("the abandons poll and the close_fails close should each have met a reset: faults %v", st.Faults)
 	}
 
-	// The observer's first close of a close_fails operation fails with 503,
-	// the second succeeds.
+	// The observer's closes of a close_fails operation fail with 503 for
+	// observerCloseFailFor (scaled by Speed) after the first one, long
+	// enough for its immediate retries to give up; a later close succeeds.
 	var wh string
 	for _, op := range getTruth(t, s).Operations {
 		if op.StatementID == closeFailsID {
@@ -82,9 +83,13 @@ func TestDemoScenario(t *testing.T) {
 	if !(errors.As(err, &he) && he.StatusCode == 503) {
 		t.Errorf("first observer close of a close_fails op: %v, want 503", err)
 	}
-	if err := obs.CloseOperation(ctx, ref); err != nil && !errors.Is(err, sources.ErrHandleGone) {
-		t.Errorf("second observer close: %v", err)
+	if err := obs.CloseOperation(ctx, ref); !(errors.As(err, &he) && he.StatusCode == 503) {
+		t.Errorf("an immediate retry of the observer close: %v, want 503 too", err)
 	}
+	eventually(t, 10*time.Second, "an observer close after the fault window", func() bool {
+		err := obs.CloseOperation(ctx, ref)
+		return err == nil || errors.Is(err, sources.ErrHandleGone)
+	})
 
 	// The abandoned operation is reaped for inactivity; the ingest client
 	// fills its endpoint; the observer outage on warehouse 0 happens.

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Fault kinds of the --faults grammar (PRODUCT.md §7).
+// Fault kinds of the --faults grammar (docs/simulator.md, Fault injection).
 const (
 	FaultReset        = "reset"
 	FaultStale        = "stale"
@@ -184,12 +184,6 @@ func (in *injector) set(f Faults) {
 	in.rngs = map[string]*rand.Rand{}
 	in.n.Store(int32(len(f)))
 	in.mu.Unlock()
-}
-
-func (in *injector) get() Faults {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.faults
 }
 
 func (in *injector) rng(call string) *rand.Rand {

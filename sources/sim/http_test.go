@@ -62,7 +62,7 @@ func TestRandomTokenAndPortInUse(t *testing.T) {
 	}
 }
 
-// TestTruthAndStatsShapes checks the exact key sets of PRODUCT.md §7.
+// TestTruthAndStatsShapes checks the exact key sets of docs/simulator.md (Ground truth).
 func TestTruthAndStatsShapes(t *testing.T) {
 	s := startSim(t, Options{})
 	c := httpClient(t)

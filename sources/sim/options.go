@@ -10,7 +10,7 @@ type Options struct {
 	Listen     string // "127.0.0.1:0" when empty
 	Token      string // "" → 32 random hex characters (crypto/rand)
 	Seed       int64
-	Faults     string // PRODUCT.md §7 grammar; parsed by ParseFaults
+	Faults     string // docs/simulator.md grammar; parsed by ParseFaults
 	Scenario   string // "demo" (default) | "quiet" | "load" | "vector-incident"
 	Warehouses int    // default 3
 	// IdleTimeout reaps a non-terminal operation whose owner has shown no
@@ -63,6 +63,19 @@ type Options struct {
 	// LoadPoll is how often a load-scenario client polls its own statement
 	// (default 20s).
 	LoadPoll time.Duration
+	// CheckHandleSecrets refuses operation handles whose secret does not
+	// match (INVALID_HANDLE), as a strict server may; handles rebuilt from
+	// statement ids then fail (`dbxtop sim --check-handle-secrets`).
+	CheckHandleSecrets bool
+	// OwnerActivity volunteers the owning client's last activity and the
+	// operation's openness in GetOperationStatus (the dbxtop extension of
+	// docs/thrift.md). Off by default: a real server sends neither
+	// (`dbxtop sim --owner-activity`).
+	OwnerActivity bool
+	// Proxy, when set, is called once the server listens, with its URL; it
+	// returns the URL the demo's proxied clients connect through (cmd
+	// starts `dbxtop proxy` there: this package never imports it).
+	Proxy func(upstream string) (clientURL string, err error)
 }
 
 const (
@@ -134,7 +147,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Demo thresholds: the dbxtop flags under which every flag of PRODUCT.md §4
+// Demo thresholds: the dbxtop flags under which every flag of docs/model.md
 // shows within two minutes of the demo (see docs/simulator.md).
 const (
 	DemoInactivityWarn    = 15 * time.Second // --inactivity-warn

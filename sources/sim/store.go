@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"fmt"
 	"slices"
 	"sort"
@@ -17,11 +18,16 @@ const (
 	KindAbandons   = "abandons"
 	KindCloseFails = "close_fails"
 	KindIngest     = "ingest"
-	KindExternal   = "external"
+	// The demo's proxied share (only with Options.Proxy): a client that
+	// gives up on its own side within seconds, and one whose closes the
+	// server refuses for a while.
+	KindGivesUp           = "gives_up"
+	KindCloseFailsProxied = "close_fails_proxied"
+	KindExternal          = "external"
 )
 
 // InactivityMessage is what the reaper fails an orphaned operation with
-// (PRODUCT.md §1; dbxtop recognises REAPED from it).
+// (docs/simulator.md, The reaper; dbxtop recognises REAPED from it, docs/model.md).
 const InactivityMessage = "Query has been timed out due to inactivity."
 
 type guid = [16]byte
@@ -73,8 +79,14 @@ type operation struct {
 	lastActivity time.Time // owner calls on the operation
 	fetchPos     int64
 
-	observerCloseFailed bool // scripted: the first observer close of a close_fails op
-	pruned              bool // forgotten by the reaper (left store.order)
+	// observerCloseFailUntil: scripted, observer closes of a close_fails
+	// op fail until then (set by the first one), long enough for the
+	// observer's retries to give up and show CLOSE_FAILED.
+	observerCloseFailUntil time.Time
+	pruned                 bool // forgotten by the reaper (left store.order)
+	// closeRefusedUntil: scripted, the upstream refuses every close of a
+	// proxied close_fails op until then (set at its first close).
+	closeRefusedUntil time.Time
 }
 
 // before orders operations by (created, id) ascending.
@@ -93,14 +105,6 @@ func (op *operation) ownerLast() time.Time {
 		t = op.sess.lastActivity
 	}
 	return t
-}
-
-// truthState is the state /sim/v1/truth reports: CLOSED once closed.
-func (op *operation) truthState() model.State {
-	if !op.open {
-		return model.StateClosed
-	}
-	return op.state
 }
 
 // counters are cumulative (they survive pruning).
@@ -264,6 +268,14 @@ func (s *store) withOp(g guid, owner bool, f func(op *operation, now time.Time))
 	}
 	f(op, now)
 	return true
+}
+
+// secretMatches reports whether secret is the operation's handle secret.
+func (s *store) secretMatches(g guid, secret []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op, ok := s.ops[g]
+	return ok && subtle.ConstantTimeCompare(op.secret[:], secret) == 1
 }
 
 func (s *store) lookupID(id string) (guid, bool) {

@@ -11,9 +11,21 @@ import (
 )
 
 // thriftService implements TCLIService over the store. Operations are found
-// by GUID only: the handle secret is not checked, because observers such as
-// dbxtop rebuild handles from statement ids (the secret is only ever echoed).
+// by GUID; the handle secret is checked only with Options.CheckHandleSecrets
+// (a strict server), because observers such as dbxtop rebuild handles from
+// statement ids and never learn the secret.
 type thriftService struct{ s *Server }
+
+// opHandle is opGUID plus, on a strict server, the secret check: a handle
+// whose secret does not match is unknown (INVALID_HANDLE), as a server
+// that checks secrets answers.
+func (t *thriftService) opHandle(h *tc.TOperationHandle) (guid, bool) {
+	g, ok := opGUID(h)
+	if !ok || !t.s.o.CheckHandleSecrets {
+		return g, ok
+	}
+	return g, t.s.store.secretMatches(g, h.OperationId.Secret)
+}
 
 // Configuration keys the simulated clients use to describe themselves and
 // to choose how long their statements run. Any client may set them.
@@ -76,7 +88,7 @@ func kindFromUA(ua string) string {
 		if i := strings.IndexByte(ua, '('); i >= 0 {
 			if j := strings.IndexByte(ua[i:], ')'); j > 0 {
 				switch k := ua[i+1 : i+j]; k {
-				case KindHealthy, KindAbandons, KindCloseFails, KindIngest:
+				case KindHealthy, KindAbandons, KindCloseFails, KindIngest, KindGivesUp, KindCloseFailsProxied:
 					return k
 				}
 			}
@@ -195,7 +207,7 @@ func (t *thriftService) ExecuteStatement(ctx context.Context, req *tc.TExecuteSt
 func (t *thriftService) directResults(g guid, maxRows int64) *tc.TSparkDirectResults {
 	dr := &tc.TSparkDirectResults{}
 	t.s.store.withOp(g, false, func(op *operation, now time.Time) {
-		dr.OperationStatus = statusResp(op)
+		dr.OperationStatus = statusResp(op, t.s.o.OwnerActivity)
 		if op.state != model.StateFinished {
 			return
 		}
@@ -225,15 +237,20 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func statusResp(op *operation) *tc.TGetOperationStatusResp {
+// statusResp answers GetOperationStatus; the dbxtop extension fields
+// (docs/thrift.md) only when ext (Options.OwnerActivity): a real server
+// volunteers no owner activity.
+func statusResp(op *operation, ext bool) *tc.TGetOperationStatusResp {
 	r := &tc.TGetOperationStatusResp{
-		Status:                     okStatus(),
-		OperationState:             tc.TOperationStatePtr(thriftStates[op.state]),
-		OperationStarted:           i64Ptr(ms(op.created)),
-		OperationCompleted:         i64Ptr(ms(op.completed)),
-		HasResultSet:               boolPtr(true),
-		DbxtopClientLastActivityMs: i64Ptr(ms(op.ownerLast())),
-		DbxtopOpen:                 boolPtr(op.open),
+		Status:             okStatus(),
+		OperationState:     tc.TOperationStatePtr(thriftStates[op.state]),
+		OperationStarted:   i64Ptr(ms(op.created)),
+		OperationCompleted: i64Ptr(ms(op.completed)),
+		HasResultSet:       boolPtr(true),
+	}
+	if ext {
+		r.DbxtopClientLastActivityMs = i64Ptr(ms(op.ownerLast()))
+		r.DbxtopOpen = boolPtr(op.open)
 	}
 	if op.state == model.StateFailed || op.state == model.StateCanceled {
 		msg := op.errMsg
@@ -250,11 +267,11 @@ func statusResp(op *operation) *tc.TGetOperationStatusResp {
 func (t *thriftService) GetOperationStatus(ctx context.Context, req *tc.TGetOperationStatusReq) (*tc.TGetOperationStatusResp, error) {
 	ci := callFrom(ctx)
 	var resp *tc.TGetOperationStatusResp
-	g, ok := opGUID(req.GetOperationHandle())
+	g, ok := t.opHandle(req.GetOperationHandle())
 	if ok {
 		t.s.store.withOp(g, !ci.observer, func(op *operation, _ time.Time) {
 			if op.open {
-				resp = statusResp(op)
+				resp = statusResp(op, t.s.o.OwnerActivity)
 			}
 		})
 	}
@@ -285,7 +302,7 @@ func (t *thriftService) CloseOperation(ctx context.Context, req *tc.TCloseOperat
 func (t *thriftService) onOpenOp(ctx context.Context, h *tc.TOperationHandle, f func(*operation, time.Time)) bool {
 	ci := callFrom(ctx)
 	done := false
-	if g, ok := opGUID(h); ok {
+	if g, ok := t.opHandle(h); ok {
 		t.s.store.withOp(g, !ci.observer, func(op *operation, now time.Time) {
 			if op.open {
 				f(op, now)
@@ -319,7 +336,7 @@ func metadataResp(op *operation) *tc.TGetResultSetMetadataResp {
 func (t *thriftService) GetResultSetMetadata(ctx context.Context, req *tc.TGetResultSetMetadataReq) (*tc.TGetResultSetMetadataResp, error) {
 	ci := callFrom(ctx)
 	var resp *tc.TGetResultSetMetadataResp
-	if g, ok := opGUID(req.GetOperationHandle()); ok {
+	if g, ok := t.opHandle(req.GetOperationHandle()); ok {
 		t.s.store.withOp(g, !ci.observer, func(op *operation, _ time.Time) {
 			if op.open {
 				resp = metadataResp(op)
@@ -389,7 +406,7 @@ func (t *thriftService) FetchResults(ctx context.Context, req *tc.TFetchResultsR
 	ci := callFrom(ctx)
 	var resp *tc.TFetchResultsResp
 	found := false
-	if g, ok := opGUID(req.GetOperationHandle()); ok {
+	if g, ok := t.opHandle(req.GetOperationHandle()); ok {
 		t.s.store.withOp(g, !ci.observer, func(op *operation, _ time.Time) {
 			if !op.open {
 				return

@@ -67,7 +67,7 @@ func TestThriftSelectOneDirectResults(t *testing.T) {
 }
 
 func TestThriftRangePagedWithoutDirectResults(t *testing.T) {
-	s := startSim(t, Options{})
+	s := startSim(t, Options{OwnerActivity: true})
 	ctx := context.Background()
 	c := thriftClient(t, s, "simclient/1.0 (healthy)")
 	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[1])
@@ -129,7 +129,7 @@ func TestThriftRangePagedWithoutDirectResults(t *testing.T) {
 // FETCH_FIRST rewinds; OpenSession answers exactly SUCCESS; metadata sets
 // COLUMN_BASED_SET — checked with the bare generated client.
 func TestThriftWireDetails(t *testing.T) {
-	s := startSim(t, Options{})
+	s := startSim(t, Options{OwnerActivity: true})
 	ctx := context.Background()
 	hc := httpClient(t)
 	trans, err := athrift.NewTHttpClientWithOptions(s.URL()+"/sql/1.0/warehouses/"+s.WarehouseIDs()[0], athrift.THttpClientOptions{Client: hc})
@@ -191,7 +191,7 @@ func TestThriftWireDetails(t *testing.T) {
 // activity; owner calls do.
 func TestObserverDoesNotCountAsActivity(t *testing.T) {
 	clk := NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	s := startSim(t, Options{Clock: clk, IdleTimeout: time.Minute, ReapEvery: time.Hour})
+	s := startSim(t, Options{OwnerActivity: true, Clock: clk, IdleTimeout: time.Minute, ReapEvery: time.Hour})
 	ctx := context.Background()
 	owner := thriftClient(t, s, "simclient/1.0 (abandons)")
 	observer := thriftClient(t, s, "dbxtop/0.1.0")

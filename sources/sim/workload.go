@@ -22,6 +22,9 @@ import (
 // SimClientUA is the User-Agent of a simulated client of the given kind.
 func SimClientUA(kind string) string { return "simclient/1.0 (" + kind + ")" }
 
+// viaProxy marks a workload client key whose client goes through the proxy.
+const viaProxy = "@proxy"
+
 // workload runs the scenario's simulated clients. They use the project's
 // own Thrift client over loopback, exactly as an outside client would.
 type workload struct {
@@ -79,6 +82,17 @@ func (s *Server) newWorkload() (*workload, error) {
 		}
 		w.clients[k] = c
 	}
+	if s.proxyURL != "" && s.o.Scenario == ScenarioDemo {
+		// The proxied share: same clients, pointed at the proxy.
+		for _, k := range []string{KindHealthy, KindGivesUp, KindCloseFailsProxied} {
+			c, err := thrift.NewClient(thrift.Options{Host: s.proxyURL, Token: s.token, UserAgent: SimClientUA(k),
+				Transport: tr, Timeout: 30 * time.Second})
+			if err != nil {
+				return nil, fmt.Errorf("sim: proxied workload client: %w", err)
+			}
+			w.clients[k+viaProxy] = c
+		}
+	}
 	if s.o.Scenario == ScenarioDemo {
 		s.rules = w.demoRules()
 	}
@@ -115,8 +129,11 @@ func (w *workload) goDo(ctx context.Context, f func(context.Context)) {
 
 var (
 	demoUsers = []string{"alice@example.com", "bob@example.com", "etl-svc@example.com", "carol@example.com"}
-	demoApps  = []string{"Tableau", "dbt", "PowerBI", "databricks-sql-go", "Databricks JDBC"}
-	demoSQL   = []string{
+	// Client applications as the User-Agent / client_application gives them:
+	// the healthy pool, and (below) the two that misbehave, each with its
+	// own driver version so the Clients view can name the culprit.
+	demoApps = []string{"Tableau 2025.3", "dbt-databricks 1.10.4", "PowerBI 2.147", "databricks-sql-go 1.14.0", "Databricks JDBC 2.7.3"}
+	demoSQL  = []string{
 		"SELECT region, sum(amount) AS revenue FROM sales.orders WHERE order_date >= '2026-%02d-01' GROUP BY region ORDER BY revenue DESC",
 		"SELECT customer_id, count(*) AS orders FROM sales.orders WHERE status = 'SHIPPED' AND order_date > current_date() - INTERVAL %d DAYS GROUP BY customer_id",
 		"MERGE INTO analytics.daily_kpis t USING staging.kpis_%02d s ON t.day = s.day WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
@@ -137,7 +154,7 @@ func (w *workload) sqlText() string {
 	return fmt.Sprintf(t, 1+w.intn(12))
 }
 
-// demo runs the cast of PRODUCT.md §7 on a compressed timeline (see
+// demo runs the cast of docs/simulator.md (Scenarios) on a compressed timeline (see
 // docs/simulator.md for the minute-by-minute plan).
 func (w *workload) demo(ctx context.Context) {
 	whs := w.s.WarehouseIDs()
@@ -145,10 +162,10 @@ func (w *workload) demo(ctx context.Context) {
 	// Two long healthy statements, one on the outage warehouse, so that
 	// dbxtop follows something there when the observer outage starts.
 	w.spawn(ctx, func() {
-		w.healthy(ctx, wh(0), "etl-svc@example.com", "dbt", w.sqlText(), 5*time.Minute, "")
+		w.healthy(ctx, KindHealthy, wh(0), "etl-svc@example.com", "dbt-databricks 1.10.4", w.sqlText(), 5*time.Minute, "")
 	})
 	w.spawn(ctx, func() {
-		w.healthy(ctx, wh(1), "alice@example.com", "Tableau", w.sqlText(), 4*time.Minute, "")
+		w.healthy(ctx, KindHealthy, wh(1), "alice@example.com", "Tableau 2025.3", w.sqlText(), 4*time.Minute, "")
 	})
 	w.goDo(ctx, func(ctx context.Context) { w.ingest(ctx) })
 	w.goDo(ctx, func(ctx context.Context) {
@@ -175,6 +192,32 @@ func (w *workload) demo(ctx context.Context) {
 			}
 		}
 	})
+	if w.s.proxyURL != "" {
+		w.goDo(ctx, func(ctx context.Context) {
+			// gives_up (through the proxy): at 6 s, then every 75 s.
+			if !sleep(ctx, w.d(6*time.Second)) {
+				return
+			}
+			for i := 0; ; i++ {
+				w.spawn(ctx, func() { w.givesUp(ctx, wh(i+1)) })
+				if !sleep(ctx, w.d(75*time.Second)) {
+					return
+				}
+			}
+		})
+		w.goDo(ctx, func(ctx context.Context) {
+			// close_fails_proxied: at 8 s, then every 60 s.
+			if !sleep(ctx, w.d(8*time.Second)) {
+				return
+			}
+			for i := 0; ; i++ {
+				w.spawn(ctx, func() { w.closeFailsProxied(ctx, wh(i+2)) })
+				if !sleep(ctx, w.d(60*time.Second)) {
+					return
+				}
+			}
+		})
+	}
 	// Steady healthy traffic: a statement every 2-4 s, 2-40 s long.
 	for i := 0; ; i++ {
 		if !sleep(ctx, w.d(time.Duration(2000+w.intn(2000))*time.Millisecond)) {
@@ -186,7 +229,11 @@ func (w *workload) demo(ctx context.Context) {
 			fail = w.pick(demoErrors)
 		}
 		user, app, sql, whID := w.pick(demoUsers), w.pick(demoApps), w.sqlText(), wh(w.intn(len(whs)))
-		w.spawn(ctx, func() { w.healthy(ctx, whID, user, app, sql, run, fail) })
+		key := KindHealthy
+		if w.s.proxyURL != "" && i%2 == 1 {
+			key += viaProxy // every other healthy statement goes through the proxy
+		}
+		w.spawn(ctx, func() { w.healthy(ctx, key, whID, user, app, sql, run, fail) })
 	}
 }
 
@@ -206,8 +253,9 @@ func (w *workload) spawn(ctx context.Context, f func()) {
 }
 
 // start opens a session and executes sql with the given plan.
-func (w *workload) start(ctx context.Context, kind, wh, user, app, sql string, run time.Duration, fail string) (*thrift.Client, thrift.Session, *thrift.Operation, error) {
-	c := w.clients[kind]
+func (w *workload) start(ctx context.Context, key, wh, user, app, sql string, run time.Duration, fail string) (*thrift.Client, thrift.Session, *thrift.Operation, error) {
+	c := w.clients[key]
+	kind := strings.TrimSuffix(key, viaProxy)
 	sess, err := c.OpenSession(ctx, wh)
 	if err != nil {
 		return c, sess, nil, err
@@ -239,8 +287,8 @@ func (w *workload) pollUntilDone(ctx context.Context, c *thrift.Client, ref sour
 
 // healthy: execute, poll every second, fetch, close the operation and the
 // session. Transport errors are retried a few times, as a careful client.
-func (w *workload) healthy(ctx context.Context, wh, user, app, sql string, run time.Duration, fail string) {
-	c, sess, op, err := w.start(ctx, KindHealthy, wh, user, app, sql, run, fail)
+func (w *workload) healthy(ctx context.Context, key, wh, user, app, sql string, run time.Duration, fail string) {
+	c, sess, op, err := w.start(ctx, key, wh, user, app, sql, run, fail)
 	if err != nil {
 		w.logf("healthy client on %s: %v", wh, err)
 		return
@@ -275,7 +323,7 @@ func (w *workload) healthy(ctx context.Context, wh, user, app, sql string, run t
 // scripted rule for this client) and, like the JDBC Thrift path before
 // the fix, it gives up: no cancel, no close. The statement runs 10 min.
 func (w *workload) abandons(ctx context.Context, wh string) {
-	c, _, op, err := w.start(ctx, KindAbandons, wh, "bob@example.com", "Databricks JDBC",
+	c, _, op, err := w.start(ctx, KindAbandons, wh, "bob@example.com", "Databricks JDBC 2.6.36",
 		fmt.Sprintf("SELECT o.*, c.segment FROM sales.orders o JOIN crm.customers c ON o.customer_id = c.id WHERE o.order_date BETWEEN '2025-01-01' AND '2026-%02d-30'", 1+w.intn(12)),
 		10*time.Minute, "")
 	if err != nil {
@@ -291,7 +339,7 @@ func (w *workload) abandons(ctx context.Context, wh string) {
 // CloseOperation is lost to a connection reset; the failure is swallowed
 // and the session stays pooled, so the finished operation stays open.
 func (w *workload) closeFails(ctx context.Context, wh string) {
-	c, _, op, err := w.start(ctx, KindCloseFails, wh, "carol@example.com", "databricks-sql-go",
+	c, _, op, err := w.start(ctx, KindCloseFails, wh, "carol@example.com", "databricks-sql-go 1.5.2",
 		fmt.Sprintf("SELECT count(*) FROM web.sessions WHERE session_date = current_date() - %d", 1+w.intn(30)),
 		4*time.Second, "")
 	if err != nil {
@@ -303,6 +351,43 @@ func (w *workload) closeFails(ctx context.Context, wh string) {
 	}
 	if err := c.CloseOperation(ctx, op.Ref); err != nil {
 		w.logf("close_fails client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
+	}
+}
+
+// givesUp (through the proxy): a 10-minute statement whose client stops
+// polling after 5 s on its own side (its own timeout): no error for the
+// proxy to heal, no cancel, no close. Only the client's silence tells.
+func (w *workload) givesUp(ctx context.Context, wh string) {
+	c, _, op, err := w.start(ctx, KindGivesUp+viaProxy, wh, "dave@example.com", "Databricks JDBC",
+		fmt.Sprintf("SELECT * FROM finance.ledger l JOIN finance.accounts a ON l.account_id = a.id WHERE l.posted_date > '2026-%02d-01'", 1+w.intn(12)),
+		10*time.Minute, "")
+	if err != nil {
+		w.logf("gives_up client on %s: %v", wh, err)
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, w.d(5*time.Second))
+	defer cancel()
+	_, _ = w.pollUntilDone(pctx, c, op.Ref, w.d(time.Second))
+	w.logf("gives_up client: stopped following %s after its own 5 s timeout; no cancel, no close", op.Ref.StatementID)
+}
+
+// closeFailsProxied (through the proxy): the statement finishes and the
+// server refuses its CloseOperation for 30 s (scripted), longer than the
+// proxy's healing: the client gets the error and swallows it, the proxy
+// queues the close and closes it once the server accepts.
+func (w *workload) closeFailsProxied(ctx context.Context, wh string) {
+	c, _, op, err := w.start(ctx, KindCloseFailsProxied+viaProxy, wh, "erin@example.com", "databricks-sql-go",
+		fmt.Sprintf("SELECT sku, sum(qty) FROM inventory.movements WHERE day = current_date() - %d GROUP BY sku", 1+w.intn(30)),
+		4*time.Second, "")
+	if err != nil {
+		w.logf("close_fails_proxied client on %s: %v", wh, err)
+		return
+	}
+	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
+		_, _ = c.FetchResults(ctx, op.Ref, 10000)
+	}
+	if err := c.CloseOperation(ctx, op.Ref); err != nil {
+		w.logf("close_fails_proxied client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
 	}
 }
 
@@ -401,6 +486,17 @@ func (w *workload) demoRules() []rule {
 			return ""
 		},
 		func(ci *callInfo, r *http.Request, body []byte) string {
+			// Every close of a proxied close_fails operation (the client's,
+			// the proxy's, dbxtop's) is refused for 30 s after the first.
+			if ci.call != "CloseOperation" {
+				return ""
+			}
+			if g, ok := closeTarget(r.Context(), body); ok && w.s.closeRefused(g, w.d(30*time.Second)) {
+				return FaultUnavailable
+			}
+			return ""
+		},
+		func(ci *callInfo, r *http.Request, body []byte) string {
 			if !ci.observer || ci.call != "CloseOperation" {
 				return ""
 			}
@@ -425,21 +521,44 @@ func closeTarget(ctx context.Context, body []byte) (guid, bool) {
 	return opGUID(args.GetReq().GetOperationHandle())
 }
 
-// scriptedObserverCloseFails is true for the first observer close of each
-// close_fails operation in the demo, so CLOSE_FAILED shows when an
-// operator re-closes one.
+// scriptedObserverCloseFails is true for the observer closes of each
+// close_fails operation in the demo during observerCloseFailFor after the
+// first one, so CLOSE_FAILED shows when an operator (or the demo's
+// scripted one) re-closes one: the observer's immediate retries fail too,
+// and its queued retry later succeeds.
+const observerCloseFailFor = 20 * time.Second
+
 func (s *Server) scriptedObserverCloseFails(g guid) bool {
 	if s.o.Scenario != ScenarioDemo {
 		return false
 	}
 	fail := false
-	s.store.withOp(g, false, func(op *operation, _ time.Time) {
-		if op.kind == KindCloseFails && op.open && !op.observerCloseFailed {
-			op.observerCloseFailed = true
-			fail = true
+	s.store.withOp(g, false, func(op *operation, now time.Time) {
+		if op.kind != KindCloseFails || !op.open {
+			return
 		}
+		if op.observerCloseFailUntil.IsZero() {
+			op.observerCloseFailUntil = now.Add(time.Duration(float64(observerCloseFailFor) / s.o.Speed))
+		}
+		fail = now.Before(op.observerCloseFailUntil)
 	})
 	return fail
+}
+
+// closeRefused is true while closes of a proxied close_fails operation are
+// refused: for d from its first close.
+func (s *Server) closeRefused(g guid, d time.Duration) bool {
+	refused := false
+	s.store.withOp(g, false, func(op *operation, now time.Time) {
+		if op.kind != KindCloseFailsProxied || !op.open {
+			return
+		}
+		if op.closeRefusedUntil.IsZero() {
+			op.closeRefusedUntil = now.Add(d)
+		}
+		refused = now.Before(op.closeRefusedUntil)
+	})
+	return refused
 }
 
 // ---- load -------------------------------------------------------------------

@@ -14,7 +14,6 @@ import (
 
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -174,7 +173,7 @@ func (c *Client) call(ctx context.Context, warehouseID, name string, args, resul
 	}
 
 	hc := c.hc
-	if poller.FreshConnRequested(ctx) {
+	if sources.FreshConnRequested(ctx) {
 		hc = c.fresh
 	}
 	resp, err := hc.Do(req)

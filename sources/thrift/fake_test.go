@@ -280,12 +280,11 @@ func (f *fakeService) FetchResults(_ context.Context, req *tcliservice.TFetchRes
 
 // recorder notes what reached the server, behind the TCLIService handler.
 type recorder struct {
-	mu      sync.Mutex
-	calls   []string
-	agents  []string
-	auths   []string
-	ctypes  []string
-	newConn int
+	mu     sync.Mutex
+	calls  []string
+	agents []string
+	auths  []string
+	ctypes []string
 }
 
 func (r *recorder) wrap(next http.Handler) http.Handler {

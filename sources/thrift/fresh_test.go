@@ -51,7 +51,7 @@ func TestRetryAfterTransportErrorUsesNoPooledConnection(t *testing.T) {
 	if _, err := c.OpenSession(ctx, "wh1"); err != nil {
 		t.Fatal(err)
 	}
-	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []poller.IdleCloser{c}})
+	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []sources.IdleCloser{c}})
 	err := pol.Do(ctx, poller.Call{Name: "GetOperationStatus", Safe: true}, func(ctx context.Context) error {
 		_, err := c.Status(ctx, statusRef())
 		return err

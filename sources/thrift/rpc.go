@@ -2,6 +2,7 @@ package thrift
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -177,7 +178,7 @@ func (c *Client) GetOperationStatus(ctx context.Context, ref sources.Ref) (sourc
 		return sources.Status{}, &DecodeError{Call: call, Err: fmt.Errorf("reply without result")}
 	}
 	if err := checkStatus(call, ref.StatementID, res.Success.Status); err != nil {
-		return sources.Status{}, err
+		return sources.Status{}, rebuilt(ref, err)
 	}
 	return statusFromResp(res.Success), nil
 }
@@ -206,6 +207,12 @@ func statusFromResp(r *tcliservice.TGetOperationStatusResp) sources.Status {
 	}
 	if r.DbxtopOpen != nil {
 		open := *r.DbxtopOpen
+		st.Open = &open
+	} else if st.State != model.StateUnknown {
+		// A real server answers a status call only for an operation it
+		// still holds (a closed one is INVALID_HANDLE, or CLOSED): the
+		// answer itself says whether it is open.
+		open := st.State != model.StateClosed
 		st.Open = &open
 	}
 	return st
@@ -297,7 +304,7 @@ func (c *Client) CancelOperation(ctx context.Context, ref sources.Ref) error {
 	if res.Success == nil {
 		return &DecodeError{Call: call, Err: fmt.Errorf("reply without result")}
 	}
-	return checkStatus(call, ref.StatementID, res.Success.Status)
+	return rebuilt(ref, checkStatus(call, ref.StatementID, res.Success.Status))
 }
 
 // CloseOperation releases an operation on the server. An error wrapping
@@ -316,5 +323,25 @@ func (c *Client) CloseOperation(ctx context.Context, ref sources.Ref) error {
 	if res.Success == nil {
 		return &DecodeError{Call: call, Err: fmt.Errorf("reply without result")}
 	}
-	return checkStatus(call, ref.StatementID, res.Success.Status)
+	return rebuilt(ref, checkStatus(call, ref.StatementID, res.Success.Status))
 }
+
+// rebuilt marks an INVALID_HANDLE answer to a handle rebuilt without its
+// secret (ref.Secret empty) as unverified: it still matches
+// sources.ErrHandleGone (what a server that looks handles up by GUID
+// means), and also sources.ErrHandleUnverified, because a server that
+// checks secrets refuses such a handle for a live operation too. The
+// poller does not call the operation gone on that word alone.
+func rebuilt(ref sources.Ref, err error) error {
+	if len(ref.Secret) == 0 && errors.Is(err, sources.ErrHandleGone) {
+		return &unverifiedError{err: err}
+	}
+	return err
+}
+
+type unverifiedError struct{ err error }
+
+func (e *unverifiedError) Error() string {
+	return e.err.Error() + " (the handle was rebuilt without its secret, so this is not evidence that the operation is gone)"
+}
+func (e *unverifiedError) Unwrap() []error { return []error{e.err, sources.ErrHandleUnverified} }

@@ -7,7 +7,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// The poller's source interfaces (poller.StatusSource, ActionSource and
+// The poller's source interfaces (sources.StatusSource, ActionSource and
 // IdleCloser), each one attempt. Asserted in source_test.go, since the
 // poller package may import this one's users.
 

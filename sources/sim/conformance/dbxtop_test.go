@@ -47,7 +47,7 @@ func runOrphansDbxtop(t *testing.T, sc orphanScenario, n, secs int) orphanResult
 		Status:     tc,
 		Actions:    tc,
 		Workspace:  model.Workspace{Host: s.URL(), Warehouses: []string{wh}},
-		Idle:       []poller.IdleCloser{tc, rc},
+		Idle:       []sources.IdleCloser{tc, rc},
 	})
 	// Drain events so the engine never blocks or drops on our account.
 	evDone := make(chan struct{})

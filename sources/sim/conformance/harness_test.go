@@ -129,14 +129,6 @@ func (st stats) totalRequests() int64 {
 	return n
 }
 
-func (st stats) totalFaults() int64 {
-	var n int64
-	for _, v := range st.Faults {
-		n += v
-	}
-	return n
-}
-
 // minus returns the per-call request counts of st that happened after base.
 func (st stats) minus(base stats) stats {
 	out := stats{Operations: st.Operations, Requests: map[string]int64{}, Faults: map[string]int64{}}
@@ -228,7 +220,7 @@ func waitFor(t testing.TB, s *sim.Server, within time.Duration, what string, con
 	}
 }
 
-// isTerminal reports PRODUCT §9 terminal states.
+// isTerminal reports the terminal states of docs/model.md (States).
 func isTerminal(state string) bool {
 	switch state {
 	case "FINISHED", "FAILED", "CANCELED", "CLOSED":

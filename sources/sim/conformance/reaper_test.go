@@ -16,7 +16,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
-// TestReaperAfterNaiveClientGivesUp reproduces PRODUCT.md §1 end to end
+// TestReaperAfterNaiveClientGivesUp reproduces the orphan story (README; docs/simulator.md, The reaper) end to end
 // with the real driver: its retries disabled, one reset status poll makes
 // it give up without cancel or close; the simulator's reaper then fails the
 // orphan with the inactivity message, visible through the stock SDK's

@@ -1,9 +1,7 @@
-package poller
+package model
 
 import (
 	"time"
-
-	"github.com/dbxtop/dbxtop/model"
 )
 
 // EventKind names what happened.
@@ -22,8 +20,8 @@ const (
 	EventGone        EventKind = "gone"         // an operation disappeared from the server
 )
 
-// Event is one typed engine event, consumed by the TUI's Events view and
-// by `snapshot --watch` logs.
+// Event is one typed engine event: plain data, emitted by the poller and
+// rendered by the TUI's Events view and the incident report.
 type Event struct {
 	At          time.Time
 	Kind        EventKind
@@ -32,8 +30,8 @@ type Event struct {
 	Call        string
 	Message     string
 	RequestID   string
-	Err         *model.ErrorInfo
-	Flag        *model.Flag
+	Err         *ErrorInfo
+	Flag        *Flag
 	// Workspace names the watched workspace (its context) when several
 	// are watched (see Fleet); "" otherwise.
 	Workspace string

@@ -1,0 +1,103 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dbxtop/dbxtop/serve"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/tui"
+)
+
+// AttachConfig is `dbxtop attach`'s configuration.
+type AttachConfig struct {
+	URL     string
+	Token   string // DBXTOP_SERVE_TOKEN; never a flag (the process list)
+	NoColor bool
+	ASCII   bool
+	Mouse   bool
+}
+
+// attachBody runs the TUI on a serve; a variable so the command line's
+// tests never need a terminal.
+var attachBody = runAttach
+
+func (a *app) newAttachCmd() *cobra.Command {
+	var cfg AttachConfig
+	c := &cobra.Command{
+		Use:   "attach URL",
+		Short: "The TUI on a running dbxtop serve (token in DBXTOP_SERVE_TOKEN)",
+		Long: `Run the TUI on a running dbxtop serve instead of polling the workspace
+yourself: ten operators attached to one serve cost the workspace what one
+costs. Actions (adopt, re-close, cancel) go through serve and obey its
+--read-only. The token is serve's (its first line of output), read from
+DBXTOP_SERVE_TOKEN.`,
+		Example: `  DBXTOP_SERVE_TOKEN=… dbxtop attach http://127.0.0.1:9464`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("attach takes one argument: the serve URL (listen=… on serve's first line)")
+			}
+			return nil
+		},
+		PreRunE: func(c *cobra.Command, args []string) error {
+			if err := checkHost(args[0]); err != nil {
+				return usagef("invalid serve URL %q: %s", args[0], err)
+			}
+			cfg.URL = args[0]
+			tok, ok := a.getenv("DBXTOP_SERVE_TOKEN")
+			if !ok || strings.TrimSpace(tok) == "" {
+				return usagef("DBXTOP_SERVE_TOKEN is not set: put serve's token (token=… on its first line) there")
+			}
+			cfg.Token = strings.TrimSpace(tok)
+			if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
+				cfg.NoColor = true
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			a.code = attachBody(c.Context(), cfg, a.stdout, a.stderr)
+			return nil
+		},
+	}
+	fs := c.Flags()
+	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
+	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects")
+	return c
+}
+
+func runAttach(ctx context.Context, cfg AttachConfig, stdout, stderr io.Writer) int {
+	const name = "dbxtop attach"
+	if code, ok := needTerminal(name, stdout, stderr); !ok {
+		return code
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cl, err := serve.Attach(cctx, cfg.URL, cfg.Token, nil)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), cfg.Token))
+		return exitError
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	streamDone := make(chan struct{})
+	go func() { _ = cl.Run(runCtx); close(streamDone) }()
+	snap := cl.Snapshot()
+	uiErr := tui.Run(runCtx, cl, tui.Options{
+		NoColor: cfg.NoColor, ASCII: cfg.ASCII, Mouse: cfg.Mouse, ReadOnly: cl.ReadOnly(),
+		Workspace: snap.Workspace, Version: Version,
+	}, os.Stdin, stdout)
+	stop()
+	<-streamDone
+	if uiErr != nil {
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(uiErr.Error(), cfg.Token))
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,82 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+// TestDemoProxiedShare runs the demo scenario (10× faster) with the
+// embedded proxy exactly as demo wires it, and dbxtop's sources as the TUI
+// connects them (--proxy merged in): the proxied client that gives up on
+// its own side shows INACTIVE, and the proxied client whose close the
+// server refuses shows CLOSE_FAILED naming the client — on a strict
+// server that volunteers no owner activity.
+func TestDemoProxiedShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo timeline")
+	}
+	const speed = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var px embeddedProxy
+	defer px.close()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioDemo, Speed: speed, Seed: 1,
+		CheckHandleSecrets: true, Proxy: px.hook(ctx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	if px.srv == nil {
+		t.Fatal("the demo ran no embedded proxy")
+	}
+	ws := WorkspaceConfig{Host: srv.URL(), Token: srv.Token(), Proxy: px.srv.AdminURL(), ProxyToken: px.srv.AdminToken()}
+	c, err := connect(ctx, ws, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	th := model.Thresholds{InactivityWarn: 1500 * time.Millisecond, ServerIdleTimeout: 9 * time.Second, LeakAfter: 2 * time.Second}
+	eng := poller.NewEngine(poller.Options{Discoverer: c.disc, Status: c.status, Actions: c.actions, Thresholds: th,
+		Refresh: 500 * time.Millisecond, Workspace: model.Workspace{Host: srv.URL()}, Idle: c.idle, ReadOnly: true})
+
+	kinds := func(kind string) map[string]bool {
+		ids := map[string]bool{}
+		for _, o := range srv.Truth().Operations {
+			if o.ClientKind == kind {
+				ids[o.StatementID] = true
+			}
+		}
+		return ids
+	}
+	var inactive, clientCloseFailed bool
+	deadline := time.Now().Add(40 * time.Second)
+	for !(inactive && clientCloseFailed) && time.Now().Before(deadline) {
+		if err := eng.RunOnce(ctx); err != nil {
+			t.Logf("round: %v", err)
+		}
+		gives, closes := kinds(sim.KindGivesUp), kinds(sim.KindCloseFailsProxied)
+		for _, o := range eng.Snapshot().Operations {
+			for _, f := range o.Flags {
+				if gives[o.StatementID] && f.Kind == model.FlagInactive && o.Proxy != nil {
+					inactive = true
+				}
+				if closes[o.StatementID] && f.Kind == model.FlagCloseFailed && strings.Contains(f.Detail, "client's close failed") {
+					clientCloseFailed = true
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !inactive || !clientCloseFailed {
+		t.Fatalf("within the demo timeline: INACTIVE for the proxied gives_up client %v, client CLOSE_FAILED %v", inactive, clientCloseFailed)
+	}
+	if st := px.srv.Stats(); st.Requests == 0 || st.ClosesQueued == 0 {
+		t.Errorf("proxy stats %+v", st)
+	}
+}

@@ -1,0 +1,298 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// maxAdminBody bounds one admin API answer read by dbxtop (100,000
+// operations of facts fit).
+const maxAdminBody = 256 << 20
+
+// AdminClient is dbxtop's client of a proxy's admin API (--proxy).
+type AdminClient struct {
+	base  *url.URL
+	token string
+	ua    string
+	hc    *http.Client
+}
+
+// NewAdminClient checks the admin URL (http(s)://host:port, no path).
+func NewAdminClient(adminURL, token, userAgent string) (*AdminClient, error) {
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(adminURL), "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return nil, fmt.Errorf("proxy admin URL %q: want http(s)://HOST:PORT as printed by dbxtop proxy (admin=…)", sources.Redact(adminURL))
+	}
+	if token == "" {
+		return nil, errors.New("proxy admin token missing: set DBXTOP_PROXY_TOKEN to the admin_token dbxtop proxy printed")
+	}
+	u.Path = ""
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	return &AdminClient{base: u, token: token, ua: userAgent, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// URL is the admin API's base URL.
+func (c *AdminClient) URL() string { return c.base.String() }
+
+// CloseIdleConnections drops pooled connections to the admin API.
+func (c *AdminClient) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+func (c *AdminClient) do(ctx context.Context, call, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("User-Agent", c.ua)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("proxy admin API %s: %w", call, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminBody+1))
+	if err != nil {
+		return fmt.Errorf("proxy admin API %s: reading the answer: %w", call, err)
+	}
+	if len(body) > maxAdminBody {
+		return fmt.Errorf("proxy admin API %s: answer larger than %d bytes", call, maxAdminBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return sources.ParseHTTPError(call, resp.StatusCode, resp.Header, body)
+	}
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(out); err != nil {
+		return fmt.Errorf("proxy admin API %s: not the admin JSON: %w", call, err)
+	}
+	return nil
+}
+
+// Operations reads the proxy's facts.
+func (c *AdminClient) Operations(ctx context.Context) ([]sources.ProxyOperation, error) {
+	var doc OperationsDoc
+	if err := c.do(ctx, "ProxyOperations", http.MethodGet, PathOperations, &doc); err != nil {
+		return nil, err
+	}
+	return doc.Operations, nil
+}
+
+type actionAnswer struct {
+	OK   bool `json:"ok"`
+	Gone bool `json:"gone"`
+}
+
+func (c *AdminClient) act(ctx context.Context, call, id, verb string) error {
+	var a actionAnswer
+	if err := c.do(ctx, call, http.MethodPost, PathOperations+"/"+url.PathEscape(id)+"/"+verb, &a); err != nil {
+		return err
+	}
+	if a.Gone {
+		// The proxy used the real handle: a real answer that it is gone.
+		return fmt.Errorf("proxy %s %s: %w", call, id, sources.ErrHandleGone)
+	}
+	return nil
+}
+
+// Close asks the proxy to close an operation with its real handle.
+func (c *AdminClient) Close(ctx context.Context, id string) error {
+	return c.act(ctx, "CloseOperation", id, "close")
+}
+
+// Cancel asks the proxy to cancel an operation with its real handle.
+func (c *AdminClient) Cancel(ctx context.Context, id string) error {
+	return c.act(ctx, "CancelOperation", id, "cancel")
+}
+
+// Merged adds a proxy's facts to dbxtop's sources: discovery gains the
+// open operations only the proxy saw, each status carries the proxy's
+// account (the client's last call, its close outcome, heals), and close
+// and cancel of an operation the proxy saw go through the proxy, which
+// holds the real handle. It implements sources.Discoverer, StatusSource,
+// ActionSource and IdleCloser.
+type Merged struct {
+	admin   *AdminClient
+	disc    sources.Discoverer
+	status  sources.StatusSource
+	actions sources.ActionSource
+
+	mu    sync.Mutex
+	facts map[string]sources.ProxyOperation
+}
+
+// Merge wraps dbxtop's sources with the proxy's facts.
+func Merge(admin *AdminClient, disc sources.Discoverer, status sources.StatusSource, actions sources.ActionSource) *Merged {
+	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{}}
+}
+
+// Discover lists dbxtop's discovery plus what only the proxy saw, with
+// the proxy's account on every operation it saw. The proxy's facts are
+// read once per discovery (through the caller's retry); when the admin
+// API fails, discovery's own result is kept with the last facts, and the
+// failure is reported as a *sources.PartialError (nothing silent).
+func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
+	ds, err := m.disc.Discover(ctx, retry)
+	var partial *sources.PartialError
+	if err != nil && !errors.As(err, &partial) {
+		return nil, err
+	}
+	var facts []sources.ProxyOperation
+	ferr := retry(ctx, "ProxyOperations", func(ctx context.Context) error {
+		var err error
+		facts, err = m.admin.Operations(ctx)
+		return err
+	})
+	m.mu.Lock()
+	if ferr == nil {
+		m.facts = make(map[string]sources.ProxyOperation, len(facts))
+		for _, f := range facts {
+			m.facts[f.StatementID] = f
+		}
+	}
+	byID := m.facts
+	m.mu.Unlock()
+	if ferr != nil {
+		if partial == nil {
+			partial = &sources.PartialError{}
+		}
+		partial.Errs = append(partial.Errs, fmt.Errorf("proxy %s: %w", m.admin.URL(), ferr))
+	}
+	listed := make(map[string]bool, len(ds))
+	for i := range ds {
+		id := ds[i].Op.StatementID
+		if id == "" {
+			id = ds[i].Ref.StatementID
+		}
+		listed[id] = true
+		if f, ok := byID[id]; ok {
+			overlay(&ds[i].Op, f)
+		}
+	}
+	for _, f := range byID {
+		if listed[f.StatementID] || (f.Close.Outcome != sources.ProxyOpen && f.Close.Outcome != sources.ProxyCloseFailed) {
+			continue
+		}
+		// Only the proxy saw it (another warehouse, or query history lags):
+		// followed like any other. Its state is left unknown here: what the
+		// proxy last relayed is not a confirmation by dbxtop.
+		op := model.Operation{StatementID: f.StatementID, WarehouseID: f.WarehouseID,
+			ClientApplication: f.ClientApplication, StartedAt: f.StartedAt}
+		overlay(&op, f)
+		ds = append(ds, sources.Discovered{Op: op, Ref: sources.Ref{StatementID: f.StatementID, WarehouseID: f.WarehouseID}})
+	}
+	if partial != nil {
+		return ds, partial
+	}
+	return ds, nil
+}
+
+// overlay puts a proxy's facts on an operation dbxtop is about to follow.
+func overlay(op *model.Operation, f sources.ProxyOperation) {
+	op.Proxy = Account(f)
+	if t := f.LastClientActivity(); !t.IsZero() && !op.ClientActivityKnown {
+		op.ClientActivityKnown, op.ClientLastActivity = true, t
+	}
+}
+
+// Account converts the admin API's facts into the model's proxy account.
+func Account(f sources.ProxyOperation) *model.ProxyAccount {
+	a := &model.ProxyAccount{LastClientRPC: f.LastClientActivity(), CloseOutcome: f.Close.Outcome,
+		ClientCloseAttempts: f.Close.ClientAttempts, ProxyCloseAttempts: f.Close.ProxyAttempts,
+		ClientCloseError: f.Close.ClientError, LastCloseError: f.Close.LastError, NextTry: f.Close.NextTry,
+		Heals: f.Heals}
+	for _, e := range f.Actions {
+		line := e.At.UTC().Format("15:04:05") + " " + e.Kind + ": " + e.Message
+		if e.Credentials != "" {
+			line += " (" + e.Credentials + " credentials)"
+		}
+		a.Actions = append(a.Actions, clean(line))
+	}
+	return a
+}
+
+func (m *Merged) fact(id string) (sources.ProxyOperation, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.facts[id]
+	return f, ok
+}
+
+// Status is dbxtop's status call with the proxy's account added. The
+// client's last call comes from the proxy unless the server itself said
+// (only the simulator's opt-in extension does).
+func (m *Merged) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
+	st, err := m.status.Status(ctx, ref)
+	if err != nil {
+		return st, err
+	}
+	f, ok := m.fact(ref.StatementID)
+	if !ok {
+		return st, nil
+	}
+	st.Proxy = Account(f)
+	if t := f.LastClientActivity(); st.ClientLastActivity == nil && !t.IsZero() {
+		st.ClientLastActivity = &t
+	}
+	switch f.Close.Outcome {
+	case sources.ProxyClosed, sources.ProxyClosedByServer, sources.ProxyClosedByProxy, sources.ProxyGone:
+		if st.Open == nil {
+			closed := false
+			st.Open = &closed
+		}
+	}
+	return st, nil
+}
+
+// Close closes through the proxy (the real handle) when it saw the
+// operation, else with dbxtop's own source.
+func (m *Merged) Close(ctx context.Context, ref sources.Ref) error {
+	if _, ok := m.fact(ref.StatementID); ok {
+		return m.admin.Close(ctx, ref.StatementID)
+	}
+	if m.actions == nil {
+		return errors.New("no action source")
+	}
+	return m.actions.Close(ctx, ref)
+}
+
+// Cancel cancels through the proxy when it saw the operation.
+func (m *Merged) Cancel(ctx context.Context, ref sources.Ref) error {
+	if _, ok := m.fact(ref.StatementID); ok {
+		return m.admin.Cancel(ctx, ref.StatementID)
+	}
+	if m.actions == nil {
+		return errors.New("no action source")
+	}
+	return m.actions.Cancel(ctx, ref)
+}
+
+// ActionCalls names the calls made for ref (sources.ActionNamer): the
+// proxy's CancelOperation/CloseOperation with the real handle, or those of
+// dbxtop's own action source.
+func (m *Merged) ActionCalls(ref sources.Ref) (cancel, close string) {
+	if _, ok := m.fact(ref.StatementID); ok {
+		return "CancelOperation", "CloseOperation"
+	}
+	if n, ok := m.actions.(sources.ActionNamer); ok {
+		return n.ActionCalls(ref)
+	}
+	return "CancelOperation", "CloseOperation"
+}
+
+// CloseIdleConnections drops the admin client's pooled connections.
+func (m *Merged) CloseIdleConnections() { m.admin.CloseIdleConnections() }

@@ -1,0 +1,117 @@
+package textfmt
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Duration renders a duration the way an operator reads it in a table
+// cell or flag detail: whole seconds (rounded), at most two units ("45s",
+// "1m12s", "2h05m", "3d04h"). Negative durations get a minus sign.
+func Duration(d time.Duration) string {
+	if d < 0 {
+		return "-" + Duration(-d)
+	}
+	s := int64((d + time.Second/2) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	default:
+		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
+	}
+}
+
+// DurationOr is Duration(*d), or unknown when d is nil (a value dbxtop
+// could not establish).
+func DurationOr(d *time.Duration, unknown string) string {
+	if d == nil {
+		return unknown
+	}
+	return Duration(*d)
+}
+
+// Age is how long ago t was at now, as Duration renders it. An age is
+// never negative: a t slightly ahead of now (clock skew) reads "0s".
+func Age(now, t time.Time) string { return Duration(max(now.Sub(t), 0)) }
+
+// Elapsed renders a measured time (a retry wait, a call's elapsed time)
+// with the precision that matters for it: 100 ms steps from a second up,
+// milliseconds below ("1.2s", "250ms").
+func Elapsed(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// Count renders a count with thousands separators (1,234,567).
+func Count(n int64) string {
+	neg := n < 0
+	u := uint64(n)
+	if neg {
+		u = uint64(-(n + 1)) + 1 // safe for math.MinInt64
+	}
+	digits := strconv.FormatUint(u, 10)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// CountShort renders a count compactly for narrow columns: 950, 12.3k,
+// 1.9M, 2.0B.
+func CountShort(n int64) string {
+	f := float64(n)
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", f/1e3)
+	case n < 1_000_000_000:
+		return fmt.Sprintf("%.1fM", f/1e6)
+	}
+	return fmt.Sprintf("%.1fB", f/1e9)
+}
+
+// Bytes renders a size in IEC units with one decimal from KiB up
+// ("512 B", "1.5 KiB", "12.0 MiB"); negative sizes get a minus sign.
+func Bytes(n int64) string {
+	if n < 0 {
+		if n == -n { // math.MinInt64
+			return "-8.0 EiB"
+		}
+		return "-" + Bytes(-n)
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// OrDash is s, or "-" when s is empty, so an empty cell still reads as
+// "nothing here" rather than as a layout glitch.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,57 @@
+package textfmt
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func TestDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		0: "0s", 499 * ms: "0s", 500 * ms: "1s", 45 * time.Second: "45s", 72 * time.Second: "1m12s",
+		time.Hour + 5*time.Minute: "1h05m", 27 * time.Hour: "1d03h", -90 * time.Second: "-1m30s",
+	}
+	for d, want := range cases {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := Count(-1234567); got != "-1,234,567" {
+		t.Errorf("Count = %q", got)
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB",
+		12 << 20: "12.0 MiB", -2048: "-2.0 KiB", math.MinInt64: "-8.0 EiB", math.MaxInt64: "8.0 EiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestCountShortAndElapsed(t *testing.T) {
+	for n, want := range map[int64]string{950: "950", 12345: "12.3k", 1_900_000: "1.9M", 2_000_000_000: "2.0B"} {
+		if got := CountShort(n); got != want {
+			t.Errorf("CountShort(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := Elapsed(1234 * ms); got != "1.2s" {
+		t.Errorf("Elapsed = %q", got)
+	}
+	if got := Elapsed(250400 * time.Microsecond); got != "250ms" {
+		t.Errorf("Elapsed = %q", got)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if got := Age(now, now.Add(-90*time.Second)); got != "1m30s" {
+		t.Errorf("Age = %q", got)
+	}
+	if got := Age(now, now.Add(time.Second)); got != "0s" {
+		t.Errorf("Age of a future time = %q", got)
+	}
+	if OrDash("") != "-" || OrDash("x") != "x" || DurationOr(nil, "?") != "?" {
+		t.Error("OrDash/DurationOr")
+	}
+}
