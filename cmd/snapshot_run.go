@@ -45,12 +45,12 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 	defer closeLog()
 
 	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
-	obs, err := newObserver(runCtx, cfg, logf)
+	obs, err := newFleetObserver(runCtx, cfg, logf)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
 	}
-	defer obs.conn.close()
+	defer obs.close()
 
 	if !cfg.Watch {
 		s, oerr := obs.observe(runCtx, cfg.Timeout)

@@ -62,6 +62,20 @@ wait_for() {
 	done
 }
 
+# wait_re REGEX SECONDS: like wait_for, for an extended regular expression.
+wait_re() {
+	local re=$1 limit=$2 waited=0
+	until screen | grep -qE -- "$re"; do
+		if ((waited >= limit * 2)); then
+			echo "make.sh: /$re/ did not show within ${limit}s; screen:" >&2
+			screen >&2
+			exit 1
+		fi
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+}
+
 # key KEY...: one key at a time, so "Escape" then "x" is never read as alt+x.
 key() {
 	for k in "$@"; do
@@ -143,10 +157,15 @@ wait_for "Polls and closes" 10
 shot detail
 key Escape
 
-# Endpoints, with the exhausted one's badge, message and request id.
+# Endpoints: the exhausted ones' badges, messages and request ids, and
+# the incident's endpoint (vs-endpoint-1, second in the list) after its
+# first refusal, its limit learned, with its seven indexes expanded.
 key Tab
 wait_for "[Endpoints]" 10
+wait_re 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT"
+key j Enter
 shot endpoints
+key Enter k
 
 key Tab
 wait_for "[Events]" 10
@@ -155,14 +174,15 @@ shot events
 key "?"
 wait_for "[Help]" 10
 shot help
-key "?"
+# ? returns to the view help was opened from (Events); back to Operations.
+key "?" BTab BTab
 
 # A confirmation dialog: cancel the most severe running operation
 # (answered No). The filter keeps finished ones, which have nothing to
 # cancel, out of the way.
 wait_for "[Operations]" 10
 key / R U N N I N G Enter g x
-wait_for "[y/N]" 10
+wait_for "[y/c/N]" 10
 shot confirm
 key n Escape
 
