@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // MaxErrorBody is how much of an error body HTTPError.Body keeps.
@@ -263,26 +265,16 @@ func sanitizeText(s string, max int) string {
 	if len(s) > 4*max+256 {
 		s = s[:4*max+256]
 	}
-	s = Redact(s)
-	var b strings.Builder
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				r = '?'
-			}
+	// The one sanitiser (textfmt): escape sequences, controls, C1, bidi
+	// and invalid UTF-8 are made visible and harmless, on one line.
+	s = textfmt.Line(Redact(s))
+	if len(s) > max {
+		s = s[:max]
+		for !utf8.ValidString(s) { // never cut a rune in half
+			s = s[:len(s)-1]
 		}
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			r = ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			r = '?'
-		}
-		if b.Len()+utf8.RuneLen(r) > max {
-			break
-		}
-		b.WriteRune(r)
 	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(s)
 }
 
 // messageFromText makes a one-line message of a plain-text body; HTML error
