@@ -97,7 +97,6 @@ func TestConfigValidateExitCodes(t *testing.T) {
 		{[]string{"--config", bad}, 2, "", "contexts.x.token"},
 		{[]string{"--config", good, "--context", "nope"}, 2, "", `unknown context "nope" (contexts: prod, staging)`},
 		{[]string{"--config", good, "--context", "all", "--host", "https://h"}, 2, "", "--host names one workspace but 2 contexts"},
-		{[]string{"snapshot", "--config", good, "--context", "all"}, 3, "", "one context at a time"},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
 			h := newHooks()

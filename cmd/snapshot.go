@@ -40,9 +40,6 @@ can run it as a check:
 			if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
 				return err
 			}
-			if len(cfg.Resolved) > 1 {
-				return usagef("snapshot observes one context at a time (%d selected); for several, run dbxtop serve and read /api/v1/snapshot", len(cfg.Resolved))
-			}
 			if cfg.Watch && !fs.Changed("interval") {
 				cfg.Interval = cfg.Refresh
 			}

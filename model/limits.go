@@ -85,7 +85,7 @@ func indexLimit(endpointType string, ix Index) (int64, string) {
 		if dim == PublishedDimension {
 			return base, strconv.Itoa(dim) + " dims"
 		}
-		return base * PublishedDimension / int64(dim), fmt.Sprintf("%d dims, scaled from %s at %d", dim, ApproxCount(base), PublishedDimension)
+		return base * PublishedDimension / int64(dim), fmt.Sprintf("%d dims, scaled from %s at %d", dim, textfmt.CountApprox(base), PublishedDimension)
 	}
 	switch endpointType {
 	case EndpointStandard:
@@ -123,7 +123,7 @@ func PublishedRowLimit(endpointType string, indexes []Index) (int64, string) {
 	}
 	if len(indexes) == 0 {
 		n := DefaultRowLimit(endpointType)
-		return n, fmt.Sprintf("≈%s: %s with no indexes, Delta Sync figure at %d dims, published figure", ApproxCount(n), endpointType, PublishedDimension)
+		return n, fmt.Sprintf("≈%s: %s with no indexes, Delta Sync figure at %d dims, published figure", textfmt.CountApprox(n), endpointType, PublishedDimension)
 	}
 	type kind struct {
 		limit int64
@@ -159,7 +159,7 @@ func PublishedRowLimit(endpointType string, indexes []Index) (int64, string) {
 		}
 	}
 	if len(kinds) == 1 {
-		return kinds[0].limit, fmt.Sprintf("≈%s: %s on %s, published figure", ApproxCount(kinds[0].limit), kinds[0].words, endpointType)
+		return kinds[0].limit, fmt.Sprintf("≈%s: %s on %s, published figure", textfmt.CountApprox(kinds[0].limit), kinds[0].words, endpointType)
 	}
 	limit, how := minLimit, "; the smallest applies while the endpoint is empty"
 	if rows > 0 && share > 0 {
@@ -167,9 +167,9 @@ func PublishedRowLimit(endpointType string, indexes []Index) (int64, string) {
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%d %s ≈%s", counts[i], k.words, ApproxCount(k.limit))
+		parts[i] = fmt.Sprintf("%d %s ≈%s", counts[i], k.words, textfmt.CountApprox(k.limit))
 	}
-	return limit, fmt.Sprintf("≈%s: %s on %s, published figures%s", ApproxCount(limit), strings.Join(parts, " + "), endpointType, how)
+	return limit, fmt.Sprintf("≈%s: %s on %s, published figures%s", textfmt.CountApprox(limit), strings.Join(parts, " + "), endpointType, how)
 }
 
 // ResolveRowLimit picks the endpoint's row limit. Precedence, highest
@@ -206,7 +206,7 @@ func ResolveRowLimit(ep Endpoint) (int64, LimitSource, string) {
 		next := cs[1]
 		desc := textfmt.Count(next.n)
 		if next.src == LimitPublished {
-			desc = "≈" + ApproxCount(next.n)
+			desc = "≈" + textfmt.CountApprox(next.n)
 		}
 		why += fmt.Sprintf(" (over the %s %s)", next.src, desc)
 	}
@@ -262,32 +262,4 @@ func UpdateLearned(prev *LearnedLimit, rows int64, exhausted bool, requestID str
 		return nil, LearnForget
 	}
 	return prev, LearnKeep
-}
-
-// ApproxCount renders a large count with three significant digits and a
-// unit: 2 M, 1.98 M, 320 M, 1 B, 45.2 k.
-func ApproxCount(n int64) string {
-	f := float64(n)
-	unit := ""
-	switch {
-	case n >= 1_000_000_000:
-		f, unit = f/1e9, " B"
-	case n >= 1_000_000:
-		f, unit = f/1e6, " M"
-	case n >= 10_000:
-		f, unit = f/1e3, " k"
-	default:
-		return textfmt.Count(n)
-	}
-	return trimSig(f) + unit
-}
-
-// trimSig formats f with at most three significant digits, no trailing
-// zeros.
-func trimSig(f float64) string {
-	s := strconv.FormatFloat(f, 'g', 3, 64)
-	if strings.ContainsAny(s, "e") {
-		s = strconv.FormatFloat(f, 'f', 0, 64)
-	}
-	return s
 }

@@ -119,16 +119,6 @@ func TestUpdateLearned(t *testing.T) {
 	}
 }
 
-func TestApproxCount(t *testing.T) {
-	cases := map[int64]string{0: "0", 9_999: "9,999", 45_200: "45.2 k", 2_000_000: "2 M", 1_984_112: "1.98 M",
-		320_000_000: "320 M", 1_000_000_000: "1 B", 161_000_000: "161 M"}
-	for n, want := range cases {
-		if got := ApproxCount(n); got != want {
-			t.Errorf("ApproxCount(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestEndpointTroubleFlags(t *testing.T) {
 	pct := func(f float64) *float64 { return &f }
 	many := make([]Index, 0, 50)

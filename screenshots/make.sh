@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates screenshots/*.png from a real `dbxtop demo` run: the binary
+# Regenerates screenshots/*.png from a real `dbxtop demo` run (and
+# `dbxtop sim` runs for the unreachable banner and the fleet): the binary
 # is built, the demo runs in a private tmux server at a fixed 120x40, keys
 # reach each view, `tmux capture-pane -e` takes the screen with its colours
 # and charmbracelet/freeze renders it to PNG.
@@ -54,6 +55,20 @@ wait_for() {
 	until screen | grep -qF -- "$text"; do
 		if ((waited >= limit * 2)); then
 			echo "make.sh: \"$text\" did not show within ${limit}s; screen:" >&2
+			screen >&2
+			exit 1
+		fi
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+}
+
+# wait_re REGEX SECONDS: like wait_for, for an extended regular expression.
+wait_re() {
+	local re=$1 limit=$2 waited=0
+	until screen | grep -qE -- "$re"; do
+		if ((waited >= limit * 2)); then
+			echo "make.sh: /$re/ did not show within ${limit}s; screen:" >&2
 			screen >&2
 			exit 1
 		fi
@@ -143,10 +158,15 @@ wait_for "Polls and closes" 10
 shot detail
 key Escape
 
-# Endpoints, with the exhausted one's badge, message and request id.
+# Endpoints: the exhausted ones' badges, messages and request ids, and
+# the incident's endpoint (vs-endpoint-1, second in the list) after its
+# first refusal, its limit learned, with its seven indexes expanded.
 key Tab
 wait_for "[Endpoints]" 10
+wait_re 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT"
+key j Enter
 shot endpoints
+key Enter k
 
 key Tab
 wait_for "[Events]" 10
@@ -155,18 +175,39 @@ shot events
 key "?"
 wait_for "[Help]" 10
 shot help
-key "?"
+# ? returns to the view help was opened from (Events); back to Operations.
+key "?" BTab BTab
 
 # A confirmation dialog: cancel the most severe running operation
 # (answered No). The filter keeps finished ones, which have nothing to
 # cancel, out of the way.
 wait_for "[Operations]" 10
 key / R U N N I N G Enter g x
-wait_for "[y/N]" 10
+wait_for "[y/c/N]" 10
 shot confirm
 key n Escape
 
+# The same demo at 80x24, the size the screen is designed for.
+tm resize-window -t shots -x 80 -y 24
+key Escape g
+wait_for "[Operations]" 10
+shot operations-80x24
+
 key q
 tm kill-session -t shots 2>/dev/null || true
+
+# The unreachable-workspace banner: dbxtop with a wrong token against a
+# simulator (`dbxtop sim`) at 80x24.
+tm new-session -d -s sim "'$WORK/dbxtop' sim --seed 7 >'$WORK/sim.out'; sleep 600"
+for _ in $(seq 1 40); do [[ -s $WORK/sim.out ]] && break; sleep 0.25; done
+host=$(grep -o 'host=[^ ]*' "$WORK/sim.out" | cut -d= -f2)
+tm new-session -d -s shots -x 80 -y 24 \
+	"env TERM=xterm-256color COLORTERM=truecolor DATABRICKS_HOST='$host' DATABRICKS_TOKEN=dapiWRONG0123456789abcdef '$WORK/dbxtop' --refresh 2s; sleep 600"
+wait_for "cannot observe the workspace" 30
+shot unreachable
+key q
+tm kill-session -t shots 2>/dev/null || true
+tm kill-session -t sim 2>/dev/null || true
+
 fleet
 echo "done: look at every PNG before committing."

@@ -86,6 +86,30 @@ func CountShort(n int64) string {
 	return fmt.Sprintf("%.1fB", f/1e9)
 }
 
+// CountApprox renders a large count for prose, three significant digits
+// and a spaced unit: 2 M, 1.98 M, 320 M, 1 B, 45.2 k (counts under 10,000
+// exactly, with separators). The published capacity figures use it
+// ("≈2 M": they are approximate, so a decimal would claim too much).
+func CountApprox(n int64) string {
+	f := float64(n)
+	unit := ""
+	switch {
+	case n >= 1_000_000_000:
+		f, unit = f/1e9, " B"
+	case n >= 1_000_000:
+		f, unit = f/1e6, " M"
+	case n >= 10_000:
+		f, unit = f/1e3, " k"
+	default:
+		return Count(n)
+	}
+	s := strconv.FormatFloat(f, 'g', 3, 64)
+	if strings.Contains(s, "e") {
+		s = strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return s + unit
+}
+
 // Bytes renders a size in IEC units with one decimal from KiB up
 // ("512 B", "1.5 KiB", "12.0 MiB"); negative sizes get a minus sign.
 func Bytes(n int64) string {

@@ -55,3 +55,13 @@ func TestCountShortAndElapsed(t *testing.T) {
 		t.Error("OrDash/DurationOr")
 	}
 }
+
+func TestCountApprox(t *testing.T) {
+	cases := map[int64]string{0: "0", 9_999: "9,999", 45_200: "45.2 k", 2_000_000: "2 M", 1_984_112: "1.98 M",
+		320_000_000: "320 M", 1_000_000_000: "1 B", 161_000_000: "161 M", 999_999_999: "1000 M"}
+	for n, want := range cases {
+		if got := CountApprox(n); got != want {
+			t.Errorf("CountApprox(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

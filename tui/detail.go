@@ -44,21 +44,7 @@ func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
 	}
 	k := &m.ctx.keys
 	last := max(0, len(m.build())-m.height)
-	switch {
-	case key.Matches(km, k.Up):
-		m.scroll--
-	case key.Matches(km, k.Down):
-		m.scroll++
-	case key.Matches(km, k.PageUp):
-		m.scroll -= m.height
-	case key.Matches(km, k.PageDown):
-		m.scroll += m.height
-	case key.Matches(km, k.Top):
-		m.scroll = 0
-	case key.Matches(km, k.Bottom):
-		m.scroll = last
-	}
-	m.scroll = max(0, min(m.scroll, last))
+	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
 	return nil
 }
 
@@ -92,6 +78,15 @@ func (m *detailModel) build() []string {
 		state += " (gone from the server)"
 	}
 	field("state", state)
+	// Where the state came from, and why there (a stopped warehouse is
+	// never asked over Thrift: that would start it).
+	if op.StatusSource != "" {
+		src := op.StatusSource
+		if op.StatusNote != "" {
+			src += ": " + op.StatusNote
+		}
+		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	field("client idle", idleCell(m.ctx, op))
@@ -126,11 +121,11 @@ func (m *detailModel) build() []string {
 		errs++
 	}
 	if op.LastError != nil {
-		add(wrapIndent("last poll error: "+errorLine(op.LastError), w, "    ")...)
+		add(wrapIndent("last poll error: "+op.LastError.Line(), w, "    ")...)
 		errs++
 	}
 	if op.Close.LastError != nil {
-		add(wrapIndent("last close error: "+errorLine(op.Close.LastError), w, "    ")...)
+		add(wrapIndent("last close error: "+op.Close.LastError.Line(), w, "    ")...)
 		errs++
 	}
 	if errs == 0 {
@@ -165,7 +160,7 @@ func (m *detailModel) build() []string {
 		}
 		field("close", pc)
 		if p.ClientCloseError != nil {
-			add(wrapIndent("client's close error: "+errorLine(p.ClientCloseError), w, "    ")...)
+			add(wrapIndent("client's close error: "+p.ClientCloseError.Line(), w, "    ")...)
 		}
 		field("heals", fmt.Sprint(p.Heals))
 		for _, a := range p.Actions {

@@ -157,7 +157,7 @@ func (m *endpointsModel) build() ([]string, int, int) {
 		barW = 20
 	}
 	head := "  " + fit("ENDPOINT", 18, "") + " " + fit("STORAGE", barW+2, "") + " " + fit("%", 6, "") + " " + fit("THRU", 4, "") + " " +
-		fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " " + fit("ROWS/LIMIT", 16, "") + " " + fit("STATE", 12, "") + " TYPE"
+		fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " " + fit("ROWS/LIMIT", 18, "") + " " + fit("STATE", 12, "") + " TYPE"
 	out := []string{st.ColHead.Render(head)}
 	if len(eps) == 0 {
 		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0
@@ -233,7 +233,7 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	} else {
 		line += fit("", 17, "")
 	}
-	line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 16, "") + " " +
+	line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 18, "") + " " +
 		fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
 	out := []string{line}
 	// Where the limit comes from, and how fast rows arrive.
@@ -247,7 +247,7 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	why = fmt.Sprintf("writes %s/min  %s %s", textfmt.CountShort(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
 	out = append(out, st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis)))
 	if ep.LastError != nil {
-		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(errorLine(ep.LastError))), m.width-4, "      "))...)
+		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(ep.LastError.Line())), m.width-4, "      "))...)
 	}
 	for _, fl := range ep.Flags {
 		switch fl.Kind {
