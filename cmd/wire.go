@@ -186,7 +186,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
-	uiErr := tui.Run(runCtx, eng, tui.Options{
+	opts := tui.Options{
 		NoColor:    ws.NoColor,
 		ASCII:      ws.ASCII,
 		ReadOnly:   ws.ReadOnly,
@@ -196,7 +196,14 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Workspace:  workspace,
 		ExportDir:  ws.ExportDir,
 		Version:    Version,
-	}, os.Stdin, stdout)
+	}
+	if len(ws.Resolved) > 0 {
+		// The config file's UI defaults (the same for every context).
+		s := ws.Resolved[0]
+		opts.View, opts.Sort, opts.Columns = s.View, s.Sort, s.Columns
+		opts.Colors = tui.Colors{Warning: s.Colors.Warning, Critical: s.Colors.Critical, OK: s.Colors.OK, Accent: s.Colors.Accent, Dim: s.Colors.Dim}
+	}
+	uiErr := tui.Run(runCtx, eng, opts, os.Stdin, stdout)
 	stop()
 	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {

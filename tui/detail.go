@@ -68,6 +68,15 @@ func (m *detailModel) build() []string {
 		state += " (gone from the server)"
 	}
 	field("state", state)
+	// Where the state came from, and why there (a stopped warehouse is
+	// never asked over Thrift: that would start it).
+	if op.StatusSource != "" {
+		src := op.StatusSource
+		if op.StatusNote != "" {
+			src += ": " + op.StatusNote
+		}
+		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	field("client idle", idleCell(m.ctx, op))

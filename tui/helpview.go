@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // flagHelp is the legend the Help view shows: what each flag means and
@@ -85,16 +86,22 @@ func (m *helpModel) build() []string {
 		per = 1
 	}
 	for i := 0; i < len(groups); i += per {
-		j := min(i+per, len(groups))
-		var ts []string
-		for t := i; t < j; t++ {
-			if t < len(titles) {
-				ts = append(ts, fit(titles[t], 40, ""))
+		// Each group is its title over bubbles/help's rendering of its
+		// keys; blocks sit side by side, 40 cells apart.
+		var blocks []string
+		for g := i; g < min(i+per, len(groups)); g++ {
+			t := ""
+			if g < len(titles) {
+				t = titles[g]
 			}
+			b := st.Bold.Render(t) + "\n" + m.help.FullHelpView(groups[g:g+1])
+			if g < min(i+per, len(groups))-1 {
+				b = lipgloss.NewStyle().Width(44).Render(b)
+			}
+			blocks = append(blocks, b)
 		}
-		out = append(out, "  "+st.Bold.Render(strings.TrimRight(strings.Join(ts, "  "), " ")))
-		for _, l := range strings.Split(m.help.FullHelpView(groups[i:j]), "\n") {
-			out = append(out, "  "+l)
+		for _, l := range strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, blocks...), "\n") {
+			out = append(out, "  "+strings.TrimRight(l, " "))
 		}
 		out = append(out, "")
 	}
