@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -197,17 +196,5 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "dbxtop proxy: "+strings.TrimPrefix(sources.RedactToken(err.Error(), c.Token), "proxy: "))
 		return 1
 	}
-	fmt.Fprintln(stdout, srv.FirstLine())
-	if f, ok := stdout.(*os.File); ok {
-		_ = f.Sync()
-	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Close(sctx); err != nil {
-		fmt.Fprintln(stderr, "dbxtop proxy: shutdown: "+err.Error())
-		return 1
-	}
-	fmt.Fprintln(stderr, "dbxtop proxy: stopped")
-	return 0
+	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), srv.Close, stdout, stderr)
 }

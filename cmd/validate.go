@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dbxtop/dbxtop/config"
+	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
 // checkHost is the workspace URL rule, shared with the config file.
@@ -62,69 +62,30 @@ func checkLogFile(s string) error {
 	return nil
 }
 
-// Fault grammar of docs/simulator.md (Fault injection), checked here so that `sim` and `demo`
-// refuse a bad spec before the server starts. The simulator parses the
-// same grammar (sources/sim.ParseFaults).
-var (
-	probabilityFaults = map[string]bool{"reset": true, "stale": true, "throttle": true,
-		"throttle-bare": true, "unavailable": true, "gateway": true, "quota": true}
-	faultCalls = func() map[string]bool {
-		m := map[string]bool{}
-		for _, c := range []string{
-			// TCLIService RPCs.
-			"OpenSession", "CloseSession", "GetInfo", "ExecuteStatement", "GetTypeInfo",
-			"GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes", "GetColumns",
-			"GetFunctions", "GetPrimaryKeys", "GetCrossReference", "GetOperationStatus",
-			"CancelOperation", "CloseOperation", "GetResultSetMetadata", "FetchResults",
-			"GetDelegationToken", "CancelDelegationToken", "RenewDelegationToken",
-			// databricks-sdk-go method names of the REST routes.
-			"ListQueries", "GetStatement", "CancelExecution", "CloseStatement",
-			"ListWarehouses", "ListEndpoints", "GetEndpoint", "ListIndexes", "GetIndex",
-			"UpsertDataVectorIndex",
-		} {
-			m[c] = true
-		}
-		return m
-	}()
-)
-
+// checkFaults refuses a bad --faults spec before the simulator starts,
+// with the simulator's own parser (sim.ParseFaults): the grammar and the
+// call names have one home. Only the wording is the command line's, which
+// names the flag's item and says what it wants.
 func checkFaults(spec string) error {
-	if strings.TrimSpace(spec) == "" {
-		return nil
+	_, err := sim.ParseFaults(spec)
+	var fe *sim.FaultError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	for _, raw := range strings.Split(spec, ",") {
-		item := strings.TrimSpace(raw)
-		if item == "" {
-			return errors.New("empty item in the comma list")
-		}
-		kind, val, ok := strings.Cut(item, "=")
-		if !ok {
-			return fmt.Errorf("item %q: want kind=value[@call]", item)
-		}
-		kind, val = strings.TrimSpace(kind), strings.TrimSpace(val)
-		if v, call, has := strings.Cut(val, "@"); has {
-			val, call = strings.TrimSpace(v), strings.TrimSpace(call)
-			if !faultCalls[call] {
-				return fmt.Errorf("item %q: unknown call %q (a Thrift RPC name such as GetOperationStatus, or an SDK method such as ListQueries)", item, call)
-			}
-		}
-		switch {
-		case probabilityFaults[kind]:
-			p, err := strconv.ParseFloat(val, 64)
-			if err != nil || p != p || p < 0 || p > 1 {
-				return fmt.Errorf("item %q: %s wants a probability between 0 and 1", item, kind)
-			}
-		case kind == "latency":
-			if d, err := time.ParseDuration(val); err != nil || d < 0 {
-				return fmt.Errorf("item %q: latency wants a duration such as 250ms", item)
-			}
-		case kind == "exhausted":
-			if val == "" {
-				return fmt.Errorf("item %q: exhausted wants an endpoint name", item)
-			}
-		default:
-			return fmt.Errorf("item %q: unknown kind %q (reset, stale, throttle, throttle-bare, unavailable, gateway, exhausted, quota, latency)", item, kind)
-		}
+	switch fe.Problem {
+	case sim.FaultEmptyItem:
+		return errors.New("empty item in the comma list")
+	case sim.FaultNoValue:
+		return fmt.Errorf("item %q: want kind=value[@call]", fe.Item)
+	case sim.FaultUnknownCall:
+		return fmt.Errorf("item %q: unknown call %q (a Thrift RPC name such as GetOperationStatus, or an SDK method such as ListQueries)", fe.Item, fe.Call)
+	case sim.FaultNotANumber, sim.FaultOutOfRange:
+		return fmt.Errorf("item %q: %s wants a probability between 0 and 1", fe.Item, fe.Kind)
+	case sim.FaultBadDuration, sim.FaultNegative:
+		return fmt.Errorf("item %q: latency wants a duration such as 250ms", fe.Item)
+	case sim.FaultNoEndpoint:
+		return fmt.Errorf("item %q: exhausted wants an endpoint name", fe.Item)
+	default:
+		return fmt.Errorf("item %q: unknown kind %q (%s)", fe.Item, fe.Kind, strings.Join(sim.FaultKinds, ", "))
 	}
-	return nil
 }

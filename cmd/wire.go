@@ -65,22 +65,29 @@ func serveSim(ctx context.Context, c SimConfig, stdout, stderr io.Writer) int {
 	// syntax (what --server-idle-timeout and --leak-after take), and the
 	// embedded proxy's admin API when it runs one.
 	idle, leak := srv.Timeouts()
-	line := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
+	first := fmt.Sprintf("host=%s token=%s idle_timeout=%s leak_timeout=%s", srv.URL(), srv.Token(), idle, leak)
 	if px.srv != nil {
-		line += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
+		first += fmt.Sprintf(" proxy=%s proxy_token=%s", px.srv.AdminURL(), px.srv.AdminToken())
 	}
-	fmt.Fprintln(stdout, line)
+	return serveUntilDone(ctx, "dbxtop sim", first, srv.Close, stdout, stderr)
+}
+
+// serveUntilDone is the shape of the serving commands (sim, proxy): say
+// where on the first line of stdout (flushed, for scripts that read it),
+// serve until ctx ends (an interrupt), then stop within shutdownGrace.
+func serveUntilDone(ctx context.Context, name, firstLine string, stop func(context.Context) error, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, firstLine)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Close(sctx); err != nil {
-		fmt.Fprintln(stderr, "dbxtop sim: shutdown: "+err.Error())
+	if err := stop(sctx); err != nil {
+		fmt.Fprintln(stderr, name+": shutdown: "+err.Error())
 		return 1
 	}
-	fmt.Fprintln(stderr, "dbxtop sim: stopped")
+	fmt.Fprintln(stderr, name+": stopped")
 	return 0
 }
 
@@ -179,7 +186,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
-	uiErr := tui.Run(runCtx, eng, tui.Options{
+	opts := tui.Options{
 		NoColor:    ws.NoColor,
 		ASCII:      ws.ASCII,
 		ReadOnly:   ws.ReadOnly,
@@ -189,7 +196,14 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Workspace:  workspace,
 		ExportDir:  ws.ExportDir,
 		Version:    Version,
-	}, os.Stdin, stdout)
+	}
+	if len(ws.Resolved) > 0 {
+		// The config file's UI defaults (the same for every context).
+		s := ws.Resolved[0]
+		opts.View, opts.Sort, opts.Columns = s.View, s.Sort, s.Columns
+		opts.Colors = tui.Colors{Warning: s.Colors.Warning, Critical: s.Colors.Critical, OK: s.Colors.OK, Accent: s.Colors.Accent, Dim: s.Colors.Dim}
+	}
+	uiErr := tui.Run(runCtx, eng, opts, os.Stdin, stdout)
 	stop()
 	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {

@@ -30,7 +30,7 @@ var Views = []string{"operations", "endpoints", "events", "clients"}
 
 // Columns of the Operations table (ui.columns), in their default order.
 // "workspace" shows only when several workspaces are watched.
-var Columns = []string{"flag", "statement", "state", "user", "warehouse", "workspace", "client", "age", "idle", "close", "retries", "sql"}
+var Columns = []string{"flag", "statement", "state", "user", "warehouse", "workspace", "age", "idle", "close", "retries", "sql"}
 
 // DefaultColumns are shown when the file does not choose.
 var DefaultColumns = []string{"flag", "statement", "state", "user", "warehouse", "workspace", "age", "idle", "close", "retries", "sql"}

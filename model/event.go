@@ -36,3 +36,12 @@ type Event struct {
 	// are watched (see Fleet); "" otherwise.
 	Workspace string
 }
+
+// AnyRequestID is the event's request id, or else its error's: the id an
+// operator quotes to the workspace's support.
+func (e Event) AnyRequestID() string {
+	if e.RequestID == "" && e.Err != nil {
+		return e.Err.RequestID
+	}
+	return e.RequestID
+}

@@ -358,7 +358,7 @@ func (e *Engine) evalFreshness(now time.Time) {
 			break
 		}
 	}
-	f := Freshness{Goal: e.freshnessGoal(), Live: len(ages), Held: true, InFlight: e.inflight}
+	f := Freshness{Goal: e.freshnessGoal(), Live: e.liveN, Held: true, InFlight: e.inflight}
 	f.Demand = e.demand()
 	if len(ages) > 0 {
 		slices.Sort(ages)

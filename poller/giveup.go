@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -64,17 +63,7 @@ func describe(err error) string {
 	}
 	var he *sources.HTTPError
 	if errors.As(err, &he) {
-		s := "HTTP " + strconv.Itoa(he.StatusCode)
-		if he.ErrorCode != "" {
-			s += " " + he.ErrorCode
-		}
-		if he.Message != "" {
-			s += ": " + he.Message
-		}
-		if he.RequestID != "" {
-			s += " (request_id " + he.RequestID + ")"
-		}
-		return s
+		return he.Detail()
 	}
 	if d := Classify(Call{Safe: true}, err); d.Kind == model.KindTransport {
 		var errno syscall.Errno

@@ -128,10 +128,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []model.Event) error {
 			if ev.Err != nil && msg == "" {
 				msg = ev.Err.String()
 			}
-			reqID := ev.RequestID
-			if reqID == "" && ev.Err != nil {
-				reqID = ev.Err.RequestID
-			}
+			reqID := ev.AnyRequestID()
 			ew.printf("| %s | %s | %s | %s | %s | %s |\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, mdCell(subject),
 				mdCell(ev.Call), mdCell(msg), mdCell(reqID))
 		}

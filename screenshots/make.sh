@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates screenshots/*.png from a real `dbxtop demo` run: the binary
+# Regenerates screenshots/*.png from a real `dbxtop demo` run (and
+# `dbxtop sim` runs for the unreachable banner and the fleet): the binary
 # is built, the demo runs in a private tmux server at a fixed 120x40, keys
 # reach each view, `tmux capture-pane -e` takes the screen with its colours
 # and charmbracelet/freeze renders it to PNG.
@@ -173,7 +174,27 @@ wait_for "[y/c/N]" 10
 shot confirm
 key n Escape
 
+# The same demo at 80x24, the size the screen is designed for.
+tm resize-window -t shots -x 80 -y 24
+key Escape g
+wait_for "[Operations]" 10
+shot operations-80x24
+
 key q
 tm kill-session -t shots 2>/dev/null || true
+
+# The unreachable-workspace banner: dbxtop with a wrong token against a
+# simulator (`dbxtop sim`) at 80x24.
+tm new-session -d -s sim "'$WORK/dbxtop' sim --seed 7 >'$WORK/sim.out'; sleep 600"
+for _ in $(seq 1 40); do [[ -s $WORK/sim.out ]] && break; sleep 0.25; done
+host=$(grep -o 'host=[^ ]*' "$WORK/sim.out" | cut -d= -f2)
+tm new-session -d -s shots -x 80 -y 24 \
+	"env TERM=xterm-256color COLORTERM=truecolor DATABRICKS_HOST='$host' DATABRICKS_TOKEN=dapiWRONG0123456789abcdef '$WORK/dbxtop' --refresh 2s; sleep 600"
+wait_for "cannot observe the workspace" 30
+shot unreachable
+key q
+tm kill-session -t shots 2>/dev/null || true
+tm kill-session -t sim 2>/dev/null || true
+
 fleet
 echo "done: look at every PNG before committing."

@@ -33,8 +33,12 @@ type HTTPError struct {
 	Cause         error  // optional underlying error (e.g. *apierr.APIError)
 }
 
-func (e *HTTPError) Error() string {
-	s := fmt.Sprintf("%s: HTTP %d", e.Call, e.StatusCode)
+func (e *HTTPError) Error() string { return e.Call + ": " + e.Detail() }
+
+// Detail is the error without the call: status, error_code, message and
+// request id, for a caller that names the call itself.
+func (e *HTTPError) Detail() string {
+	s := fmt.Sprintf("HTTP %d", e.StatusCode)
 	if e.ErrorCode != "" {
 		s += " " + e.ErrorCode
 	}

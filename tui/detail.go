@@ -19,10 +19,10 @@ const detailHistory = 50
 // close history. It scrolls with j/k; the operation is the Operations
 // table's selection.
 type detailModel struct {
-	ctx           *programContext
-	ops           *opsModel
-	width, height int
-	scroll        int
+	ctx   *programContext
+	ops   *opsModel
+	width int
+	pager
 }
 
 func (m *detailModel) SetSize(w, h int) { m.width, m.height = w, h }
@@ -32,33 +32,10 @@ func (m *detailModel) ShortHelp() []key.Binding {
 	return enabledKeys(k.Back, k.Down, k.Cancel, k.Close, k.CopyID, k.CopySQL)
 }
 
-func (m *detailModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
+func (m *detailModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
 
 func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	switch {
-	case key.Matches(km, k.Up):
-		m.scroll--
-	case key.Matches(km, k.Down):
-		m.scroll++
-	case key.Matches(km, k.PageUp):
-		m.scroll -= m.height
-	case key.Matches(km, k.PageDown):
-		m.scroll += m.height
-	case key.Matches(km, k.Top):
-		m.scroll = 0
-	case key.Matches(km, k.Bottom):
-		m.scroll = last
-	}
-	m.scroll = max(0, min(m.scroll, last))
+	m.update(msg, &m.ctx.keys, len(m.build()))
 	return nil
 }
 
@@ -66,8 +43,7 @@ func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
 // shrunk since, so the position is clamped here without being stored.
 func (m *detailModel) View() string {
 	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
-	return lines(l[s:])
+	return lines(l[m.start(len(l)):])
 }
 
 func (m *detailModel) build() []string {
@@ -92,6 +68,15 @@ func (m *detailModel) build() []string {
 		state += " (gone from the server)"
 	}
 	field("state", state)
+	// Where the state came from, and why there (a stopped warehouse is
+	// never asked over Thrift: that would start it).
+	if op.StatusSource != "" {
+		src := op.StatusSource
+		if op.StatusNote != "" {
+			src += ": " + op.StatusNote
+		}
+		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	field("client idle", idleCell(m.ctx, op))
@@ -126,11 +111,11 @@ func (m *detailModel) build() []string {
 		errs++
 	}
 	if op.LastError != nil {
-		add(wrapIndent("last poll error: "+errorLine(op.LastError), w, "    ")...)
+		add(wrapIndent("last poll error: "+op.LastError.Line(), w, "    ")...)
 		errs++
 	}
 	if op.Close.LastError != nil {
-		add(wrapIndent("last close error: "+errorLine(op.Close.LastError), w, "    ")...)
+		add(wrapIndent("last close error: "+op.Close.LastError.Line(), w, "    ")...)
 		errs++
 	}
 	if errs == 0 {
@@ -165,7 +150,7 @@ func (m *detailModel) build() []string {
 		}
 		field("close", pc)
 		if p.ClientCloseError != nil {
-			add(wrapIndent("client's close error: "+errorLine(p.ClientCloseError), w, "    ")...)
+			add(wrapIndent("client's close error: "+p.ClientCloseError.Line(), w, "    ")...)
 		}
 		field("heals", fmt.Sprint(p.Heals))
 		for _, a := range p.Actions {

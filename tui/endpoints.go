@@ -247,7 +247,7 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	why = fmt.Sprintf("writes %s/min  %s %s", textfmt.CountShort(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
 	out = append(out, st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis)))
 	if ep.LastError != nil {
-		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(errorLine(ep.LastError))), m.width-4, "      "))...)
+		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(ep.LastError.Line())), m.width-4, "      "))...)
 	}
 	for _, fl := range ep.Flags {
 		switch fl.Kind {

@@ -27,6 +27,10 @@ type Engine interface {
 	Cancel(ctx context.Context, id string) error
 }
 
+// Colors override the palette ("#rrggbb" or an ANSI number); "" keeps
+// the default. Severity is never carried by colour alone.
+type Colors struct{ Warning, Critical, OK, Accent, Dim string }
+
 // Options configure the TUI. The zero value is usable.
 type Options struct {
 	NoColor  bool // monochrome: severity still reads from symbols and words
@@ -58,6 +62,14 @@ type Options struct {
 	// text: "thrift" (CancelOperation/CloseOperation) or "" for the
 	// Statement Execution API.
 	ActionPath string
+	// From the config file (docs/configuration.md): the view to open on
+	// (operations, endpoints, events, clients), the initial sort (a
+	// model.SortKey name), the Operations columns to show (config names;
+	// nil → all, in the table's own order) and colour overrides.
+	View    string
+	Sort    string
+	Columns []string
+	Colors  Colors
 }
 
 func (o Options) withDefaults() Options {

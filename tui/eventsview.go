@@ -172,7 +172,7 @@ func eventText(e model.Event) string {
 		if s != "" {
 			s += ": "
 		}
-		s += errorLineNoID(e.Err)
+		s += e.Err.LineWithoutID()
 	}
 	return s
 }
@@ -180,10 +180,7 @@ func eventText(e model.Event) string {
 // eventRequestID is the event's request id (or its error's) unless the
 // message already carries it.
 func eventRequestID(e model.Event) string {
-	id := e.RequestID
-	if id == "" && e.Err != nil {
-		id = e.Err.RequestID
-	}
+	id := e.AnyRequestID()
 	if id == "" || strings.Contains(e.Message, id) {
 		return ""
 	}

@@ -70,3 +70,15 @@ func TestClientsViewPutsTheCulpritFirst(t *testing.T) {
 	must(t, jdbc > 0 && dbt > jdbc, "rows not sorted by orphans:\n%s", out)
 	must(t, strings.Contains(out, "7m10s"), "p95 missing:\n%s", out)
 }
+
+// TestConfigUIDefaults: the config file's view, sort and columns.
+func TestConfigUIDefaults(t *testing.T) {
+	o := testOptions()
+	o.View, o.Sort, o.Columns = "clients", "age", []string{"flag", "statement", "state", "sql"}
+	m := syncModel(t, newFakeEngine(fleetSnapshot()), o, 120, 30)
+	must(t, strings.Contains(plain(m), "[Clients]"), "did not open on the Clients view:\n%s", plain(m))
+	press(m, "tab", "tab")
+	out := plain(m)
+	must(t, strings.Contains(out, "[Operations]") && strings.Contains(out, "sort age"), "sort age not applied:\n%s", out)
+	must(t, !strings.Contains(out, "USER") && !strings.Contains(out, "RETRY") && strings.Contains(out, "STATEMENT"), "columns not applied:\n%s", out)
+}

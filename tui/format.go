@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -80,57 +78,6 @@ func flagLabel(f model.Flag, g Glyphs) string {
 		return g.Warn + " WARN " + string(f.Kind)
 	}
 	return ""
-}
-
-// errorLine renders an ErrorInfo with everything an operator needs to
-// report it: call, kind, code, status, message, attempts, elapsed and the
-// request id.
-func errorLine(e *model.ErrorInfo) string {
-	if e == nil {
-		return ""
-	}
-	var b strings.Builder
-	// The engine's messages often name the call and request id already;
-	// say each once.
-	if e.Call != "" && !strings.HasPrefix(e.Message, e.Call) {
-		b.WriteString(e.Call)
-		b.WriteString(": ")
-	}
-	b.WriteString(string(e.Kind))
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, " HTTP %d", e.HTTPStatus)
-	}
-	if e.ErrorCode != "" {
-		b.WriteString(" " + e.ErrorCode)
-	}
-	if msg := strings.TrimPrefix(e.Message, string(e.Kind)+": "); msg != "" {
-		b.WriteString(": " + msg) // never "transport: transport: …"
-	}
-	if e.Attempts > 0 {
-		fmt.Fprintf(&b, " (%d attempt", e.Attempts)
-		if e.Attempts > 1 {
-			b.WriteString("s")
-		}
-		if e.Elapsed > 0 {
-			fmt.Fprintf(&b, " in %s", e.Elapsed.Round(10*time.Millisecond))
-		}
-		b.WriteString(")")
-	}
-	if e.RequestID != "" && !strings.Contains(e.Message, e.RequestID) {
-		b.WriteString(" request_id " + e.RequestID)
-	}
-	return b.String()
-}
-
-// errorLineNoID is errorLine without the request id, for views that show
-// the id on a line of its own.
-func errorLineNoID(e *model.ErrorInfo) string {
-	if e == nil {
-		return ""
-	}
-	c := *e
-	c.RequestID = ""
-	return errorLine(&c)
 }
 
 // wrapWords wraps plain text at spaces to lines of at most w cells; a word

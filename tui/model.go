@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -84,7 +85,7 @@ func newModel(e Engine, o Options) *Model {
 	k := keymap.DefaultKeyMap()
 	k.SetReadOnly(ro)
 	ctx := &programContext{
-		styles:   newStyles(newRenderer(o), g),
+		styles:   newStyles(newRenderer(o), g, o.Colors),
 		glyphs:   g,
 		keys:     k,
 		opts:     o,
@@ -94,7 +95,17 @@ func newModel(e Engine, o Options) *Model {
 		results:  map[string]actionResult{},
 	}
 	ops := newOpsModel(ctx)
+	if k, ok := sortByName(o.Sort); ok {
+		ops.sort = k
+	}
+	start := viewOps
+	for v, name := range viewNames {
+		if strings.EqualFold(name, o.View) && viewID(v) != viewHelp {
+			start = viewID(v)
+		}
+	}
 	return &Model{
+		view:      start,
 		ctx:       ctx,
 		eng:       e,
 		events:    e.Events(),

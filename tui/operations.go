@@ -38,6 +38,26 @@ const (
 	colWorkspace // only when several workspaces are watched
 )
 
+// columnNames are the config file's names of the columns (ui.columns).
+var columnNames = map[string]colID{"flag": colFlag, "statement": colID_, "state": colState, "user": colUser,
+	"warehouse": colWarehouse, "workspace": colWorkspace, "age": colAge, "idle": colInactive,
+	"close": colClose, "retries": colRetries, "sql": colSQL}
+
+// hiddenColumns are the columns a ui.columns list leaves out (nil: none).
+func hiddenColumns(show []string) map[colID]bool {
+	if len(show) == 0 {
+		return nil
+	}
+	hide := map[colID]bool{}
+	for _, id := range columnNames {
+		hide[id] = true
+	}
+	for _, n := range show {
+		delete(hide, columnNames[n])
+	}
+	return hide
+}
+
 // sqlMin is the narrowest SQL column worth showing; sqlComfort is what SQL
 // keeps before USER and WAREHOUSE widen.
 const (
@@ -63,17 +83,17 @@ var allColumns = []column{
 // retries, warehouse, user, age. flagW is the widest flag label in the
 // table, so an unflagged table does not spend 21 cells on blanks. With
 // room to spare, USER and WAREHOUSE widen before SQL takes the rest.
-func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false) }
+func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false, nil) }
 
 // layoutFor is layout with the WORKSPACE column when multi (several
 // workspaces watched).
-func layoutFor(width, flagW int, multi bool) ([]column, int) {
+func layoutFor(width, flagW int, multi bool, hide map[colID]bool) ([]column, int) {
 	dropped := 0
 	for {
 		need := 2 // cursor and space
 		var cols []column
 		for _, c := range allColumns {
-			if c.drop != 0 && c.drop <= dropped || c.id == colWorkspace && !multi {
+			if c.drop != 0 && c.drop <= dropped || c.id == colWorkspace && !multi || hide[c.id] {
 				continue
 			}
 			if c.id == colFlag {
@@ -109,7 +129,7 @@ func (m *opsModel) View() string { return lines(m.viewLines()) }
 
 func (m *opsModel) viewLines() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1)
+	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1, m.hidden)
 	n := m.tableRows()
 	out := make([]string, 0, n+1)
 

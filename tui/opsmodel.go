@@ -44,6 +44,8 @@ type opsModel struct {
 	flagW      int   // widest flag label among the rows
 	doneHidden int   // finished-and-closed operations collapsed (d shows them)
 	flaggedAt  []int // display indices of flagged rows, ascending
+
+	hidden map[colID]bool // columns ui.columns leaves out
 }
 
 // missingKind says why the cursor's operation is not on screen.
@@ -56,7 +58,7 @@ const (
 )
 
 func newOpsModel(ctx *programContext) *opsModel {
-	return &opsModel{ctx: ctx, desc: true /* most severe first */, rowPos: map[string]int{}}
+	return &opsModel{ctx: ctx, desc: true /* most severe first */, rowPos: map[string]int{}, hidden: hiddenColumns(ctx.opts.Columns)}
 }
 
 func (m *opsModel) SetSize(w, h int) {

@@ -28,6 +28,20 @@ var sortNames = [numSortKeys]string{"flag", "age", "inactivity", "state", "user"
 
 func (k sortKey) String() string { return sortNames[k] }
 
+// sortByName maps a config sort name (model.SortKey: "severity" is the
+// flag column) to a sort key.
+func sortByName(s string) (sortKey, bool) {
+	if s == string(model.SortSeverity) {
+		return sortFlag, true
+	}
+	for k, n := range sortNames {
+		if n == s {
+			return sortKey(k), true
+		}
+	}
+	return 0, false
+}
+
 // rowFilter is what the operator narrowed the table to.
 type rowFilter struct {
 	text        string // lower-cased; matches id, user, warehouse, state, SQL, flags, client

@@ -76,12 +76,18 @@ func newRenderer(o Options) *lipgloss.Renderer {
 	return o.Renderer
 }
 
-func newStyles(r *lipgloss.Renderer, g Glyphs) Styles {
-	red := lipgloss.AdaptiveColor{Light: "160", Dark: "203"}
-	yellow := lipgloss.AdaptiveColor{Light: "130", Dark: "220"}
-	green := lipgloss.AdaptiveColor{Light: "28", Dark: "78"}
-	dim := lipgloss.AdaptiveColor{Light: "244", Dark: "245"}
-	accent := lipgloss.AdaptiveColor{Light: "25", Dark: "75"}
+func newStyles(r *lipgloss.Renderer, g Glyphs, c Colors) Styles {
+	pick := func(over string, def lipgloss.AdaptiveColor) lipgloss.TerminalColor {
+		if over != "" {
+			return lipgloss.Color(over)
+		}
+		return def
+	}
+	red := pick(c.Critical, lipgloss.AdaptiveColor{Light: "160", Dark: "203"})
+	yellow := pick(c.Warning, lipgloss.AdaptiveColor{Light: "130", Dark: "220"})
+	green := pick(c.OK, lipgloss.AdaptiveColor{Light: "28", Dark: "78"})
+	dim := pick(c.Dim, lipgloss.AdaptiveColor{Light: "244", Dark: "245"})
+	accent := pick(c.Accent, lipgloss.AdaptiveColor{Light: "25", Dark: "75"})
 	s := r.NewStyle
 	return Styles{
 		Title:     s().Bold(true).Foreground(accent),

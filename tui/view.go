@@ -281,14 +281,14 @@ func (m *Model) lastErrorLine() string {
 	var head string
 	if r := m.lastErr.recovered; !r.IsZero() && m.lastErr.sawFailing {
 		head = st.OK.Render("recovered "+r.UTC().Format("15:04:05")) + st.Dim.Render(" (last error "+textfmt.Age(now, m.lastErr.since)+" ago: ")
-		line := head + st.Dim.Render(errorLine(e)+")")
+		line := head + st.Dim.Render(e.Line()+")")
 		return truncLine(line, m.ctx.width, g.Ellipsis)
 	}
 	head = "last error " + textfmt.Age(now, m.lastErr.since) + " ago: "
 	if e.Workspace != "" {
 		head += "[" + e.Workspace + "] "
 	}
-	line := head + st.Crit.Render(errorLine(e))
+	line := head + st.Crit.Render(e.Line())
 	return truncLine(line, m.ctx.width, g.Ellipsis+" (! full)")
 }
 

@@ -89,63 +89,115 @@ var knownCalls = func() map[string]bool {
 	return m
 }()
 
+// FaultProblem names what is wrong with a refused --faults item, so that
+// a caller (the command line) can word it its own way.
+type FaultProblem int
+
+const (
+	FaultEmptyItem   FaultProblem = iota + 1 // ",," in the list
+	FaultNoValue                             // no "=": want kind=value[@call]
+	FaultUnknownCall                         // @call names no known call
+	FaultUnknownKind                         // kind is not one of the fault kinds
+	FaultNotANumber                          // a probability that does not parse
+	FaultOutOfRange                          // a probability outside [0,1], or NaN
+	FaultBadDuration                         // a latency that does not parse
+	FaultNegative                            // a negative latency
+	FaultNoEndpoint                          // exhausted= without an endpoint name
+)
+
+// FaultError is a refused --faults item: the one parser of the grammar
+// (ParseFaults) says which item, what kind it asked for and what is wrong.
+type FaultError struct {
+	Spec    string // the whole spec
+	Item    string // the refused item, trimmed
+	Kind    string // the item's kind ("" when it has none)
+	Value   string // the item's value without @call
+	Call    string // the item's @call, if any
+	Problem FaultProblem
+}
+
+func (e *FaultError) Error() string {
+	var what string
+	switch e.Problem {
+	case FaultEmptyItem:
+		what = fmt.Sprintf("empty item in %q", e.Spec)
+	case FaultNoValue:
+		what = "want kind=value[@call]"
+	case FaultUnknownCall:
+		what = fmt.Sprintf("unknown call %q (Thrift RPC names or %s)", e.Call, strings.Join(RESTCalls, ", "))
+	case FaultNotANumber:
+		what = fmt.Sprintf("probability %q is not a number", e.Value)
+	case FaultOutOfRange:
+		what = "probability must be in [0,1]"
+	case FaultBadDuration:
+		what = fmt.Sprintf("latency %q is not a duration (e.g. 250ms)", e.Value)
+	case FaultNegative:
+		what = "latency must not be negative"
+	case FaultNoEndpoint:
+		what = "exhausted needs an endpoint name"
+	default:
+		what = fmt.Sprintf("unknown kind %q (%s)", e.Kind, strings.Join(FaultKinds, ", "))
+	}
+	return fmt.Sprintf("fault %q: %s", e.Item, what)
+}
+
+// FaultKinds are the kinds of the grammar, in the order the docs list them.
+var FaultKinds = []string{FaultReset, FaultStale, FaultThrottle, FaultThrottleBare,
+	FaultUnavailable, FaultGateway, FaultExhausted, FaultQuota, FaultLatency}
+
 // ParseFaults parses a comma list of kind=value[@call]. An empty spec is no
-// faults. A malformed item is refused with the item named, e.g.
-// `fault "reset=1.5": probability must be in [0,1]`.
+// faults. A malformed item is refused with a *FaultError that names it,
+// e.g. `fault "reset=1.5": probability must be in [0,1]`.
 func ParseFaults(spec string) (Faults, error) {
 	var out Faults
 	if strings.TrimSpace(spec) == "" {
 		return out, nil
 	}
 	for _, raw := range strings.Split(spec, ",") {
-		item := strings.TrimSpace(raw)
-		bad := func(format string, a ...any) error {
-			return fmt.Errorf("fault %q: %s", item, fmt.Sprintf(format, a...))
+		fe := &FaultError{Spec: spec, Item: strings.TrimSpace(raw)}
+		bad := func(p FaultProblem) error { fe.Problem = p; return fe }
+		if fe.Item == "" {
+			return nil, bad(FaultEmptyItem)
 		}
-		if item == "" {
-			return nil, fmt.Errorf("fault %q: empty item in %q", item, spec)
-		}
-		kind, val, ok := strings.Cut(item, "=")
+		kind, val, ok := strings.Cut(fe.Item, "=")
 		if !ok {
-			return nil, bad("want kind=value[@call]")
+			return nil, bad(FaultNoValue)
 		}
-		kind = strings.TrimSpace(kind)
-		val = strings.TrimSpace(val)
-		var call string
-		if v, c, has := strings.Cut(val, "@"); has {
-			val, call = strings.TrimSpace(v), strings.TrimSpace(c)
-			if !knownCalls[call] {
-				return nil, bad("unknown call %q (Thrift RPC names or %s)", call, strings.Join(RESTCalls, ", "))
+		fe.Kind, fe.Value = strings.TrimSpace(kind), strings.TrimSpace(val)
+		if v, c, has := strings.Cut(fe.Value, "@"); has {
+			fe.Value, fe.Call = strings.TrimSpace(v), strings.TrimSpace(c)
+			if !knownCalls[fe.Call] {
+				return nil, bad(FaultUnknownCall)
 			}
 		}
-		f := Fault{Kind: kind, Call: call}
-		switch kind {
+		f := Fault{Kind: fe.Kind, Call: fe.Call}
+		switch fe.Kind {
 		case FaultReset, FaultStale, FaultThrottle, FaultThrottleBare,
 			FaultUnavailable, FaultGateway, FaultQuota:
-			p, err := strconv.ParseFloat(val, 64)
+			p, err := strconv.ParseFloat(fe.Value, 64)
 			if err != nil {
-				return nil, bad("probability %q is not a number", val)
+				return nil, bad(FaultNotANumber)
 			}
 			if p != p || p < 0 || p > 1 { // p != p: NaN
-				return nil, bad("probability must be in [0,1]")
+				return nil, bad(FaultOutOfRange)
 			}
 			f.P = p
 		case FaultLatency:
-			d, err := time.ParseDuration(val)
+			d, err := time.ParseDuration(fe.Value)
 			if err != nil {
-				return nil, bad("latency %q is not a duration (e.g. 250ms)", val)
+				return nil, bad(FaultBadDuration)
 			}
 			if d < 0 {
-				return nil, bad("latency must not be negative")
+				return nil, bad(FaultNegative)
 			}
 			f.Latency = d
 		case FaultExhausted:
-			if val == "" {
-				return nil, bad("exhausted needs an endpoint name")
+			if fe.Value == "" {
+				return nil, bad(FaultNoEndpoint)
 			}
-			f.Endpoint = val
+			f.Endpoint = fe.Value
 		default:
-			return nil, bad("unknown kind %q (reset, stale, throttle, throttle-bare, unavailable, gateway, exhausted, quota, latency)", kind)
+			return nil, bad(FaultUnknownKind)
 		}
 		out = append(out, f)
 	}

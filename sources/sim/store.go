@@ -49,6 +49,7 @@ func uuidString(g guid) string {
 }
 
 type session struct {
+	ops          []*operation // executed on it (closeSession closes them without scanning every operation)
 	guid, secret guid
 	warehouse    string
 	user, app    string
@@ -193,8 +194,8 @@ func (s *store) closeSession(g guid, owner bool) bool {
 		ss.lastActivity = now
 	}
 	ss.open = false
-	for _, op := range s.ops {
-		if op.sess == ss && op.open {
+	for _, op := range ss.ops { // the session's own: not a scan of the workspace
+		if op.open {
 			advance(op, now)
 			if !op.state.Terminal() {
 				op.state = model.StateCanceled
@@ -243,6 +244,9 @@ func (s *store) execute(ss *session, sql string, p plan, owner bool, adjust func
 func (s *store) add(op *operation) {
 	s.ops[op.guid] = op
 	s.byID[op.id] = op
+	if op.sess != nil {
+		op.sess.ops = append(op.sess.ops, op)
+	}
 	if n := len(s.order); n > 0 && before(op, s.order[n-1]) {
 		s.unsorted = true
 	}
@@ -350,8 +354,8 @@ func (s *store) reap() {
 			continue
 		}
 		busy := false
-		for _, op := range s.ops {
-			if op.sess == ss && op.open {
+		for _, op := range ss.ops {
+			if op.open {
 				busy = true
 				break
 			}

@@ -70,7 +70,11 @@ func (s *Server) newWorkload() (*workload, error) {
 		return nil, nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
+	// The simulated clients share a bounded pool: 10,000 clients each on
+	// a connection of its own exhausted loopback ports and stalled every
+	// answer (tens of thousands of sockets); queued on 256 connections
+	// they cost what their requests cost.
+	tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost = 256, 256
 	w := &workload{s: s, speed: s.o.Speed, tr: tr,
 		rng:     rand.New(rand.NewPCG(uint64(s.o.Seed), 0xd3b0)),
 		clients: map[string]*thrift.Client{}, sem: make(chan struct{}, 256)}
