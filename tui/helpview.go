@@ -30,11 +30,11 @@ var flagHelp = []struct{ kind, means, act string }{
 // from the keymap (so help cannot drift from behaviour), then the flag
 // legend. It scrolls; ? or esc returns to the view it was opened from.
 type helpModel struct {
-	ctx           *programContext
-	width, height int
-	scroll        int
-	from          viewID
-	help          help.Model
+	ctx   *programContext
+	width int
+	pager
+	from viewID
+	help help.Model
 }
 
 func newHelpModel(ctx *programContext) *helpModel {
@@ -55,25 +55,16 @@ func (m *helpModel) ShortHelp() []key.Binding {
 	return []key.Binding{k.Back, k.Down, k.PageDown}
 }
 
-func (m *helpModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
+func (m *helpModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
 
 func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
+	m.update(msg, &m.ctx.keys, len(m.build()))
 	return nil
 }
 
 func (m *helpModel) View() string {
 	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
+	s := m.start(len(l))
 	out := l[s:]
 	if more := len(l) - s - m.height; more > 0 && m.height > 1 {
 		out = append(out[:m.height-1:m.height-1], m.ctx.styles.Dim.Render(fmt.Sprintf("  %d more lines (j/pgdn)", more)))
