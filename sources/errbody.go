@@ -200,10 +200,22 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`),
 	regexp.MustCompile(`(?i)dapi[A-Za-z0-9._-]{8,}`),
 	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]+`),
+}
+
+var (
 	// URL userinfo: scheme://user:password@host (a token pasted into --host).
-	regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"']+@`),
+	urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"']+@`)
 	// Query values whose name looks secret: ?sig=…, &api_key=…, &code=….
-	regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|secret|password|passwd|pwd|key|sig|signature|credential|auth|code)=)[^&#\s"']+`),
+	secretQuery = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|secret|password|passwd|pwd|key|sig|signature|credential|auth|code)=)[^&#\s"']+`)
+)
+
+// RedactURLs removes the credentials a URL can carry: its userinfo
+// (https://user:TOKEN@host) and query values whose name looks secret
+// (?token=…, &sig=…). Redact includes it; validation messages, which
+// quote what the operator typed, use it alone.
+func RedactURLs(s string) string {
+	s = urlUserinfo.ReplaceAllString(s, "${1}[REDACTED]@")
+	return secretQuery.ReplaceAllString(s, "${1}[REDACTED]")
 }
 
 // RedactToken removes a known secret (the configured token) from s, then
@@ -228,15 +240,11 @@ func Redact(s string) string {
 			s = re.ReplaceAllString(s, "${1}: [REDACTED]")
 		case 3:
 			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
-		case 4:
-			s = re.ReplaceAllString(s, "${1}[REDACTED]@")
-		case 5:
-			s = re.ReplaceAllString(s, "${1}[REDACTED]")
 		default:
 			s = re.ReplaceAllString(s, "[REDACTED]")
 		}
 	}
-	return s
+	return RedactURLs(s)
 }
 
 // SanitizeBody keeps at most MaxErrorBody bytes of an error body as valid

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -18,25 +19,31 @@ const detailHistory = 50
 // close history. It scrolls with j/k; the operation is the Operations
 // table's selection.
 type detailModel struct {
+	ctx   *programContext
+	ops   *opsModel
+	width int
 	pager
-	ops *opsModel
 }
 
-func newDetailModel(ctx *programContext, ops *opsModel) *detailModel {
-	m := &detailModel{pager: pager{ctx: ctx}, ops: ops}
-	m.content = m.build
-	return m
-}
+func (m *detailModel) SetSize(w, h int) { m.width, m.height = w, h }
 
 func (m *detailModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
 	return enabledKeys(k.Back, k.Down, k.Cancel, k.Close, k.CopyID, k.CopySQL)
 }
 
-// View shows the window at the scroll position.
+func (m *detailModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
+
+func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
+	m.update(msg, &m.ctx.keys, len(m.build()))
+	return nil
+}
+
+// View shows the window at the scroll position; the content may have
+// shrunk since, so the position is clamped here without being stored.
 func (m *detailModel) View() string {
-	l, _ := m.window()
-	return lines(l)
+	l := m.build()
+	return lines(l[m.start(len(l)):])
 }
 
 func (m *detailModel) build() []string {
@@ -66,6 +73,15 @@ func (m *detailModel) build() []string {
 		state += " (gone from the server)"
 	}
 	field("state", state)
+	// Where the state came from, and why there (a stopped warehouse is
+	// never asked over Thrift: that would start it).
+	if op.StatusSource != "" {
+		src := op.StatusSource
+		if op.StatusNote != "" {
+			src += ": " + op.StatusNote
+		}
+		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	field("client idle", idleCell(m.ctx, op))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
 
@@ -29,6 +30,8 @@ var flagHelp = []struct{ kind, means, act string }{
 // from the keymap (so help cannot drift from behaviour), then the flag
 // legend. It scrolls; ? or esc returns to the view it was opened from.
 type helpModel struct {
+	ctx   *programContext
+	width int
 	pager
 	from viewID
 	help help.Model
@@ -42,21 +45,28 @@ func newHelpModel(ctx *programContext) *helpModel {
 	h.Styles.Ellipsis = ctx.styles.HelpDesc
 	h.FullSeparator = "    "
 	h.Ellipsis = ctx.glyphs.Ellipsis
-	m := &helpModel{pager: pager{ctx: ctx}, help: h}
-	m.content = m.build
-	return m
+	return &helpModel{ctx: ctx, help: h}
 }
 
-func (m *helpModel) SetSize(w, h int) { m.pager.SetSize(w, h); m.help.Width = w - 2 }
+func (m *helpModel) SetSize(w, h int) { m.width, m.height = w, h; m.help.Width = w - 2 }
 
 func (m *helpModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
 	return []key.Binding{k.Back, k.Down, k.PageDown}
 }
 
+func (m *helpModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
+
+func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
+	m.update(msg, &m.ctx.keys, len(m.build()))
+	return nil
+}
+
 func (m *helpModel) View() string {
-	out, more := m.window()
-	if more > 0 && m.height > 1 {
+	l := m.build()
+	s := m.start(len(l))
+	out := l[s:]
+	if more := len(l) - s - m.height; more > 0 && m.height > 1 {
 		out = append(out[:m.height-1:m.height-1], m.ctx.styles.Dim.Render(fmt.Sprintf("  %d more lines (j/pgdn)", more)))
 	}
 	return lines(out)

@@ -110,7 +110,7 @@ func newModel(e Engine, o Options) *Model {
 		eng:       e,
 		events:    e.Events(),
 		ops:       ops,
-		detail:    newDetailModel(ctx, ops),
+		detail:    &detailModel{ctx: ctx, ops: ops},
 		endpoints: newEndpointsModel(ctx),
 		evs:       &eventsModel{ctx: ctx},
 		help:      newHelpModel(ctx),

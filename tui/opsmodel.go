@@ -52,10 +52,10 @@ type opsModel struct {
 type missingKind int
 
 const (
-	present missingKind = iota
-	gone                // the server no longer has it (closed or reaped)
-	hidden              // the filter hides it
-	collapsed           // it finished and was closed: collapsed with the others (d shows them)
+	present   missingKind = iota
+	gone                  // the server no longer has it (closed or reaped)
+	hidden                // the filter hides it
+	collapsed             // it finished and was closed: collapsed with the others (d shows them)
 )
 
 func newOpsModel(ctx *programContext) *opsModel {

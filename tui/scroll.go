@@ -7,6 +7,30 @@ import (
 	"github.com/dbxtop/dbxtop/keymap"
 )
 
+// pager is the scrolling of the views that show more lines than fit
+// (detail, help): a position and the page height, the keys that move it,
+// and the window to draw. The content may shrink between frames, so the
+// position is clamped where it is used, never trusted.
+type pager struct {
+	scroll, height int
+}
+
+// pagerHelp lists the keys update handles, for a view's full help.
+func pagerHelp(k *keymap.KeyMap) [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
+}
+
+// update moves the position for a pager key over total lines.
+func (p *pager) update(msg tea.Msg, k *keymap.KeyMap, total int) {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		p.scroll = scrollBy(km, k, p.scroll, p.height, max(0, total-p.height))
+	}
+}
+
+// start is the first line to draw of total, without storing the clamp
+// (View never changes state).
+func (p pager) start(total int) int { return max(0, min(p.scroll, total-p.height)) }
+
 // scrollBy is the pager of the scrolling views (detail, help): it moves
 // pos by a line, a page, or to the top or bottom for those keys, and
 // clamps it to [0, last]; other keys leave it where it is.
@@ -26,37 +50,4 @@ func scrollBy(km tea.KeyMsg, k *keymap.KeyMap, pos, page, last int) int {
 		pos = last
 	}
 	return max(0, min(pos, last))
-}
-
-// pager is a body of lines that scrolls (the detail and Help views): it
-// owns the scroll position and the scrolling keys; content builds the
-// lines, which may change between frames, so the position is clamped
-// when drawn without being stored.
-type pager struct {
-	ctx           *programContext
-	width, height int
-	scroll        int
-	content       func() []string
-}
-
-func (p *pager) SetSize(w, h int) { p.width, p.height = w, h }
-
-func (p *pager) FullHelp() [][]key.Binding {
-	k := &p.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
-
-func (p *pager) Update(msg tea.Msg) tea.Cmd {
-	if km, ok := msg.(tea.KeyMsg); ok {
-		p.scroll = scrollBy(km, &p.ctx.keys, p.scroll, p.height, max(0, len(p.content())-p.height))
-	}
-	return nil
-}
-
-// window is the lines from the scroll position on, and how many lines
-// below the screen it leaves out.
-func (p *pager) window() ([]string, int) {
-	l := p.content()
-	s := max(0, min(p.scroll, len(l)-p.height))
-	return l[s:], max(0, len(l)-s-p.height)
 }
