@@ -98,7 +98,7 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"--host", "https://h.example/sql/1.0/warehouses/abc"}, 2, `invalid --host "https://h.example/sql/1.0/warehouses/abc": unexpected path "/sql/1.0/warehouses/abc": pass only the workspace URL (the warehouse path goes in --http-path)`},
 		{[]string{"--host", "https://h.example/?o=123"}, 2, `invalid --host "https://h.example/?o=123": unexpected query string: pass only the workspace URL`},
 		{[]string{"--host", "https://h.example#x"}, 2, `invalid --host "https://h.example#x": unexpected #fragment: pass only the workspace URL`},
-		{[]string{"--host", "https://user:pw@h.example"}, 2, `invalid --host "https://user:pw@h.example": user info is not allowed in the host; pass the token with DATABRICKS_TOKEN`},
+		{[]string{"--host", "https://user:pw@h.example"}, 2, `invalid --host "https://[REDACTED]@h.example": user info is not allowed in the host; pass the token with DATABRICKS_TOKEN`},
 		{[]string{"--host", "http://127.0.0.1:99999"}, 2, `invalid --host "http://127.0.0.1:99999": port "99999" is not in 1-65535`},
 		{[]string{"--host", "https://"}, 2, `invalid --host "https://": no host name: want http(s)://host[:port]`},
 		{[]string{"--host", "localhost:8080"}, 2, `invalid --host "localhost:8080": want http(s)://host[:port], e.g. https://adb-123.4.azuredatabricks.net`},

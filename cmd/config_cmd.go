@@ -32,14 +32,9 @@ or --config PATH. See docs/configuration.md.`,
 	c.AddCommand(&cobra.Command{
 		Use: "path", Short: "Print the config file dbxtop reads", Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p := path
-			if p == "" {
-				var err error
-				if p, err = config.Path(a.getenv); err != nil {
-					fmt.Fprintln(a.stderr, "dbxtop config: "+err.Error())
-					a.code = exitError
-					return nil
-				}
+			p, ok := a.configPath(path)
+			if !ok {
+				return nil
 			}
 			fmt.Fprintln(a.stdout, p)
 			return nil
@@ -84,14 +79,9 @@ or --config PATH. See docs/configuration.md.`,
 	c.AddCommand(&cobra.Command{
 		Use: "validate", Short: "Check the config file: exit 0 valid, 2 invalid, 1 unreadable", Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p := path
-			if p == "" {
-				var err error
-				if p, err = config.Path(a.getenv); err != nil {
-					fmt.Fprintln(a.stderr, "dbxtop config: "+err.Error())
-					a.code = exitError
-					return nil
-				}
+			p, ok := a.configPath(path)
+			if !ok {
+				return nil
 			}
 			f, err := config.Load(p, false)
 			if err != nil {
@@ -115,4 +105,20 @@ func (a *app) configFailure(err error) error {
 		fmt.Fprintln(a.stderr, "dbxtop config: "+textfmt.Line(line))
 	}
 	return nil
+}
+
+// configPath is --config, or else where dbxtop looks for its config file;
+// false (with the exit status set and one line said) when that cannot be
+// worked out.
+func (a *app) configPath(flag string) (string, bool) {
+	if flag != "" {
+		return flag, true
+	}
+	p, err := config.Path(a.getenv)
+	if err != nil {
+		fmt.Fprintln(a.stderr, "dbxtop config: "+err.Error())
+		a.code = exitError
+		return "", false
+	}
+	return p, true
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // Exit statuses (docs/configuration.md).
@@ -25,7 +27,12 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+// usagef builds it with every credential-looking part redacted: a token
+// pasted into --host (https://user:TOKEN@host), DATABRICKS_HOST or
+// --http-path (?token=…) is not echoed back.
+func usagef(format string, a ...any) error {
+	return &usageError{msg: sources.RedactURLs(fmt.Sprintf(format, a...))}
+}
 
 // invalidFlag formats the one line every bad value gets:
 // invalid --flag "value": reason. Secret flags never echo their value.

@@ -20,7 +20,6 @@ import (
 	"github.com/dbxtop/dbxtop/report"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // snapshot is `dbxtop snapshot`: it observes the workspace and prints; it returns the Nagios
@@ -356,6 +355,10 @@ func orNone(s string) string {
 
 // openLog opens --log-file for appending (0600); without one, logging is
 // a no-op. Lines never contain the token.
+// maxLogLine bounds one --log-file line (a give-up with its cause and
+// request id is a few hundred bytes).
+const maxLogLine = 2000
+
 func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	if path == "" {
 		return func(string, ...any) {}, func() {}, nil
@@ -366,7 +369,8 @@ func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
-		line := textfmt.Line(sources.RedactToken(fmt.Sprintf(format, args...), token))
+		// One clean line, bounded; an SDK request-log dump is cut off.
+		line := sources.OneLine(sources.RedactToken(fmt.Sprintf(format, args...), token), maxLogLine)
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), who, line)

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +40,8 @@ type loadPlan struct {
 type memSample struct {
 	at         time.Duration
 	heap       uint64
-	goroutines int
+	goroutines int // the whole process's (simulator and its clients included)
+	engine     int // goroutines running the engine's code (poller frames)
 	followed   int
 }
 
@@ -46,8 +49,34 @@ func sampleMem(at time.Duration, followed int) memSample {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return memSample{at: at, heap: m.HeapAlloc, goroutines: runtime.NumGoroutine(), followed: followed}
+	return memSample{at: at, heap: m.HeapAlloc, goroutines: runtime.NumGoroutine(), engine: engineGoroutines(), followed: followed}
 }
+
+// engineGoroutines counts the goroutines with a poller frame on their
+// stack: the engine's own, apart from the simulator's thousands, whose
+// number swings with its clients' connections on a busy machine (a whole-
+// process margin of ±64 failed on the shared 2-core machine for that
+// reason alone).
+func engineGoroutines() int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "github.com/dbxtop/dbxtop/poller.") {
+			n++
+		}
+	}
+	return n
+}
+
+// maxEngineGoroutines is what the engine may run at once, each counted:
+// Run's loop 1, calls in flight ≤ MaxInFlight (64 by default: status polls
+// and batch confirmations share it), discovery 1, capacity 1, the batch
+// listing round 1, queued close rounds (none in the load test) — 68.
+// Measured: 67 at the peak of the outage (every slot busy). A poll that
+// has its answer waits for the engine's lock while still counted in
+// flight, so nothing is added for goroutines finishing.
+const maxEngineGoroutines = 1 + 64 + 1 + 1 + 1
 
 func TestLoad(t *testing.T) {
 	// warmup bounds the wait for every operation to be followed.
@@ -58,9 +87,9 @@ func TestLoad(t *testing.T) {
 			outage: 20 * time.Second, recovery: 20 * time.Second, every: 10 * time.Second}
 	}
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioLoad, Ops: plan.ops, Speed: plan.speed, Seed: 8})
-	// Discovery must list every live statement: the client's default
-	// (10 pages of 500) would stop at 5,000.
-	rg := startRig(t, s.URL(), s.Token(), rigOptions{MaxPages: plan.ops/500 + 2, CountEvents: true})
+	// Discovery lists every live statement with the client's defaults
+	// (it stopped at 10 pages of 500 before; a cap is now reported).
+	rg := startRig(t, s.URL(), s.Token(), rigOptions{CountEvents: true})
 	start := time.Now()
 	var samples []memSample
 	tick := time.NewTicker(plan.every)
@@ -213,25 +242,29 @@ func TestLoad(t *testing.T) {
 	if float64(h2nd) > 1.25*float64(h1st)+8<<20 {
 		t.Errorf("heap grows in the steady window: median %s in the first half, %s in the second", mib(h1st), mib(h2nd))
 	}
-	if g2nd > g1st+64 {
-		t.Errorf("goroutines grow in the steady window: median %d in the first half, %d in the second", g1st, g2nd)
+	// Goroutines are bounded by what the engine may run at once, in every
+	// sample of the whole run (not a margin over the process's count,
+	// which the simulator's clients swing); that none outlives the engine
+	// is goleak's verdict at the end.
+	engMax := 0
+	for _, sm := range samples {
+		engMax = max(engMax, sm.engine)
+		if sm.engine > maxEngineGoroutines {
+			t.Errorf("t=%s: %d engine goroutines, more than the %d it can run at once", sm.at.Round(time.Second), sm.engine, maxEngineGoroutines)
+		}
+	}
+	if without.engine != 0 {
+		t.Errorf("%d engine goroutines after the engine stopped", without.engine)
 	}
 	hMax, _ := maxOf(steady)
-	// Judged on the steady window: during warm-up the simulator itself
-	// holds thousands of connections while its clients start.
 	_, gAll := maxOf(steady)
-	// The engine adds at most: its loop, MaxInFlight polls, discovery,
-	// capacity, and two goroutines per HTTP connection it holds.
-	if extra := gAll - without.goroutines; extra > 16+4+2*64 {
-		t.Errorf("goroutines: %d above the simulator's own %d (max %d); want a bounded few", extra, without.goroutines, gAll)
-	}
 	// Shutdown left nothing of dbxtop behind: what runs now is the
 	// simulator's (closed by Cleanup; goleak checks the rest below).
 	var b strings.Builder
 	fmt.Fprintf(&b, "ops=%d followed=%d run=%s\n", plan.ops, withEngine.followed, time.Since(start).Round(time.Second))
 	fmt.Fprintf(&b, "warm-up (all followed) %s; simulator alone at the end: heap %s, goroutines %d\n", warm.Round(time.Second), mib(without.heap), without.goroutines)
-	fmt.Fprintf(&b, "steady %s: heap median %s → %s (1st → 2nd half), max %s; goroutines median %d → %d, max %d\n",
-		plan.steady, mib(h1st), mib(h2nd), mib(hMax), g1st, g2nd, gAll)
+	fmt.Fprintf(&b, "steady %s: heap median %s → %s (1st → 2nd half), max %s; process goroutines median %d → %d, max %d; engine goroutines max %d (bound %d)\n",
+		plan.steady, mib(h1st), mib(h2nd), mib(hMax), g1st, g2nd, gAll, engMax, maxEngineGoroutines)
 	fmt.Fprintf(&b, "engine share at the end: heap %s (%.0f B per followed op); goroutines %d → %d when stopped\n",
 		mib(uint64(max(engineHeap, 0))), perOp, withEngine.goroutines, without.goroutines)
 	fmt.Fprintf(&b, "steady status polls: %.1f/s (%.1f per operation-minute)\n", steadyRate, steadyRate*60/float64(plan.ops))
@@ -240,7 +273,7 @@ func TestLoad(t *testing.T) {
 	fmt.Fprintf(&b, "outage: simulator requests %d (%.1f/s, its own %d clients included); by call %v\n",
 		simDelta, float64(simDelta)/outDur.Seconds(), plan.ops, perCall)
 	for _, sm := range samples {
-		fmt.Fprintf(&b, "  t=%5.1fs heap=%s goroutines=%d followed=%d\n", sm.at.Seconds(), mib(sm.heap), sm.goroutines, sm.followed)
+		fmt.Fprintf(&b, "  t=%5.1fs heap=%s goroutines=%d engine=%d followed=%d\n", sm.at.Seconds(), mib(sm.heap), sm.goroutines, sm.engine, sm.followed)
 	}
 	t.Logf("load:\n%s", b.String())
 	closeSim(t, s)

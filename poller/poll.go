@@ -32,6 +32,13 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
+	// An activity probe that could not tell — the poll failed, or the
+	// answer came from a source that never reports activity (a warehouse
+	// that is not running is asked through the REST API) — is not spent:
+	// a later operation gets it.
+	if en.probe && !e.activity && (err != nil || (st.ClientLastActivity == nil && st.Note != "")) {
+		e.probes--
+	}
 	en.polling, en.probe = false, false
 	e.inflight--
 	e.polls++

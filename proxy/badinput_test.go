@@ -46,6 +46,12 @@ func fetchBody(t *testing.T, ref sources.Ref, maxRows int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return encodeFetchRows(h, maxRows)
+}
+
+func encodeFetch(h *tc.TOperationHandle) []byte { return encodeFetchRows(h, 1_000_000) }
+
+func encodeFetchRows(h *tc.TOperationHandle, maxRows int64) []byte {
 	buf := athrift.NewTMemoryBuffer()
 	p := athrift.NewTBinaryProtocolConf(buf, nil)
 	ctx := context.Background()

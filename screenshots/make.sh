@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates screenshots/*.png from a real `dbxtop demo` run: the binary
+# Regenerates screenshots/*.png from a real `dbxtop demo` run (and
+# `dbxtop sim` runs for the unreachable banner and the fleet): the binary
 # is built, the demo runs in a private tmux server at a fixed 120x40, keys
 # reach each view, `tmux capture-pane -e` takes the screen with its colours
 # and charmbracelet/freeze renders it to PNG.
@@ -48,26 +49,13 @@ fi
 
 screen() { tm capture-pane -p -t shots; }
 
-# wait_for TEXT SECONDS: poll the pane until TEXT shows, or fail.
+# wait_for TEXT SECONDS [-E]: poll the pane until TEXT (with -E an extended
+# regular expression) shows, or fail.
 wait_for() {
-	local text=$1 limit=$2 waited=0
-	until screen | grep -qF -- "$text"; do
+	local text=$1 limit=$2 mode=${3:--F} waited=0
+	until screen | grep -q "$mode" -- "$text"; do
 		if ((waited >= limit * 2)); then
 			echo "make.sh: \"$text\" did not show within ${limit}s; screen:" >&2
-			screen >&2
-			exit 1
-		fi
-		sleep 0.5
-		waited=$((waited + 1))
-	done
-}
-
-# wait_re REGEX SECONDS: like wait_for, for an extended regular expression.
-wait_re() {
-	local re=$1 limit=$2 waited=0
-	until screen | grep -qE -- "$re"; do
-		if ((waited >= limit * 2)); then
-			echo "make.sh: /$re/ did not show within ${limit}s; screen:" >&2
 			screen >&2
 			exit 1
 		fi
@@ -162,7 +150,7 @@ key Escape
 # first refusal, its limit learned, with its seven indexes expanded.
 key Tab
 wait_for "[Endpoints]" 10
-wait_re 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT"
+wait_for 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT" -E
 key j Enter
 shot endpoints
 key Enter k
@@ -186,7 +174,27 @@ wait_for "[y/c/N]" 10
 shot confirm
 key n Escape
 
+# The same demo at 80x24, the size the screen is designed for.
+tm resize-window -t shots -x 80 -y 24
+key Escape g
+wait_for "[Operations]" 10
+shot operations-80x24
+
 key q
 tm kill-session -t shots 2>/dev/null || true
+
+# The unreachable-workspace banner: dbxtop with a wrong token against a
+# simulator (`dbxtop sim`) at 80x24.
+tm new-session -d -s sim "'$WORK/dbxtop' sim --seed 7 >'$WORK/sim.out'; sleep 600"
+for _ in $(seq 1 40); do [[ -s $WORK/sim.out ]] && break; sleep 0.25; done
+host=$(grep -o 'host=[^ ]*' "$WORK/sim.out" | cut -d= -f2)
+tm new-session -d -s shots -x 80 -y 24 \
+	"env TERM=xterm-256color COLORTERM=truecolor DATABRICKS_HOST='$host' DATABRICKS_TOKEN=dapiWRONG0123456789abcdef '$WORK/dbxtop' --refresh 2s; sleep 600"
+wait_for "cannot observe the workspace" 30
+shot unreachable
+key q
+tm kill-session -t shots 2>/dev/null || true
+tm kill-session -t sim 2>/dev/null || true
+
 fleet
 echo "done: look at every PNG before committing."

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // MaxErrorBody is how much of an error body HTTPError.Body keeps.
@@ -198,10 +200,22 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`),
 	regexp.MustCompile(`(?i)dapi[A-Za-z0-9._-]{8,}`),
 	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]+`),
+}
+
+var (
 	// URL userinfo: scheme://user:password@host (a token pasted into --host).
-	regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"']+@`),
+	urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"']+@`)
 	// Query values whose name looks secret: ?sig=…, &api_key=…, &code=….
-	regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|secret|password|passwd|pwd|key|sig|signature|credential|auth|code)=)[^&#\s"']+`),
+	secretQuery = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:token|secret|password|passwd|pwd|key|sig|signature|credential|auth|code)=)[^&#\s"']+`)
+)
+
+// RedactURLs removes the credentials a URL can carry: its userinfo
+// (https://user:TOKEN@host) and query values whose name looks secret
+// (?token=…, &sig=…). Redact includes it; validation messages, which
+// quote what the operator typed, use it alone.
+func RedactURLs(s string) string {
+	s = urlUserinfo.ReplaceAllString(s, "${1}[REDACTED]@")
+	return secretQuery.ReplaceAllString(s, "${1}[REDACTED]")
 }
 
 // RedactToken removes a known secret (the configured token) from s, then
@@ -226,15 +240,11 @@ func Redact(s string) string {
 			s = re.ReplaceAllString(s, "${1}: [REDACTED]")
 		case 3:
 			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
-		case 4:
-			s = re.ReplaceAllString(s, "${1}[REDACTED]@")
-		case 5:
-			s = re.ReplaceAllString(s, "${1}[REDACTED]")
 		default:
 			s = re.ReplaceAllString(s, "[REDACTED]")
 		}
 	}
-	return s
+	return RedactURLs(s)
 }
 
 // SanitizeBody keeps at most MaxErrorBody bytes of an error body as valid
@@ -255,26 +265,16 @@ func sanitizeText(s string, max int) string {
 	if len(s) > 4*max+256 {
 		s = s[:4*max+256]
 	}
-	s = Redact(s)
-	var b strings.Builder
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				r = '?'
-			}
+	// The one sanitiser (textfmt): escape sequences, controls, C1, bidi
+	// and invalid UTF-8 are made visible and harmless, on one line.
+	s = textfmt.Line(Redact(s))
+	if len(s) > max {
+		s = s[:max]
+		for !utf8.ValidString(s) { // never cut a rune in half
+			s = s[:len(s)-1]
 		}
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			r = ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			r = '?'
-		}
-		if b.Len()+utf8.RuneLen(r) > max {
-			break
-		}
-		b.WriteRune(r)
 	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(s)
 }
 
 // messageFromText makes a one-line message of a plain-text body; HTML error

@@ -21,10 +21,15 @@ func blindBanner(ctx *programContext, width int) []string {
 			errs = append(errs, e)
 		}
 	}
+	st := &ctx.styles
 	if len(errs) == 0 {
+		if h := ctx.health; h.LastDiscovery.IsZero() && (h.Retries > 0 || h.DiscoveryFailures > 0) {
+			// Not "no operations": nothing has been listed yet.
+			return []string{"", st.Warn.Render("  no answer from the workspace yet: its first listing is being retried"),
+				st.Dim.Render(fmt.Sprintf("    (%d retries so far; the cause shows here once the listing gives up)", h.Retries))}
+		}
 		return nil
 	}
-	st := &ctx.styles
 	e := &errs[0]
 	cause, check := explain(e)
 	out := []string{"", st.Crit.Render("  dbxtop cannot observe the workspace: " + cause)}

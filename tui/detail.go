@@ -19,10 +19,10 @@ const detailHistory = 50
 // close history. It scrolls with j/k; the operation is the Operations
 // table's selection.
 type detailModel struct {
-	ctx           *programContext
-	ops           *opsModel
-	width, height int
-	scroll        int
+	ctx   *programContext
+	ops   *opsModel
+	width int
+	pager
 }
 
 func (m *detailModel) SetSize(w, h int) { m.width, m.height = w, h }
@@ -32,19 +32,10 @@ func (m *detailModel) ShortHelp() []key.Binding {
 	return enabledKeys(k.Back, k.Down, k.Cancel, k.Close, k.CopyID, k.CopySQL)
 }
 
-func (m *detailModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
+func (m *detailModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
 
 func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
+	m.update(msg, &m.ctx.keys, len(m.build()))
 	return nil
 }
 
@@ -52,8 +43,7 @@ func (m *detailModel) Update(msg tea.Msg) tea.Cmd {
 // shrunk since, so the position is clamped here without being stored.
 func (m *detailModel) View() string {
 	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
-	return lines(l[s:])
+	return lines(l[m.start(len(l)):])
 }
 
 func (m *detailModel) build() []string {
@@ -78,6 +68,15 @@ func (m *detailModel) build() []string {
 		state += " (gone from the server)"
 	}
 	field("state", state)
+	// Where the state came from, and why there (a stopped warehouse is
+	// never asked over Thrift: that would start it).
+	if op.StatusSource != "" {
+		src := op.StatusSource
+		if op.StatusNote != "" {
+			src += ": " + op.StatusNote
+		}
+		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	field("client idle", idleCell(m.ctx, op))

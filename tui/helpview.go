@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // flagHelp is the legend the Help view shows: what each flag means and
@@ -29,11 +30,11 @@ var flagHelp = []struct{ kind, means, act string }{
 // from the keymap (so help cannot drift from behaviour), then the flag
 // legend. It scrolls; ? or esc returns to the view it was opened from.
 type helpModel struct {
-	ctx           *programContext
-	width, height int
-	scroll        int
-	from          viewID
-	help          help.Model
+	ctx   *programContext
+	width int
+	pager
+	from viewID
+	help help.Model
 }
 
 func newHelpModel(ctx *programContext) *helpModel {
@@ -54,25 +55,16 @@ func (m *helpModel) ShortHelp() []key.Binding {
 	return []key.Binding{k.Back, k.Down, k.PageDown}
 }
 
-func (m *helpModel) FullHelp() [][]key.Binding {
-	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
-}
+func (m *helpModel) FullHelp() [][]key.Binding { return pagerHelp(&m.ctx.keys) }
 
 func (m *helpModel) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
-	k := &m.ctx.keys
-	last := max(0, len(m.build())-m.height)
-	m.scroll = scrollBy(km, k, m.scroll, m.height, last)
+	m.update(msg, &m.ctx.keys, len(m.build()))
 	return nil
 }
 
 func (m *helpModel) View() string {
 	l := m.build()
-	s := max(0, min(m.scroll, len(l)-m.height))
+	s := m.start(len(l))
 	out := l[s:]
 	if more := len(l) - s - m.height; more > 0 && m.height > 1 {
 		out = append(out[:m.height-1:m.height-1], m.ctx.styles.Dim.Render(fmt.Sprintf("  %d more lines (j/pgdn)", more)))
@@ -94,16 +86,22 @@ func (m *helpModel) build() []string {
 		per = 1
 	}
 	for i := 0; i < len(groups); i += per {
-		j := min(i+per, len(groups))
-		var ts []string
-		for t := i; t < j; t++ {
-			if t < len(titles) {
-				ts = append(ts, fit(titles[t], 40, ""))
+		// Each group is its title over bubbles/help's rendering of its
+		// keys; blocks sit side by side, 40 cells apart.
+		var blocks []string
+		for g := i; g < min(i+per, len(groups)); g++ {
+			t := ""
+			if g < len(titles) {
+				t = titles[g]
 			}
+			b := st.Bold.Render(t) + "\n" + m.help.FullHelpView(groups[g:g+1])
+			if g < min(i+per, len(groups))-1 {
+				b = lipgloss.NewStyle().Width(44).Render(b)
+			}
+			blocks = append(blocks, b)
 		}
-		out = append(out, "  "+st.Bold.Render(strings.TrimRight(strings.Join(ts, "  "), " ")))
-		for _, l := range strings.Split(m.help.FullHelpView(groups[i:j]), "\n") {
-			out = append(out, "  "+l)
+		for _, l := range strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, blocks...), "\n") {
+			out = append(out, "  "+strings.TrimRight(l, " "))
 		}
 		out = append(out, "")
 	}

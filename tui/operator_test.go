@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
 )
 
 // Several runes in one key message (fast typing, paste, slow ssh) are as
@@ -152,6 +153,16 @@ func TestUnreachableWorkspaceBanner(t *testing.T) {
 			must(t, strings.Contains(screen, "DATABRICKS_TOKEN"), "no hint:\n%s", screen)
 		}
 	}
+}
+
+func TestNoOperationsIsNotSaidBeforeTheFirstListing(t *testing.T) {
+	e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow})
+	e.health = poller.Health{Retries: 4}
+	m := syncModel(t, e, testOptions(), 80, 24)
+	must(t, strings.Contains(plain(m), "no answer from the workspace yet") && !strings.Contains(plain(m), "no operations on"), "screen:\n%s", plain(m))
+	e.health = poller.Health{LastDiscovery: fixedNow}
+	refresh(m)
+	must(t, strings.Contains(plain(m), "no operations on the watched warehouses"), "screen:\n%s", plain(m))
 }
 
 // When dbxtop is blind on an operation, STALE leads the row and the idle

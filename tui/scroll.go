@@ -7,6 +7,30 @@ import (
 	"github.com/dbxtop/dbxtop/keymap"
 )
 
+// pager is the scrolling of the views that show more lines than fit
+// (detail, help): a position and the page height, the keys that move it,
+// and the window to draw. The content may shrink between frames, so the
+// position is clamped where it is used, never trusted.
+type pager struct {
+	scroll, height int
+}
+
+// pagerHelp lists the keys update handles, for a view's full help.
+func pagerHelp(k *keymap.KeyMap) [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
+}
+
+// update moves the position for a pager key over total lines.
+func (p *pager) update(msg tea.Msg, k *keymap.KeyMap, total int) {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		p.scroll = scrollBy(km, k, p.scroll, p.height, max(0, total-p.height))
+	}
+}
+
+// start is the first line to draw of total, without storing the clamp
+// (View never changes state).
+func (p pager) start(total int) int { return max(0, min(p.scroll, total-p.height)) }
+
 // scrollBy is the pager of the scrolling views (detail, help): it moves
 // pos by a line, a page, or to the top or bottom for those keys, and
 // clamps it to [0, last]; other keys leave it where it is.
