@@ -139,21 +139,26 @@ func (s *Store) read() (map[string]map[string]model.LearnedLimit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", s.path, unwrapPath(err))
 	}
+	return parse(b, s.path)
+}
+
+// parse reads the file's content; any problem is a *corruptError.
+func parse(b []byte, path string) (map[string]map[string]model.LearnedLimit, error) {
 	if len(b) > maxFileSize {
-		return nil, &corruptError{s.path, fmt.Sprintf("larger than %d bytes", maxFileSize)}
+		return nil, &corruptError{path, fmt.Sprintf("larger than %d bytes", maxFileSize)}
 	}
 	var f fileFormat
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, &corruptError{s.path, err.Error()}
+		return nil, &corruptError{path, err.Error()}
 	}
 	if f.Schema != Schema {
-		return nil, &corruptError{s.path, fmt.Sprintf("schema %q, want %q", truncate(f.Schema, 40), Schema)}
+		return nil, &corruptError{path, fmt.Sprintf("schema %q, want %q", truncate(f.Schema, 40), Schema)}
 	}
 	out := map[string]map[string]model.LearnedLimit{}
 	for host, eps := range f.Workspaces {
 		for name, l := range eps {
 			if l.Rows <= 0 {
-				return nil, &corruptError{s.path, fmt.Sprintf("endpoint %q: rows %d", truncate(name, 60), l.Rows)}
+				return nil, &corruptError{path, fmt.Sprintf("endpoint %q: rows %d", truncate(name, 60), l.Rows)}
 			}
 			if out[host] == nil {
 				out[host] = map[string]model.LearnedLimit{}

@@ -1,6 +1,7 @@
 package capstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,4 +176,30 @@ func TestInMemoryOnly(t *testing.T) {
 	if got := s.Endpoints(host); len(got) != 1 || got[0] != "vs" {
 		t.Errorf("Endpoints %v", got)
 	}
+}
+
+// FuzzParse: any content either loads (every limit positive) or is a
+// corrupt-file error (which Open moves aside, losing nothing).
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"schema":"dbxtop.learned-limits/v1","workspaces":{"https://h":{"vs":{"rows":1984112,"at":"2026-11-30T14:02:00Z","request_id":"r"}}}}`))
+	f.Add([]byte(`{"schema":"dbxtop.learned-limits/v1","workspaces":{"h":{"vs":{"rows":0}}}}`))
+	f.Add([]byte(`{"schema":"x\n\u001b[2J"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parse(b, "/state/learned-limits.json")
+		if err != nil {
+			var ce *corruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("%T %v, want a corrupt-file error", err, err)
+			}
+			return
+		}
+		for _, eps := range m {
+			for n, l := range eps {
+				if l.Rows <= 0 {
+					t.Fatalf("%s: rows %d loaded", n, l.Rows)
+				}
+			}
+		}
+	})
 }

@@ -49,26 +49,13 @@ fi
 
 screen() { tm capture-pane -p -t shots; }
 
-# wait_for TEXT SECONDS: poll the pane until TEXT shows, or fail.
+# wait_for TEXT SECONDS [-E]: poll the pane until TEXT (with -E an extended
+# regular expression) shows, or fail.
 wait_for() {
-	local text=$1 limit=$2 waited=0
-	until screen | grep -qF -- "$text"; do
+	local text=$1 limit=$2 mode=${3:--F} waited=0
+	until screen | grep -q "$mode" -- "$text"; do
 		if ((waited >= limit * 2)); then
 			echo "make.sh: \"$text\" did not show within ${limit}s; screen:" >&2
-			screen >&2
-			exit 1
-		fi
-		sleep 0.5
-		waited=$((waited + 1))
-	done
-}
-
-# wait_re REGEX SECONDS: like wait_for, for an extended regular expression.
-wait_re() {
-	local re=$1 limit=$2 waited=0
-	until screen | grep -qE -- "$re"; do
-		if ((waited >= limit * 2)); then
-			echo "make.sh: /$re/ did not show within ${limit}s; screen:" >&2
 			screen >&2
 			exit 1
 		fi
@@ -108,8 +95,8 @@ shot() {
 # fleet: three contexts (docs/fleet.md) — two simulators and one workspace
 # that refuses connections — watched by one TUI with --context all.
 fleet() {
-	"$WORK/dbxtop" sim --seed 3 >"$WORK/sa.out" 2>/dev/null &
-	"$WORK/dbxtop" sim --seed 9 >"$WORK/sb.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 3 --owner-activity >"$WORK/sa.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 9 --owner-activity >"$WORK/sb.out" 2>/dev/null &
 	local a b
 	for f in sa sb; do
 		until [[ -s $WORK/$f.out ]]; do sleep 0.2; done
@@ -163,7 +150,7 @@ key Escape
 # first refusal, its limit learned, with its seven indexes expanded.
 key Tab
 wait_for "[Endpoints]" 10
-wait_re 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT"
+wait_for 'vs-endpoint-1 .* lrn' "$FLAG_TIMEOUT" -E
 key j Enter
 shot endpoints
 key Enter k

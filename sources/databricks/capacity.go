@@ -55,17 +55,9 @@ func (c *Client) listEndpoints(ctx context.Context, retry sources.Retry) ([]endp
 			return nil, err
 		}
 		for _, raw := range resp.Endpoints {
-			var ei endpointInfo
-			var extra struct {
-				ThroughputInfo *struct {
-					Pct *float64 `json:"current_concurrency_utilization_percentage"`
-				} `json:"throughput_info"`
-			}
-			if err := json.Unmarshal(raw, &ei.EndpointInfo); err != nil {
+			ei, err := decodeEndpoint(raw)
+			if err != nil {
 				return nil, fmt.Errorf("%s: decoding an endpoint: %w", CallListEndpoints, err)
-			}
-			if json.Unmarshal(raw, &extra) == nil && extra.ThroughputInfo != nil {
-				ei.Throughput = extra.ThroughputInfo.Pct
 			}
 			out = append(out, ei)
 		}
@@ -78,6 +70,25 @@ func (c *Client) listEndpoints(ctx context.Context, retry sources.Retry) ([]endp
 		}
 		token = resp.NextPageToken
 	}
+}
+
+// decodeEndpoint reads one entry of the endpoint listing: the SDK's fields
+// and throughput_info.current_concurrency_utilization_percentage.
+func decodeEndpoint(raw []byte) (endpointInfo, error) {
+	var ei endpointInfo
+	var extra struct {
+		ThroughputInfo *struct {
+			Pct *float64 `json:"current_concurrency_utilization_percentage"`
+		} `json:"throughput_info"`
+	}
+	if err := json.Unmarshal(raw, &ei.EndpointInfo); err != nil {
+		return ei, err
+	}
+	// A malformed throughput_info costs only the throughput figure.
+	if json.Unmarshal(raw, &extra) == nil && extra.ThroughputInfo != nil {
+		ei.Throughput = extra.ThroughputInfo.Pct
+	}
+	return ei, nil
 }
 
 // Endpoints lists Vector Search endpoints with their indexes' row counts,

@@ -192,3 +192,22 @@ func TestWarehousesFiltered(t *testing.T) {
 		t.Errorf("got %+v", ws)
 	}
 }
+
+// FuzzDecodeEndpoint: any listing entry decodes or fails cleanly, and a
+// decoded one becomes an endpoint whose limit resolves without panicking.
+func FuzzDecodeEndpoint(f *testing.F) {
+	f.Add([]byte(`{"name":"vs-endpoint-1","endpoint_type":"STANDARD","num_indexes":7,"endpoint_status":{"state":"ONLINE","message":"ok"},"throughput_info":{"current_concurrency_utilization_percentage":41},"custom_tags":[{"key":"dbxtop_row_limit","value":"1_000"}]}`))
+	f.Add([]byte(`{"name":"x","throughput_info":{"current_concurrency_utilization_percentage":"high"}}`))
+	f.Add([]byte(`{"endpoint_type":"STORAGE_OPTIMIZED","throughput_info":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ei, err := decodeEndpoint(raw)
+		if err != nil {
+			return
+		}
+		ep := endpointFrom(ei).WithRowLimit()
+		if ep.RowLimit < 0 {
+			t.Fatalf("negative limit %d", ep.RowLimit)
+		}
+	})
+}
