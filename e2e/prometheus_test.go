@@ -35,7 +35,10 @@ func TestPrometheusOrphanAlertFiresBeforeTheReaper(t *testing.T) {
 	defer cancel()
 	// The reaper is far enough away that "firing before the reaper" never
 	// depends on machine speed; the test waits for events, not for time.
-	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, IdleTimeout: 150 * time.Second})
+	// OwnerActivity: the simulator volunteers the owning client's last
+	// activity (the INACTIVE evidence a real server gives only through the
+	// proxy), as `dbxtop sim --owner-activity` does.
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, IdleTimeout: 150 * time.Second, OwnerActivity: true})
 	if err != nil {
 		t.Fatal(err)
 	}

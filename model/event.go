@@ -1,6 +1,7 @@
 package model
 
 import (
+	"strings"
 	"time"
 )
 
@@ -44,4 +45,30 @@ func (e Event) AnyRequestID() string {
 		return e.Err.RequestID
 	}
 	return e.RequestID
+}
+
+// Text is what happened, in one line: the message, the flag (unless the
+// message already names it) and the error, without the request id (see
+// AnyRequestID), which views show on its own. The Events view and the
+// incident report both show this.
+func (e Event) Text() string {
+	s := e.Message
+	if e.Flag != nil && !strings.Contains(s, string(e.Flag.Kind)) {
+		f := string(e.Flag.Kind) + " (" + string(e.Flag.Severity) + ")"
+		if e.Flag.Detail != "" {
+			f += " " + e.Flag.Detail
+		}
+		if s == "" {
+			s = f
+		} else {
+			s += ": " + f
+		}
+	}
+	if e.Err != nil {
+		if s != "" {
+			s += ": "
+		}
+		s += e.Err.LineWithoutID()
+	}
+	return s
 }

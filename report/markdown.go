@@ -121,13 +121,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []model.Event) error {
 			if subject == "" {
 				subject = ev.Endpoint
 			}
-			msg := ev.Message
-			if ev.Flag != nil && msg == "" {
-				msg = fmt.Sprintf("%s %s: %s", ev.Flag.Kind, ev.Flag.Severity, ev.Flag.Detail)
-			}
-			if ev.Err != nil && msg == "" {
-				msg = ev.Err.String()
-			}
+			msg := ev.Text()
 			reqID := ev.AnyRequestID()
 			ew.printf("| %s | %s | %s | %s | %s | %s |\n", ev.At.UTC().Format(time.RFC3339), ev.Kind, mdCell(subject),
 				mdCell(ev.Call), mdCell(msg), mdCell(reqID))

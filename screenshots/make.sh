@@ -95,8 +95,8 @@ shot() {
 # fleet: three contexts (docs/fleet.md) — two simulators and one workspace
 # that refuses connections — watched by one TUI with --context all.
 fleet() {
-	"$WORK/dbxtop" sim --seed 3 >"$WORK/sa.out" 2>/dev/null &
-	"$WORK/dbxtop" sim --seed 9 >"$WORK/sb.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 3 --owner-activity >"$WORK/sa.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 9 --owner-activity >"$WORK/sb.out" 2>/dev/null &
 	local a b
 	for f in sa sb; do
 		until [[ -s $WORK/$f.out ]]; do sleep 0.2; done

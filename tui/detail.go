@@ -50,6 +50,11 @@ func (m *detailModel) build() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	op := m.ops.selected()
 	if op == nil {
+		// Collapsed, filtered out or gone from the table: the snapshot
+		// may still have it, and its detail is what the operator opened.
+		op = m.ops.find(m.ops.cursorID)
+	}
+	if op == nil {
 		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))}
 	}
 	w := m.width - 4

@@ -151,30 +151,13 @@ func (m *eventsModel) View() string {
 // eventLines bounds how many lines one event may take.
 const eventLines = 3
 
-// eventText is an event's message with its call, flag and error.
+// eventText is an event's text (model.Event.Text) with its call in front
+// when no error names it already.
 func eventText(e model.Event) string {
-	s := e.Message
 	if e.Call != "" && e.Err == nil {
-		s = e.Call + ": " + s
+		return e.Call + ": " + e.Text()
 	}
-	if e.Flag != nil && !strings.Contains(s, string(e.Flag.Kind)) {
-		f := string(e.Flag.Kind) + " (" + string(e.Flag.Severity) + ")"
-		if e.Flag.Detail != "" {
-			f += " " + e.Flag.Detail
-		}
-		if s == "" {
-			s = f
-		} else {
-			s += ": " + f
-		}
-	}
-	if e.Err != nil {
-		if s != "" {
-			s += ": "
-		}
-		s += e.Err.LineWithoutID()
-	}
-	return s
+	return e.Text()
 }
 
 // eventRequestID is the event's request id (or its error's) unless the

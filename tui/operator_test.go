@@ -228,3 +228,27 @@ func TestFlaggedBelowIsSaid(t *testing.T) {
 	press(m, "s", "S") // age ascending: youngest first, flagged rows sink
 	must(t, strings.Contains(plain(m), "flagged below"), "not said:\n%s", plain(m))
 }
+
+// An operation that finishes and is closed while selected is collapsed
+// with the others: the status line says so (not "hidden by the filter")
+// and its open detail keeps showing it.
+func TestSelectedOperationCollapsesWhenClosed(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	m := syncModel(t, e, testOptions(), 120, 40)
+	for m.selected().StatementID != idHealthy {
+		press(m, "j")
+	}
+	press(m, "enter")
+	s := fixtureSnapshot()
+	for i := range s.Operations {
+		if s.Operations[i].StatementID == idHealthy {
+			s.Operations[i].State = model.StateClosed
+			s.Operations[i].InactiveFor, s.Operations[i].ReapedIn = nil, nil
+		}
+	}
+	e.setSnapshot(s)
+	refresh(m)
+	must(t, strings.Contains(plain(m), "Operation "+idHealthy) && strings.Contains(plain(m), "CLOSED"), "detail lost the operation:\n%s", plain(m))
+	press(m, "esc")
+	must(t, strings.Contains(plain(m), "finished and was closed (d shows finished rows)"), "status:\n%s", plain(m))
+}

@@ -52,9 +52,10 @@ type opsModel struct {
 type missingKind int
 
 const (
-	present missingKind = iota
-	gone                // the server no longer has it (closed or reaped)
-	hidden              // the filter hides it
+	present   missingKind = iota
+	gone                  // the server no longer has it (closed or reaped)
+	hidden                // the filter hides it
+	collapsed             // it finished and was closed: collapsed with the others (d shows them)
 )
 
 func newOpsModel(ctx *programContext) *opsModel {
@@ -268,6 +269,9 @@ func (m *opsModel) syncCursor() {
 	for i := range ops {
 		if op := &ops[i]; op.StatementID == m.cursorID && !op.Gone {
 			m.missing = hidden
+			if !m.filter.showDone && isDone(op) {
+				m.missing = collapsed
+			}
 			break
 		}
 	}
@@ -282,6 +286,17 @@ func (m *opsModel) selected() *model.OperationView {
 		return nil
 	}
 	return &m.ctx.snap.Operations[m.rows[i]]
+}
+
+// find is the snapshot's operation with that id, listed or not.
+func (m *opsModel) find(id string) *model.OperationView {
+	ops := m.ctx.snap.Operations
+	for i := range ops {
+		if ops[i].StatementID == id {
+			return &ops[i]
+		}
+	}
+	return nil
 }
 
 // moveCursor moves by delta rows; when the cursor's operation is missing

@@ -375,6 +375,8 @@ func (m *Model) statusLine() string {
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
 	case m.view == viewOps && m.ops.missing == gone:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
+	case m.view == viewOps && m.ops.missing == collapsed:
+		return st.Status.Render(fmt.Sprintf("operation %s finished and was closed (d shows finished rows)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == hidden:
 		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.ctx.status != "" && m.ctx.statusCrit:
