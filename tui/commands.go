@@ -88,9 +88,25 @@ func waitEvent(ch <-chan model.Event, done <-chan struct{}) tea.Cmd {
 		case <-done:
 			return eventMsg{}
 		}
+		// What is already queued is taken first, whatever the time: a
+		// frame never leaves waiting events behind for the next one.
+		drain := func() (open bool) {
+			for len(evs) < maxFrameEvents {
+				select {
+				case ev, ok := <-ch:
+					if !ok {
+						return false
+					}
+					evs = append(evs, ev)
+				default:
+					return true
+				}
+			}
+			return true
+		}
 		frame := time.NewTimer(frameEvery)
 		defer frame.Stop()
-		for len(evs) < maxFrameEvents {
+		for drain() && len(evs) < maxFrameEvents {
 			select {
 			case ev, ok := <-ch:
 				if !ok {
@@ -98,6 +114,7 @@ func waitEvent(ch <-chan model.Event, done <-chan struct{}) tea.Cmd {
 				}
 				evs = append(evs, ev)
 			case <-frame.C:
+				drain()
 				return eventMsg{evs: evs, ok: true}
 			case <-done:
 				return eventMsg{evs: evs, ok: true}
