@@ -63,6 +63,25 @@ func sanitizeFlags(fs []Flag) {
 	}
 }
 
+// SanitizeEvent returns ev with every server-supplied field made safe for
+// one line. The engine's snapshots are cleaned by NewSnapshot; its events
+// are not, so every consumer of the event stream (the TUI, serve's
+// /api/v1/events) cleans them here.
+func SanitizeEvent(ev Event) Event {
+	ev.StatementID = textfmt.Line(ev.StatementID)
+	ev.Endpoint = textfmt.Line(ev.Endpoint)
+	ev.Call = textfmt.Line(ev.Call)
+	ev.Message = textfmt.Line(ev.Message)
+	ev.RequestID = textfmt.Line(ev.RequestID)
+	ev.Err = SanitizeError(ev.Err)
+	if ev.Flag != nil {
+		f := *ev.Flag
+		f.Detail = textfmt.Line(f.Detail)
+		ev.Flag = &f
+	}
+	return ev
+}
+
 // SanitizeError returns e with every server-supplied field made safe for
 // one line; e itself is returned when nothing changes, else a copy.
 func SanitizeError(e *ErrorInfo) *ErrorInfo {

@@ -24,8 +24,10 @@ type EventJSON struct {
 }
 
 // EncodeEvent and DecodeEvent convert between the engine's events and
-// their wire form (the attach client decodes what serve encodes).
+// their wire form (the attach client decodes what serve encodes). The
+// wire carries server text, so it is sanitised like every other output.
 func EncodeEvent(ev model.Event) EventJSON {
+	ev = model.SanitizeEvent(ev)
 	return EventJSON{At: ev.At, Kind: string(ev.Kind), Workspace: ev.Workspace, StatementID: ev.StatementID,
 		Endpoint: ev.Endpoint, Call: ev.Call, Message: ev.Message, RequestID: ev.RequestID, Error: ev.Err, Flag: ev.Flag}
 }

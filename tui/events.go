@@ -2,7 +2,6 @@ package tui
 
 import (
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // ring keeps the newest eventRing events; older ones fall off. Reading is
@@ -16,7 +15,7 @@ type ring struct {
 func newRing(n int) *ring { return &ring{buf: make([]model.Event, n)} }
 
 func (r *ring) push(e model.Event) {
-	e = cleanEvent(e)
+	e = model.SanitizeEvent(e)
 	r.buf[r.next] = e
 	r.next = (r.next + 1) % len(r.buf)
 	if r.count < len(r.buf) {
@@ -42,21 +41,4 @@ func (r *ring) newest(n int, statementID string) []model.Event {
 		}
 	}
 	return out
-}
-
-// cleanEvent makes an event's server text safe to draw (textfmt); the
-// engine's snapshot text is already clean, its events are not.
-func cleanEvent(e model.Event) model.Event {
-	e.StatementID = textfmt.Line(e.StatementID)
-	e.Endpoint = textfmt.Line(e.Endpoint)
-	e.Call = textfmt.Line(e.Call)
-	e.Message = textfmt.Line(e.Message)
-	e.RequestID = textfmt.Line(e.RequestID)
-	e.Err = model.SanitizeError(e.Err)
-	if e.Flag != nil {
-		f := *e.Flag
-		f.Detail = textfmt.Line(f.Detail)
-		e.Flag = &f
-	}
-	return e
 }
