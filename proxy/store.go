@@ -84,17 +84,6 @@ func warehouseFromPath(p string) string {
 	return id
 }
 
-// appFromUA is the product name of the User-Agent's first token, as query
-// history's client_application shows it.
-func appFromUA(ua string) string {
-	f := strings.Fields(ua)
-	if len(f) == 0 {
-		return "unknown"
-	}
-	name, _, _ := strings.Cut(f[0], "/")
-	return name
-}
-
 // touchSession records a client call on a session; it creates the record
 // when the proxy did not see the session open (it started before the proxy).
 func (s *store) touchSession(id, path, ua, auth string, now time.Time) *session {
@@ -134,7 +123,7 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 	s.evict(now)
 	o := &op{secret: append([]byte(nil), secret...), f: sources.ProxyOperation{
 		StatementID: id, HTTPPath: path, WarehouseID: warehouseFromPath(path),
-		ClientApplication: clean(appFromUA(ua)), UserAgent: clean(ua),
+		ClientApplication: clean(sources.ClientApplication(ua)), UserAgent: clean(ua),
 		State: model.StateUnknown, StartedAt: now, LastClientRPCAt: now,
 		Close: sources.ProxyClose{Outcome: sources.ProxyOpen},
 	}}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
 )
 
@@ -97,17 +98,6 @@ func kindFromUA(ua string) string {
 	return KindExternal
 }
 
-// appFromUA is the product name of the User-Agent's first token, as the
-// query history's client_application shows it.
-func appFromUA(ua string) string {
-	f := strings.Fields(ua)
-	if len(f) == 0 {
-		return "unknown"
-	}
-	name, _, _ := strings.Cut(f[0], "/")
-	return name
-}
-
 const maxProtocol = tc.TProtocolVersion_SPARK_CLI_SERVICE_PROTOCOL_V8
 
 func (t *thriftService) OpenSession(ctx context.Context, req *tc.TOpenSessionReq) (*tc.TOpenSessionResp, error) {
@@ -122,7 +112,7 @@ func (t *thriftService) OpenSession(ctx context.Context, req *tc.TOpenSessionReq
 	}
 	app := conf[confApp]
 	if app == "" {
-		app = appFromUA(ci.ua)
+		app = sources.ClientApplication(ci.ua)
 	}
 	ss := t.s.store.openSession(ci.warehouse, user, app, kindFromUA(ci.ua), !ci.observer)
 	// Answer the client's version, capped at ours (SPARK_V8).
