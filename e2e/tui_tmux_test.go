@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,18 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		s.keys("Escape")
 		// Separately: ESC and q in one read would be alt+q.
 		s.waitScreen("the prompt closed", 10*time.Second, func(scr string) bool { return !strings.Contains(scr, "/q_") })
+		s.keys("q")
+		if code, stderr := s.waitExit(15 * time.Second); code != 0 {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	t.Run("a warehouse selection that matches none is said", func(t *testing.T) {
+		s := startTmuxEnv(t, 80, 24, home, home, "", env, "--warehouse", "nomatch0", "--refresh", "1s")
+		want := fmt.Sprintf("--warehouse nomatch0 matches none of the %d SQL warehouses in this workspace", len(srv.AllWarehouseIDs()))
+		s.waitScreen("the empty-selection message", 30*time.Second, func(scr string) bool {
+			return strings.Contains(strings.Join(strings.Fields(scr), " "), want) && !strings.Contains(scr, "no operations on")
+		})
 		s.keys("q")
 		if code, stderr := s.waitExit(15 * time.Second); code != 0 {
 			t.Errorf("exit %d, stderr %q", code, stderr)

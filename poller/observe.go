@@ -107,9 +107,11 @@ func (e *Engine) Snapshot() model.Snapshot {
 	if fe := e.freshnessError(); fe != nil {
 		errs = append(errs, *fe)
 	}
+	ws := e.o.Workspace
+	ws.Listing = e.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	s := model.NewSnapshot(now, e.o.Workspace, ops, eps, errs, e.o.Thresholds)
+	s := model.NewSnapshot(now, ws, ops, eps, errs, e.o.Thresholds)
 	s.Clients = model.AggregateClients(s.Operations, now, e.o.ClientsWindow)
 	return s
 }
