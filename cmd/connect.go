@@ -101,6 +101,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Refresh:    ws.Refresh,
 		ReadOnly:   ws.ReadOnly,
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Warehouses: c.rest, // explains an empty Operations view
 		Idle:       c.idle,
 		Logf:       logf,
 		RowLimits:  ws.RowLimits,

@@ -61,6 +61,49 @@ func startTmuxEnv(t *testing.T, w, h int, home, dir, conf string, env []string, 
 	return s
 }
 
+// shellPrompt is the prompt of the interactive shell of startTmuxShell.
+const shellPrompt = "e2e-shell$"
+
+// startTmuxShell runs an interactive bash (job control: ctrl+z, fg) in a
+// new w×h session, with a clean environment plus env, and waits for its
+// prompt. Commands are typed into it with typeLine.
+func startTmuxShell(t *testing.T, w, h int, home string, env []string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("dbxtop-e2e-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
+	cmd := append([]string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8",
+		"PS1=" + shellPrompt + " "}, env...)
+	cmd = append(cmd, "bash", "--norc", "--noprofile", "-i")
+	s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", home, shellJoin(cmd))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	s.waitScreen("the shell prompt", 10*time.Second, func(scr string) bool { return strings.Contains(scr, shellPrompt) })
+	return s
+}
+
+// typeLine types line into the pane's shell and presses Enter.
+func (s *tmuxSession) typeLine(line string) {
+	s.t.Helper()
+	s.keys("-l", line)
+	s.keys("Enter")
+}
+
+// jobState is the ps state (R, S, T, …) of the pane shell's one child.
+func (s *tmuxSession) jobState() string {
+	s.t.Helper()
+	pane := strings.TrimSpace(s.tmux("display-message", "-p", "-t", "e2e", "#{pane_pid}"))
+	out, err := exec.Command("ps", "-o", "stat=", "--ppid", pane).Output()
+	if err != nil {
+		s.t.Fatalf("ps: %v", err)
+	}
+	st := strings.Fields(string(out))
+	if len(st) != 1 {
+		s.t.Fatalf("the pane's shell has %d children (%q), want 1", len(st), out)
+	}
+	return st[0]
+}
+
 func (s *tmuxSession) tmux(args ...string) string {
 	s.t.Helper()
 	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,17 +74,9 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		if !strings.Contains(scr, "␛") {
 			t.Errorf("the hostile statement's escapes are not shown as ␛:\n%s", scr)
 		}
-		row := func(scr string) int {
-			for i, l := range strings.Split(scr, "\n") {
-				if strings.HasPrefix(l, "›") {
-					return i
-				}
-			}
-			return -1
-		}
-		before := row(scr)
+		before := cursorRow(scr)
 		s.keys("-l", "jjj") // one write: Bubble Tea reads "jjj" as one key message
-		s.waitScreen("the cursor three rows down", 10*time.Second, func(scr string) bool { return row(scr) == before+3 })
+		s.waitScreen("the cursor three rows down", 10*time.Second, func(scr string) bool { return cursorRow(scr) == before+3 })
 		s.keys("y")
 		s.waitScreen("the copy status", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "copy id: sent") })
 		buf := s.tmux("show-buffer")
@@ -115,6 +108,47 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		}
 	})
 
+	t.Run("a warehouse selection that matches none is said", func(t *testing.T) {
+		s := startTmuxEnv(t, 80, 24, home, home, "", env, "--warehouse", "nomatch0", "--refresh", "1s")
+		want := fmt.Sprintf("--warehouse nomatch0 matches none of the %d SQL warehouses in this workspace", len(srv.AllWarehouseIDs()))
+		s.waitScreen("the empty-selection message", 30*time.Second, func(scr string) bool {
+			return strings.Contains(strings.Join(strings.Fields(scr), " "), want) && !strings.Contains(scr, "no operations on")
+		})
+		s.keys("q")
+		if code, stderr := s.waitExit(15 * time.Second); code != 0 {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	t.Run("ctrl+z suspends to the shell; fg resumes with a redraw and working keys", func(t *testing.T) {
+		s := startTmuxShell(t, 100, 30, home, env)
+		s.typeLine(shellJoin([]string{bin, "--no-color", "--refresh", "1s"}))
+		s.waitScreen("five operations", 30*time.Second, func(scr string) bool { return strings.Count(scr, "RUNNING") >= 5 })
+		s.keys("C-z")
+		s.waitScreen("the job stopped and the prompt back", 15*time.Second, func(scr string) bool {
+			return strings.Contains(scr, "Stopped") && strings.HasSuffix(strings.TrimRight(scr, "\n "), shellPrompt) && !strings.Contains(scr, "RUNNING")
+		})
+		if st := s.jobState(); !strings.HasPrefix(st, "T") {
+			t.Fatalf("after ctrl+z the program's state is %q, want stopped (T)", st)
+		}
+		s.typeLine("fg")
+		scr := s.waitScreen("the TUI redrawn", 15*time.Second, func(scr string) bool {
+			return strings.HasPrefix(scr, "dbxtop ") && strings.Count(scr, "RUNNING") >= 5 && strings.Contains(scr, "›")
+		})
+		if st := s.jobState(); strings.HasPrefix(st, "T") {
+			t.Fatalf("after fg the program's state is still %q", st)
+		}
+		before := cursorRow(scr)
+		s.keys("-l", "jjj")
+		s.waitScreen("the cursor three rows down after resuming", 10*time.Second, func(scr string) bool { return cursorRow(scr) == before+3 })
+		s.keys("q")
+		s.waitScreen("the prompt after quitting", 15*time.Second, func(scr string) bool {
+			return strings.HasSuffix(strings.TrimRight(scr, "\n "), shellPrompt)
+		})
+		s.typeLine("echo rc=$?")
+		s.waitScreen("the exit status", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "rc=0") })
+	})
+
 	t.Run("wrong token banner", func(t *testing.T) {
 		bad := []string{"DATABRICKS_HOST=" + srv.URL(), "DATABRICKS_TOKEN=dapiWRONG0123456789abcdef"}
 		s := startTmuxEnv(t, 80, 24, home, home, "", bad, "--refresh", "1s")
@@ -124,4 +158,14 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		s.keys("q")
 		s.waitExit(15 * time.Second)
 	})
+}
+
+// cursorRow is the screen line of the selected row (marked ›), or -1.
+func cursorRow(scr string) int {
+	for i, l := range strings.Split(scr, "\n") {
+		if strings.HasPrefix(l, "›") {
+			return i
+		}
+	}
+	return -1
 }

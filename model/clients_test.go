@@ -87,3 +87,19 @@ func TestMergeKeepsADownWorkspace(t *testing.T) {
 		t.Fatalf("round trip: %v\n%s", err, js)
 	}
 }
+
+// Merged warehouse listings add up, as of the oldest, and are unknown as
+// soon as one workspace's is: it may hold any number of warehouses.
+func TestMergeAddsWarehouseListings(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	part := func(name string, l *WarehouseListing) NamedSnapshot {
+		return NamedSnapshot{Name: name, Up: true, Snapshot: Snapshot{Workspace: Workspace{Listing: l}}}
+	}
+	m := Merge([]NamedSnapshot{part("a", &WarehouseListing{At: t0.Add(time.Second), Visible: 2}), part("b", &WarehouseListing{At: t0, Visible: 3, Matched: 1})})
+	if l := m.Workspace.Listing; l == nil || l.Visible != 5 || l.Matched != 1 || !l.At.Equal(t0) {
+		t.Fatalf("merged listing %+v", l)
+	}
+	if l := Merge([]NamedSnapshot{part("a", &WarehouseListing{At: t0}), part("b", nil)}).Workspace.Listing; l != nil {
+		t.Fatalf("merged listing %+v with one workspace unlisted", l)
+	}
+}

@@ -68,6 +68,7 @@ func Merge(parts []NamedSnapshot) Snapshot {
 		for _, p := range parts {
 			out.Workspace.Warehouses = append(out.Workspace.Warehouses, p.Workspace.Warehouses...)
 		}
+		out.Workspace.Listing = mergeListings(parts)
 	}
 	SortOperations(out.Operations, SortSeverity, true)
 	slices.SortStableFunc(out.Endpoints, func(a, b EndpointView) int {
@@ -80,4 +81,23 @@ func Merge(parts []NamedSnapshot) Snapshot {
 		return 0
 	})
 	return out
+}
+
+// mergeListings adds up the parts' warehouse listings, as of the oldest;
+// nil unless every part has one (an unlisted workspace may hold any
+// number of warehouses).
+func mergeListings(parts []NamedSnapshot) *WarehouseListing {
+	var sum WarehouseListing
+	for i, p := range parts {
+		l := p.Workspace.Listing
+		if l == nil {
+			return nil
+		}
+		if i == 0 || l.At.Before(sum.At) {
+			sum.At = l.At
+		}
+		sum.Visible += l.Visible
+		sum.Matched += l.Matched
+	}
+	return &sum
 }

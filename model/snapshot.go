@@ -8,7 +8,30 @@ const SnapshotSchema = "dbxtop.snapshot/v1"
 // Workspace names what was observed.
 type Workspace struct {
 	Host       string   `json:"host"`
-	Warehouses []string `json:"warehouses"`
+	Warehouses []string `json:"warehouses"` // the selection (--warehouse); empty: every warehouse
+	// Listing is what the last successful warehouse listing saw; nil when
+	// the sources do not list warehouses or none has succeeded yet. Not
+	// in the snapshot JSON: it only explains an empty Operations view.
+	Listing *WarehouseListing `json:"-"`
+}
+
+// WarehouseListing is what the last successful ListWarehouses said: how
+// many SQL warehouses the credentials can see, and how many of those the
+// selection (Workspace.Warehouses) kept. Visible 0 means the workspace
+// shows this identity no warehouse at all; Matched 0 with Visible > 0
+// means the selection names none of them.
+type WarehouseListing struct {
+	At      time.Time
+	Visible int
+	Matched int
+}
+
+func (l *WarehouseListing) clone() *WarehouseListing {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	return &c
 }
 
 // Snapshot is a consistent view of everything observed at one instant:
@@ -86,7 +109,7 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 func SnapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
-		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...)},
+		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
 		Errors:      append([]ErrorInfo(nil), errs...),
 		Operations:  views,
 	}

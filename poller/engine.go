@@ -55,6 +55,10 @@ type Options struct {
 	Refresh    time.Duration // discovery + capacity period; 0 → 5s
 	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
 	Workspace  model.Workspace
+	// Warehouses, when set, is read after each successful discovery: the
+	// snapshot's Workspace.Listing says how many warehouses were listed,
+	// which explains an empty Operations view (nil: not said).
+	Warehouses sources.WarehouseLister
 	// MaxInFlight is the ceiling of calls in flight (per-operation polls
 	// and batch requests); 0 → 64. Below it the limiter sizes concurrency
 	// from latency and demand (limit.go).
@@ -163,6 +167,8 @@ type Engine struct {
 	order         []*entry // snapshot order; see addOrdered
 	orderHoles    bool     // some entries of order were deleted
 	orderUnsorted bool
+
+	listing *model.WarehouseListing // Options.Warehouses after the last good discovery
 
 	wake    chan struct{}
 	busy    atomic.Int64  // engine goroutines at work (tests)
@@ -444,6 +450,11 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	}
 	e.setDiscoveryErrors(problems)
 	e.lastDisc, e.discFailed = now, false
+	if e.o.Warehouses != nil {
+		if l, ok := e.o.Warehouses.WarehouseListing(); ok {
+			e.listing = &l
+		}
+	}
 	e.merge(ds, now)
 	return nil
 }

@@ -105,9 +105,11 @@ func (e *Engine) Snapshot() model.Snapshot {
 	if fe := e.freshnessError(); fe != nil {
 		errs = append(errs, *fe)
 	}
+	ws := e.o.Workspace
+	ws.Listing = e.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	s := model.SnapshotOf(now, e.o.Workspace, views, eps, errs)
+	s := model.SnapshotOf(now, ws, views, eps, errs)
 	s.Clients = model.AggregateClients(s.Operations, now, e.o.ClientsWindow)
 	return s
 }

@@ -258,3 +258,38 @@ func TestEngineNamesTheActionCallReallyMade(t *testing.T) {
 		break
 	}
 }
+
+// listingFunc is a sources.WarehouseLister answering from a function.
+type listingFunc func() (model.WarehouseListing, bool)
+
+func (f listingFunc) WarehouseListing() (model.WarehouseListing, bool) { return f() }
+
+// The snapshot carries what the warehouse listing said after the last
+// successful discovery (it explains an empty Operations view), and
+// nothing before one: a failed discovery does not refresh it.
+func TestSnapshotCarriesTheWarehouseListing(t *testing.T) {
+	s := &scripted{}
+	var mu sync.Mutex
+	answer, ok := model.WarehouseListing{Visible: 3}, true
+	e := scriptedEngine(s)
+	e.o.Warehouses = listingFunc(func() (model.WarehouseListing, bool) { mu.Lock(); defer mu.Unlock(); return answer, ok })
+	if l := e.Snapshot().Workspace.Listing; l != nil {
+		t.Fatalf("listing %+v before any discovery", l)
+	}
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.Snapshot().Workspace.Listing; l == nil || l.Visible != 3 || l.Matched != 0 {
+		t.Fatalf("listing %+v, want visible 3 matched 0", l)
+	}
+	mu.Lock()
+	answer = model.WarehouseListing{Visible: 5, Matched: 5}
+	mu.Unlock()
+	s.mu.Lock()
+	s.discErr = fmt.Errorf("ListQueries: %w", syscall.ECONNREFUSED)
+	s.mu.Unlock()
+	_ = e.RunOnce(context.Background())
+	if l := e.Snapshot().Workspace.Listing; l == nil || l.Visible != 3 {
+		t.Fatalf("listing %+v after a failed discovery, want the last good one", l)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // Retry runs fn — exactly one request, named call — through the caller's
@@ -135,6 +137,7 @@ type WarehouseGate struct {
 
 	mu       sync.Mutex
 	states   map[string]string
+	visible  int // warehouses listed before the selection kept states
 	at       time.Time
 	listErr  string
 	observed bool
@@ -142,14 +145,31 @@ type WarehouseGate struct {
 
 // Update records a successful ListWarehouses: id → state (RUNNING,
 // STOPPED, STARTING, STOPPING, DELETED, …).
-func (g *WarehouseGate) Update(states map[string]string) {
+func (g *WarehouseGate) Update(states map[string]string) { g.Listed(states, len(states)) }
+
+// Listed is Update for a listing restricted by a selection (--warehouse):
+// states holds the selected warehouses, visible counts every warehouse
+// the listing returned.
+func (g *WarehouseGate) Listed(states map[string]string, visible int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.states = make(map[string]string, len(states))
 	for id, st := range states {
 		g.states[id] = strings.ToUpper(st)
 	}
+	g.visible = visible
 	g.at, g.listErr, g.observed = g.now(), "", true
+}
+
+// WarehouseListing says what the last successful listing saw; false
+// before one succeeded.
+func (g *WarehouseGate) WarehouseListing() (model.WarehouseListing, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.observed {
+		return model.WarehouseListing{}, false
+	}
+	return model.WarehouseListing{At: g.at, Visible: g.visible, Matched: len(g.states)}, true
 }
 
 // Failed records a failed ListWarehouses: the previous states age out.

@@ -53,6 +53,14 @@ type Discoverer interface {
 	Discover(ctx context.Context, retry Retry) ([]Discovered, error)
 }
 
+// WarehouseLister says what the last successful warehouse listing saw
+// (how many SQL warehouses the credentials can see, how many the
+// selection keeps); false before one succeeded. The poller carries it
+// into the snapshot, where an empty Operations view is explained by it.
+type WarehouseLister interface {
+	WarehouseListing() (model.WarehouseListing, bool)
+}
+
 // Discovered is one operation found by discovery, with how to reach it.
 type Discovered struct {
 	Op  model.Operation

@@ -47,6 +47,48 @@ func blindBanner(ctx *programContext, width int) []string {
 	return out
 }
 
+// noWarehouses is the body when the workspace answered but its warehouse
+// listing holds nothing to watch: no SQL warehouse is visible to this
+// identity, or the --warehouse selection names none of those that are.
+// Said in plain words with what to check, instead of "no operations".
+// nil when the listing is unknown or has warehouses to watch.
+func noWarehouses(ctx *programContext, width int) []string {
+	ws := ctx.snap.Workspace
+	l := ws.Listing
+	if l == nil || l.Matched > 0 {
+		return nil
+	}
+	st := &ctx.styles
+	where := "in this workspace"
+	if len(ctx.snap.Workspaces) > 1 {
+		where = "in the watched workspaces"
+	}
+	var head, check string
+	if l.Visible == 0 {
+		head = "no SQL warehouses " + where
+		check = "ListWarehouses answered with an empty list. Check the host (DATABRICKS_HOST, --host or the profile) names the workspace you mean, and that this token's user can see its warehouses (CAN_USE permission on at least one)."
+	} else {
+		head = fmt.Sprintf("--warehouse %s matches none of the %d SQL warehouses %s", strings.Join(ws.Warehouses, ","), l.Visible, where)
+		check = "Check the warehouse ids (a warehouse's Connection details show its id; `databricks warehouses list` lists them). Without --warehouse, every warehouse is watched."
+	}
+	out := []string{""}
+	for i, h := range wrapWords(head, width-4) {
+		if i == 0 {
+			out = append(out, st.Warn.Render("  "+h))
+		} else {
+			out = append(out, st.Warn.Render("    "+h))
+		}
+	}
+	for _, line := range wrapWords(check, width-6) {
+		out = append(out, "    "+line)
+	}
+	out = append(out, "")
+	for _, line := range wrapWords("listed at "+l.At.UTC().Format("15:04:05")+"; dbxtop lists again every refresh, and this clears once there is a warehouse to watch.", width-6) {
+		out = append(out, st.Dim.Render("    "+line))
+	}
+	return out
+}
+
 // explain turns a workspace error into its cause and what to check.
 func explain(e *model.ErrorInfo) (cause, check string) {
 	msg := strings.ToLower(e.Message + " " + e.ErrorCode)

@@ -180,6 +180,9 @@ func (m *opsModel) emptyLines() []string {
 	if b := blindBanner(m.ctx, m.width); b != nil {
 		return b
 	}
+	if b := noWarehouses(m.ctx, m.width); b != nil {
+		return b
+	}
 	return []string{st.Dim.Render("  no operations on the watched warehouses")}
 }
 

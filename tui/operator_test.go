@@ -165,6 +165,48 @@ func TestNoOperationsIsNotSaidBeforeTheFirstListing(t *testing.T) {
 	must(t, strings.Contains(plain(m), "no operations on the watched warehouses"), "screen:\n%s", plain(m))
 }
 
+// A workspace that answers but lists no warehouse (or none the selection
+// names) says so with what to check, not "no operations"; a listing with
+// a warehouse, or no listing at all, does not.
+func TestEmptyWarehouseListIsSaid(t *testing.T) {
+	listed := fixedNow.Add(-3 * time.Second)
+	for _, tc := range []struct {
+		name    string
+		ws      model.Workspace
+		want    []string
+		wantNot string
+	}{
+		{"none visible", model.Workspace{Listing: &model.WarehouseListing{At: listed}},
+			[]string{"no SQL warehouses in this workspace", "Check the host", "CAN_USE", "listed at 11:59:57"}, "no operations on"},
+		{"selection matches none", model.Workspace{Warehouses: []string{"nope1", "nope2"}, Listing: &model.WarehouseListing{At: listed, Visible: 4}},
+			[]string{"--warehouse nope1,nope2 matches none of the 4 SQL warehouses in this workspace", "Without --warehouse"}, "no operations on"},
+		{"selection matches a warehouse", model.Workspace{Warehouses: []string{"wh-1"}, Listing: &model.WarehouseListing{At: listed, Visible: 4, Matched: 1}},
+			[]string{"no operations on the watched warehouses"}, "SQL warehouses"},
+		{"not listed (yet)", model.Workspace{},
+			[]string{"no operations on the watched warehouses"}, "SQL warehouses"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, w := range []int{80, 200} {
+				e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Workspace: tc.ws})
+				e.health = poller.Health{LastDiscovery: fixedNow, DiscoveryUp: true}
+				m := syncModel(t, e, testOptions(), w, 24)
+				// Lines wrap at 80 columns: compare with the line breaks
+				// and indentation taken out.
+				screen := strings.Join(strings.Fields(plain(m)), " ")
+				for _, want := range tc.want {
+					must(t, strings.Contains(screen, want), "%d cols: want %q in:\n%s", w, want, plain(m))
+				}
+				must(t, !strings.Contains(screen, tc.wantNot), "%d cols: %q in:\n%s", w, tc.wantNot, plain(m))
+			}
+		})
+	}
+	// The unreachable banner wins: a failing call is the cause to fix first.
+	e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Workspace: model.Workspace{Listing: &model.WarehouseListing{At: listed}},
+		Errors: []model.ErrorInfo{{Kind: model.KindPermanent, Call: "ListQueries", HTTPStatus: 401}}})
+	m := syncModel(t, e, testOptions(), 80, 24)
+	must(t, strings.Contains(plain(m), "cannot observe the workspace") && !strings.Contains(plain(m), "no SQL warehouses"), "screen:\n%s", plain(m))
+}
+
 // When dbxtop is blind on an operation, STALE leads the row and the idle
 // cell says how old its evidence is.
 func TestStaleIsPrimaryWhenBlind(t *testing.T) {

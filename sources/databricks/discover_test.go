@@ -248,3 +248,52 @@ func TestContextCanceledIsReturnedAsSuch(t *testing.T) {
 		t.Fatalf("want context.Canceled in the chain, got %v", err)
 	}
 }
+
+// The warehouse listing tells an empty workspace from a selection that
+// names none of its warehouses: Visible counts every warehouse listed
+// (all pages), Matched those the selection kept. Nothing is said before a
+// listing succeeded, and a failed listing keeps the last good answer.
+func TestWarehouseListingCountsVisibleAndMatched(t *testing.T) {
+	f := newFakeWS(t)
+	f.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page_token") == "" {
+			writeJSON(w, map[string]any{"warehouses": []map[string]any{{"id": "wh1", "state": "RUNNING"}}, "next_page_token": "p2"})
+			return
+		}
+		writeJSON(w, map[string]any{"warehouses": []map[string]any{{"id": "wh2", "state": "STOPPED"}}})
+	})
+	for _, tc := range []struct {
+		sel              []string
+		visible, matched int
+	}{{nil, 2, 2}, {[]string{"wh2"}, 2, 1}, {[]string{"nope"}, 2, 0}} {
+		c := f.client(t, func(c *Config) { c.Warehouses = tc.sel })
+		if _, ok := c.WarehouseListing(); ok {
+			t.Fatal("a listing is reported before any was made")
+		}
+		if err := c.RefreshGate(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		l, ok := c.WarehouseListing()
+		if !ok || l.Visible != tc.visible || l.Matched != tc.matched || l.At.IsZero() {
+			t.Errorf("selection %v: listing %+v ok=%v, want visible %d matched %d", tc.sel, l, ok, tc.visible, tc.matched)
+		}
+	}
+
+	empty := newFakeWS(t) // answers with no warehouse
+	c := empty.client(t)
+	if err := c.RefreshGate(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := c.WarehouseListing(); !ok || l.Visible != 0 || l.Matched != 0 {
+		t.Errorf("empty workspace: %+v ok=%v", l, ok)
+	}
+	empty.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "boom", "")
+	})
+	if err := c.RefreshGate(context.Background(), nil); err == nil {
+		t.Fatal("a failing listing did not fail")
+	}
+	if l, ok := c.WarehouseListing(); !ok || l.Visible != 0 {
+		t.Errorf("after a failed listing: %+v ok=%v, want the last good answer", l, ok)
+	}
+}

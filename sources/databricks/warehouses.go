@@ -5,6 +5,7 @@ import (
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -22,6 +23,13 @@ type Warehouse struct {
 // each request through retry, within the page cap), restricted to
 // Config.Warehouses when set.
 func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehouse, error) {
+	ws, _, err := c.listWarehouses(ctx, retry)
+	return ws, err
+}
+
+// listWarehouses is Warehouses, also counting every warehouse listed
+// before the selection.
+func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []Warehouse, seen int, _ error) {
 	if retry == nil {
 		retry = sources.Once
 	}
@@ -32,7 +40,6 @@ func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehou
 	var out []Warehouse
 	pager := sources.Pager{Call: CallListWarehouses, What: "warehouses", MaxPages: c.conf.MaxPages, Now: c.now}
 	req := sql.ListWarehousesRequest{}
-	seen := 0
 	for {
 		var resp sql.ListWarehousesResponse
 		err := retry(ctx, CallListWarehouses, func(ctx context.Context) error {
@@ -40,7 +47,7 @@ func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehou
 			return c.wrapErr(CallListWarehouses, c.getJSON(ctx, "/api/2.0/sql/warehouses", req, &resp))
 		})
 		if err != nil {
-			return nil, err // a partial list would close the gate on warehouses it missed
+			return nil, seen, err // a partial list would close the gate on warehouses it missed
 		}
 		for _, w := range resp.Warehouses {
 			seen++
@@ -51,10 +58,10 @@ func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehou
 		}
 		more, trunc := pager.Next(resp.NextPageToken, seen)
 		if trunc != nil {
-			return nil, trunc
+			return nil, seen, trunc
 		}
 		if !more {
-			return out, nil
+			return out, seen, nil
 		}
 		req.PageToken = resp.NextPageToken
 	}
@@ -69,7 +76,7 @@ func (c *Client) Gate() *sources.WarehouseGate { return c.gate }
 // recorded in the gate (which closes once its states are too old) and
 // returned for the round's report.
 func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
-	ws, err := c.Warehouses(ctx, retry)
+	ws, seen, err := c.listWarehouses(ctx, retry)
 	if err != nil {
 		c.gate.Failed(err)
 		return err
@@ -78,8 +85,14 @@ func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
 	for _, w := range ws {
 		states[w.ID] = w.State
 	}
-	c.gate.Update(states)
+	c.gate.Listed(states, seen)
 	return nil
+}
+
+// WarehouseListing is the gate's last listing (sources.WarehouseLister):
+// how many warehouses these credentials see, how many the selection keeps.
+func (c *Client) WarehouseListing() (model.WarehouseListing, bool) {
+	return c.gate.WarehouseListing()
 }
 
 // getJSON is one GET through the SDK client (auth, User-Agent, error
