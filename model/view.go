@@ -36,21 +36,15 @@ type ViewCache struct {
 // op is read, never kept: the view holds its own copy.
 func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *OperationView, changed bool) {
 	th = th.WithDefaults()
-	same := false
-	if c.view != nil {
-		if normal(op) {
-			same = *op == c.view.Operation
-		} else {
-			n := *op
-			normalize(&n)
-			same = n == c.view.Operation
+	if c.view != nil && cleanAs(op, c.view) {
+		// Its text is what the cached view shows, so it is clean already
+		// (cleaning is idempotent): only the rest can have changed.
+		n := *op
+		normalize(&n)
+		if n == c.view.Operation && !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until)) {
+			return c.view, false
 		}
-	}
-	if same && !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until)) {
-		return c.view, false
-	}
-	if same {
-		v = &OperationView{Operation: c.view.Operation}
+		v = &OperationView{Operation: n}
 		v.evaluate(now, th)
 		sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
 	} else {
@@ -58,6 +52,15 @@ func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *Operat
 	}
 	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
 	return v, true
+}
+
+// cleanAs reports whether every field that cleaning touches is, in op,
+// exactly what v shows (the confirmation of a running statement changes
+// its times and counters, never its text).
+func cleanAs(op *Operation, v *OperationView) bool {
+	return op.StatementID == v.StatementID && op.WarehouseID == v.WarehouseID && op.User == v.User &&
+		op.ClientApplication == v.ClientApplication && op.SQL == v.SQL && op.ServerError == v.ServerError &&
+		(op.State == v.State || op.State == "") && op.LastError == v.LastError && op.Close.LastError == v.Close.LastError
 }
 
 // Current is the cached view (nil before the first View).
