@@ -600,8 +600,11 @@ func (e *Engine) ordered() []*entry {
 	return e.order
 }
 
+// setIf keeps the string it has when v says the same: the next view
+// then compares it by pointer, not byte by byte (model.ViewCache), and
+// the listing's copy is left to the collector.
 func setIf(dst *string, v string) {
-	if v != "" {
+	if v != "" && v != *dst {
 		*dst = v
 	}
 }
