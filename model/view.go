@@ -25,7 +25,12 @@ type ViewCache struct {
 	view  *OperationView
 	at    time.Time // when view was evaluated
 	until time.Time // first instant it may differ (exclusive); zero: until op changes
+	gen   uint64    // views built so far
 }
+
+// Gen counts the views the cache has built: it changes exactly when View
+// hands out a new one.
+func (c *ViewCache) Gen() uint64 { return c.gen }
 
 // View returns op's view at now: the cached one when op has not changed
 // and now is within its validity, otherwise a new one (changed is then
@@ -51,6 +56,7 @@ func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *Operat
 		v = EvaluateView(*op, now, th)
 	}
 	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
+	c.gen++
 	return v, true
 }
 
