@@ -52,7 +52,7 @@ func demoOperator(ctx context.Context, eng demoActor, tick time.Duration, logf f
 // demoLeak is an UNCLOSED operation dbxtop never tried to close.
 func demoLeak(s model.Snapshot, tried map[string]bool) string {
 	for i := range s.Operations {
-		op := &s.Operations[i]
+		op := s.Operations[i]
 		if op.HasFlag(model.FlagUnclosed) && !op.Gone && op.Close.State == model.CloseNA && !tried[op.StatementID] {
 			return op.StatementID
 		}

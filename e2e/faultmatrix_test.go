@@ -317,7 +317,7 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 		requests: prevRequests + sumRequests(st), faults: prevFaults + sumFaults(st), engineCalls: rg.calls.total()}
 
 	// ---- no followed operation dropped -------------------------------------
-	inSnap := map[string]model.OperationView{}
+	inSnap := map[string]*model.OperationView{}
 	for _, o := range snap.Operations {
 		inSnap[o.StatementID] = o
 	}

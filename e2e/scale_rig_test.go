@@ -149,7 +149,7 @@ func (w *scaleWorld) engineContender(t testing.TB, batch bool, warm, window time
 		time.Sleep(250 * time.Millisecond)
 		s := eng.Snapshot()
 		for i := range s.Operations {
-			op := &s.Operations[i]
+			op := s.Operations[i]
 			if !op.State.Live() {
 				continue
 			}

@@ -35,7 +35,7 @@ type ClientStats struct {
 // application and user. Rows come sorted by orphans, then leaks, then
 // statements, so the culprit is the first row. Pure: the caller passes
 // now.
-func AggregateClients(ops []OperationView, now time.Time, window time.Duration) []ClientStats {
+func AggregateClients(ops []*OperationView, now time.Time, window time.Duration) []ClientStats {
 	type key struct{ app, user string }
 	type acc struct {
 		ClientStats
@@ -43,8 +43,7 @@ func AggregateClients(ops []OperationView, now time.Time, window time.Duration) 
 	}
 	since := now.Add(-window)
 	byKey := map[key]*acc{}
-	for i := range ops {
-		o := &ops[i]
+	for _, o := range ops {
 		start := o.StartedAt
 		if start.IsZero() {
 			start = o.FirstSeenAt

@@ -57,11 +57,20 @@ func (t Thresholds) idleSeverity(silence time.Duration) Severity {
 // or nil when the source cannot tell. Clock skew (activity "in the
 // future") counts as zero.
 func InactiveFor(op Operation, now time.Time) *time.Duration {
-	if !op.ClientActivityKnown || op.ClientLastActivity.IsZero() {
+	d, ok := inactiveFor(&op, now)
+	if !ok {
 		return nil
 	}
-	d := max(now.Sub(op.ClientLastActivity), 0)
 	return &d
+}
+
+// inactiveFor is InactiveFor without the allocation (evaluation runs for
+// every flagged operation on every refresh).
+func inactiveFor(op *Operation, now time.Time) (time.Duration, bool) {
+	if !op.ClientActivityKnown || op.ClientLastActivity.IsZero() {
+		return 0, false
+	}
+	return max(now.Sub(op.ClientLastActivity), 0), true
 }
 
 // ReapedIn is the countdown to the server's inactivity reaper:
@@ -69,13 +78,19 @@ func InactiveFor(op Operation, now time.Time) *time.Duration {
 // inactivity is unknown or the operation is terminal (the reaper only
 // fails operations that still run), or when the server no longer has it.
 func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
-	th = th.WithDefaults()
-	in := InactiveFor(op, now)
-	if in == nil || op.State.Terminal() || op.Gone {
+	d, ok := reapedIn(&op, now, th.WithDefaults())
+	if !ok {
 		return nil
 	}
-	d := max(th.ServerIdleTimeout-*in, 0)
 	return &d
+}
+
+func reapedIn(op *Operation, now time.Time, th Thresholds) (time.Duration, bool) {
+	in, ok := inactiveFor(op, now)
+	if !ok || op.State.Terminal() || op.Gone {
+		return 0, false
+	}
+	return max(th.ServerIdleTimeout-in, 0), true
 }
 
 // EvaluateOperation raises the flags of docs/model.md (Operation flags) for one operation
@@ -84,8 +99,14 @@ func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
 // Operations that vanished from every source (Gone) only keep REAPED, the
 // evidence of what happened to them.
 func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
-	th = th.WithDefaults()
-	var flags []Flag
+	return evaluate(&op, now, th.WithDefaults())
+}
+
+// evaluate is EvaluateOperation on a pointer: an Operation is 400 bytes,
+// and this runs for every changed or flagged operation on every refresh.
+func evaluate(op *Operation, now time.Time, th Thresholds) []Flag {
+	var buf [5]Flag // at most one of each kind; the result is one exact allocation
+	flags := buf[:0]
 	live := !op.State.Terminal() && !op.Gone
 	if live {
 		if f, ok := inactiveFlag(op, now, th); ok {
@@ -116,50 +137,63 @@ func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
 			Detail:   fmt.Sprintf("server failed it for client inactivity (an orphan): %q", truncate(op.ServerError, 160)),
 		})
 	}
-	return flags
+	if len(flags) == 0 {
+		return nil
+	}
+	return append([]Flag(nil), flags...)
 }
 
-func inactiveFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
-	in := InactiveFor(op, now)
-	if in == nil {
+func inactiveFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
+	in, ok := inactiveFor(op, now)
+	if !ok {
 		return Flag{}, false
 	}
-	sev := th.idleSeverity(*in)
+	sev := th.idleSeverity(in)
 	if sev == SeverityNone {
 		return Flag{}, false
 	}
-	return Flag{Kind: FlagInactive, Severity: sev,
-		Detail: fmt.Sprintf("no client call for %s; %s", textfmt.Duration(*in), reaperText(*ReapedIn(op, now, th), th)) + unverified(op, now, th)}, true
+	// Built with appends, not fmt: this runs for every flagged operation
+	// on every refresh.
+	var buf [160]byte
+	b := textfmt.AppendDuration(append(buf[:0], "no client call for "...), in)
+	b = append(b, "; "...)
+	left, _ := reapedIn(op, now, th)
+	if left <= 0 {
+		b = textfmt.AppendDuration(append(b, "server reaper due now (idle timeout "...), th.ServerIdleTimeout)
+		b = append(b, ')')
+	} else {
+		b = textfmt.AppendDuration(append(b, "server reaps in "...), left)
+	}
+	b = appendUnverified(b, op, now, th)
+	return Flag{Kind: FlagInactive, Severity: sev, Detail: string(b)}, true
 }
 
 // unverified qualifies a flag derived from what the server last told
 // dbxtop when dbxtop has been blind for a while (its polls keep failing):
 // the owner may have acted since, so the flag says how old its evidence is
 // instead of presenting it as current.
-func unverified(op Operation, now time.Time, th Thresholds) string {
+func appendUnverified(b []byte, op *Operation, now time.Time, th Thresholds) []byte {
 	// Only when polls are failing: an operation dbxtop stopped polling on
 	// purpose (terminal, past its leak window) is not "blind".
 	if op.LastPollOKAt.IsZero() || op.LastError == nil {
-		return ""
+		return b
 	}
 	age := max(now.Sub(op.LastPollOKAt), 0)
 	if age < th.InactivityWarn {
-		return ""
+		return b
 	}
-	return fmt.Sprintf(" (as of dbxtop's last successful poll %s ago; unverified since)", textfmt.Duration(age))
+	b = textfmt.AppendDuration(append(b, " (as of dbxtop's last successful poll "...), age)
+	return append(b, " ago; unverified since)"...)
 }
 
-func reaperText(left time.Duration, th Thresholds) string {
-	if left <= 0 {
-		return fmt.Sprintf("server reaper due now (idle timeout %s)", textfmt.Duration(th.ServerIdleTimeout))
-	}
-	return "server reaps in " + textfmt.Duration(left)
+func unverified(op *Operation, now time.Time, th Thresholds) string {
+	return string(appendUnverified(nil, op, now, th))
 }
 
 // staleFlag: a followed (shown, non-terminal) operation dbxtop could not
 // poll successfully for a while. Never polled ok counts from FirstSeenAt;
 // with neither known there is nothing to measure.
-func staleFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
+func staleFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
 	since, what := op.LastPollOKAt, "no successful status poll for %s"
 	if since.IsZero() {
 		since, what = op.FirstSeenAt, "no successful status poll since first seen %s ago"
@@ -182,7 +216,7 @@ func staleFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 
 // unclosedFlag: terminal but still held by the server. Without a
 // completion time the age of the leak is unknown and nothing is raised.
-func unclosedFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
+func unclosedFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
 	if !op.State.Terminal() || op.State == StateClosed || op.Open == nil || !*op.Open || op.CompletedAt.IsZero() {
 		return Flag{}, false
 	}
@@ -200,7 +234,7 @@ func unclosedFlag(op Operation, now time.Time, th Thresholds) (Flag, bool) {
 		Detail: fmt.Sprintf("%s %s ago and still open on the server", strings.ToLower(string(op.State)), textfmt.Duration(age))}, true
 }
 
-func closeFailedFlag(op Operation, now time.Time) Flag {
+func closeFailedFlag(op *Operation, now time.Time) Flag {
 	d := fmt.Sprintf("dbxtop's close failed after %d attempt(s)", op.Close.Attempts)
 	if op.Close.LastError != nil {
 		d += ": " + op.Close.LastError.String()
@@ -214,21 +248,47 @@ func closeFailedFlag(op Operation, now time.Time) Flag {
 // NewOperationView evaluates one operation at now. It normalises the
 // zero values that mean "unknown" so that a view encodes and decodes to
 // itself: State "" → UNKNOWN, Close.State "" → "n/a", and activity
-// marked known without a time → unknown.
+// marked known without a time → unknown. The view is not cleaned of
+// hostile text; EvaluateView is (what snapshots hold).
 func NewOperationView(op Operation, now time.Time, th Thresholds) OperationView {
-	if op.State == "" {
-		op.State = StateUnknown
+	v := OperationView{Operation: op}
+	v.evaluate(now, th.WithDefaults())
+	return v
+}
+
+// evaluate normalises v.Operation and derives the rest of v from it, in
+// place: one view, no copies of the operation.
+func (v *OperationView) evaluate(now time.Time, th Thresholds) {
+	op := &v.Operation
+	normalize(op)
+	v.Flags = evaluate(op, now, th)
+	if in, ok := inactiveFor(op, now); ok {
+		d := new([2]time.Duration) // one allocation for both figures
+		d[0] = in
+		v.InactiveFor = &d[0]
+		if r, ok := reapedIn(op, now, th); ok {
+			d[1] = r
+			v.ReapedIn = &d[1]
+		}
 	}
-	if op.Close.State == "" {
-		op.Close.State = CloseNA
+}
+
+// normalize gives the zero values that mean "unknown" their one spelling.
+func normalize(op *Operation) {
+	if !normal(op) {
+		if op.State == "" {
+			op.State = StateUnknown
+		}
+		if op.Close.State == "" {
+			op.Close.State = CloseNA
+		}
+		if op.ClientLastActivity.IsZero() {
+			op.ClientActivityKnown = false
+		}
 	}
-	if op.ClientLastActivity.IsZero() {
-		op.ClientActivityKnown = false
-	}
-	return OperationView{
-		Operation:   op,
-		InactiveFor: InactiveFor(op, now),
-		ReapedIn:    ReapedIn(op, now, th),
-		Flags:       EvaluateOperation(op, now, th),
-	}
+}
+
+// normal reports whether normalize would leave op as it is.
+func normal(op *Operation) bool {
+	return op.State != "" && op.Close.State != "" && (!op.ClientActivityKnown || !op.ClientLastActivity.IsZero())
 }

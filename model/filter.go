@@ -12,7 +12,7 @@ type FilterSpec struct {
 }
 
 // Match reports whether one operation passes the filter.
-func (f FilterSpec) Match(v OperationView) bool {
+func (f FilterSpec) Match(v *OperationView) bool {
 	if f.FlaggedOnly && len(v.Flags) == 0 {
 		return false
 	}
@@ -44,8 +44,8 @@ func (f FilterSpec) Match(v OperationView) bool {
 
 // FilterOperations returns the operations that match, in their order,
 // in a new slice (the input is not modified).
-func FilterOperations(ops []OperationView, f FilterSpec) []OperationView {
-	out := make([]OperationView, 0, len(ops))
+func FilterOperations(ops []*OperationView, f FilterSpec) []*OperationView {
+	out := make([]*OperationView, 0, len(ops))
 	for _, v := range ops {
 		if f.Match(v) {
 			out = append(out, v)

@@ -41,7 +41,11 @@ func Merge(parts []NamedSnapshot) Snapshot {
 			Warehouses: nonNil(slices.Clone(p.Workspace.Warehouses)),
 			Operations: len(p.Operations), Endpoints: len(p.Endpoints), Errors: []ErrorInfo{}}
 		for _, o := range p.Operations {
-			o.Workspace = p.Name
+			if o.Workspace != p.Name { // views are shared: copy to name the workspace
+				c := *o
+				c.Workspace = p.Name
+				o = &c
+			}
 			if len(o.Flags) > 0 {
 				st.Flagged++
 			}

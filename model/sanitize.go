@@ -16,9 +16,7 @@ func (s *Snapshot) sanitize() {
 	for i := range s.Errors {
 		s.Errors[i] = sanitizeErrorValue(s.Errors[i])
 	}
-	for i := range s.Operations {
-		s.Operations[i].sanitize()
-	}
+	// Operation views are cleaned when they are built (EvaluateView).
 	for i := range s.Endpoints {
 		s.Endpoints[i].sanitize()
 	}

@@ -27,7 +27,7 @@ func TestSnapshotMaxSeverity(t *testing.T) {
 	if s.MaxSeverity() != SeverityNone {
 		t.Error("empty snapshot")
 	}
-	s.Operations = []OperationView{{Flags: []Flag{{Kind: FlagStale, Severity: SeverityWarning}}}}
+	s.Operations = []*OperationView{{Flags: []Flag{{Kind: FlagStale, Severity: SeverityWarning}}}}
 	if s.MaxSeverity() != SeverityWarning {
 		t.Error("warning operation")
 	}

@@ -40,9 +40,12 @@ func (l *WarehouseListing) clone() *WarehouseListing {
 type Snapshot struct {
 	GeneratedAt time.Time
 	Workspace   Workspace
-	Operations  []OperationView
-	Endpoints   []EndpointView
-	Errors      []ErrorInfo
+	// Operations are shared: one view may sit in many snapshots (the
+	// engine re-evaluates only what changed, docs/performance.md), so a
+	// view is never modified once built; copy it to change it.
+	Operations []*OperationView
+	Endpoints  []EndpointView
+	Errors     []ErrorInfo
 	// Clients aggregates the recent window by client application and user
 	// (see AggregateClients); filled by whoever knows the window.
 	Clients []ClientStats
@@ -89,16 +92,26 @@ type Summary struct {
 // Operations come most severe first (ties by statement id), endpoints by
 // name; the inputs are copied, never aliased.
 func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, errs []ErrorInfo, th Thresholds) Snapshot {
+	var views []*OperationView
+	if len(ops) > 0 {
+		views = make([]*OperationView, len(ops))
+	}
+	for i, op := range ops {
+		views[i] = EvaluateView(op, now, th)
+	}
+	return SnapshotOf(now, ws, views, eps, errs)
+}
+
+// SnapshotOf assembles a snapshot from operation views already evaluated
+// at now (EvaluateView, or a ViewCache): the views are shared, not
+// copied, and views is sorted in place (it becomes the snapshot's).
+// Endpoints and errors are evaluated and cleaned as NewSnapshot does.
+func SnapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
 		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
 		Errors:      append([]ErrorInfo(nil), errs...),
-	}
-	if len(ops) > 0 {
-		s.Operations = make([]OperationView, 0, len(ops))
-	}
-	for _, op := range ops {
-		s.Operations = append(s.Operations, NewOperationView(op, now, th))
+		Operations:  views,
 	}
 	SortOperations(s.Operations, SortSeverity, true)
 	for _, ep := range eps {

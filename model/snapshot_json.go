@@ -158,7 +158,7 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("snapshot: operations[%d]: %w", i, err)
 		}
-		out.Operations = append(out.Operations, v)
+		out.Operations = append(out.Operations, &v)
 	}
 	for i, ew := range w.Endpoints {
 		v, err := ew.view()

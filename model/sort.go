@@ -40,16 +40,16 @@ func ParseSortKey(s string) (SortKey, error) {
 // both directions; ties always break on StatementID ascending (then on
 // the input position) so that the order is total and stable across
 // refreshes.
-func SortOperations(ops []OperationView, key SortKey, desc bool) {
+func SortOperations(ops []*OperationView, key SortKey, desc bool) {
+	slices.SortStableFunc(ops, OperationOrder(key, desc))
+}
+
+// OperationOrder is SortOperations' comparison, for callers that sort
+// something else by the operations it points at (the TUI's row indices).
+// Use it with a stable sort: equal statement ids keep their input order.
+func OperationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
 	primary := opComparator(key)
-	// Sort a permutation rather than the views themselves: a view is a few
-	// hundred bytes, and copying two per comparison dominated the cost.
-	idx := make([]int, len(ops))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(i, j int) int {
-		a, b := &ops[i], &ops[j]
+	return func(a, b *OperationView) int {
 		c, known := primary(a, b)
 		if c != 0 {
 			if desc && known {
@@ -57,16 +57,8 @@ func SortOperations(ops []OperationView, key SortKey, desc bool) {
 			}
 			return c
 		}
-		if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
-			return c
-		}
-		return cmp.Compare(i, j)
-	})
-	sorted := make([]OperationView, len(ops))
-	for k, i := range idx {
-		sorted[k] = ops[i]
+		return strings.Compare(a.StatementID, b.StatementID)
 	}
-	copy(ops, sorted)
 }
 
 // opComparator returns a comparison and whether both sides were known

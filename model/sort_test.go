@@ -8,7 +8,7 @@ import (
 
 func durp(d time.Duration) *time.Duration { return &d }
 
-func ids(ops []OperationView) []string {
+func ids(ops []*OperationView) []string {
 	var out []string
 	for _, o := range ops {
 		out = append(out, o.StatementID)
@@ -16,10 +16,10 @@ func ids(ops []OperationView) []string {
 	return out
 }
 
-func sortFixture() []OperationView {
+func sortFixture() []*OperationView {
 	warn := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}}
 	crit := []Flag{{Kind: FlagCloseFailed, Severity: SeverityCritical}}
-	return []OperationView{
+	return []*OperationView{
 		{Operation: Operation{StatementID: "d", State: StateFinished, User: "Bob", WarehouseID: "w2", StartedAt: t0.Add(-time.Minute), Poll: PollStats{Retries: 1}}},
 		{Operation: Operation{StatementID: "b", State: StateRunning, User: "alice", WarehouseID: "w1", StartedAt: t0.Add(-time.Hour), Poll: PollStats{Retries: 5}}, InactiveFor: durp(time.Minute), Flags: warn},
 		{Operation: Operation{StatementID: "c", State: StatePending, User: "carol", WarehouseID: "w1"}, InactiveFor: durp(time.Hour), Flags: crit},

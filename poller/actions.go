@@ -145,8 +145,7 @@ func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
-	f := false
-	en.op.Open = &f
+	en.op.Open = boolRef(false)
 	en.closeFails = 0
 	if en.queued {
 		en.queued = false

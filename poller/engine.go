@@ -117,6 +117,11 @@ type entry struct {
 	deleted    bool      // forgotten (left e.ops; still in e.order until compacted)
 	probe      bool      // an activity probe is due (batch mode)
 	readRound  uint64    // the RunOnce round that last read its status
+	// view is the operation's latest evaluated view, shared with every
+	// snapshot that holds it; flagged is the view whose flags were last
+	// compared for events (evalFlags).
+	view    model.ViewCache
+	flagged *model.OperationView
 }
 
 // Engine follows a workspace's operations and endpoints.

@@ -77,7 +77,7 @@ func (h *harness) run(d, step time.Duration) {
 	}
 }
 
-func (h *harness) op(id string) model.OperationView {
+func (h *harness) op(id string) *model.OperationView {
 	h.t.Helper()
 	for _, v := range h.e.Snapshot().Operations {
 		if v.StatementID == id {
@@ -85,10 +85,10 @@ func (h *harness) op(id string) model.OperationView {
 		}
 	}
 	h.t.Fatalf("operation %s not in the snapshot", id)
-	return model.OperationView{}
+	return nil
 }
 
-func hasFlag(v model.OperationView, k model.FlagKind) bool {
+func hasFlag(v *model.OperationView, k model.FlagKind) bool {
 	for _, f := range v.Flags {
 		if f.Kind == k {
 			return true

@@ -102,8 +102,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
 	}
 	if st.Open != nil {
-		v := *st.Open
-		op.Open = &v
+		op.Open = boolRef(*st.Open)
 	}
 	if st.Proxy != nil {
 		op.Proxy = st.Proxy
@@ -179,8 +178,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		e.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
-	f := false
-	op.Open = &f
+	op.Open = boolRef(false)
 	if en.queued {
 		e.finishClose(en, now, "the server no longer has the handle")
 	}

@@ -136,7 +136,7 @@ func TestEngineGoneOperationSettledFromEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := e.Snapshot()
-	byID := map[string]model.OperationView{}
+	byID := map[string]*model.OperationView{}
 	for _, op := range snap.Operations {
 		byID[op.StatementID] = op
 	}

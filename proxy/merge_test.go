@@ -41,13 +41,13 @@ func dbxtopWithProxy(t *testing.T, s *sim.Server, p *Server, th model.Thresholds
 		Workspace: model.Workspace{Host: s.URL()}, Idle: []sources.IdleCloser{tc, rest, m}, Logf: t.Logf})
 }
 
-func find(s model.Snapshot, id string) (model.OperationView, bool) {
+func find(s model.Snapshot, id string) (*model.OperationView, bool) {
 	for _, o := range s.Operations {
 		if o.StatementID == id {
 			return o, true
 		}
 	}
-	return model.OperationView{}, false
+	return nil, false
 }
 
 // TestDbxtopSeesWhatOnlyTheProxySaw: on a strict server with no owner

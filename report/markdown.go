@@ -35,7 +35,7 @@ func Markdown(w io.Writer, s model.Snapshot, events []model.Event) error {
 	ew.printf("- Observation errors: %d\n", len(s.Errors))
 
 	ew.printf("\n## Flagged operations\n\n")
-	var flagged []model.OperationView
+	var flagged []*model.OperationView
 	for _, o := range s.Operations {
 		if len(o.Flags) > 0 {
 			flagged = append(flagged, o)

@@ -208,7 +208,7 @@ func TestExitCode(t *testing.T) {
 	if got := ExitCode(model.Snapshot{GeneratedAt: t0}); got != ExitOK {
 		t.Errorf("empty: %d, want 0", got)
 	}
-	warn := model.Snapshot{Operations: []model.OperationView{{Flags: []model.Flag{{Kind: model.FlagReaped, Severity: model.SeverityWarning}}}}}
+	warn := model.Snapshot{Operations: []*model.OperationView{{Flags: []model.Flag{{Kind: model.FlagReaped, Severity: model.SeverityWarning}}}}}
 	if got := ExitCode(warn); got != ExitWarning {
 		t.Errorf("warning: %d, want 1", got)
 	}

@@ -79,8 +79,8 @@ func writeHeader(w *errWriter, s model.Snapshot, opt TableOptions) {
 }
 
 // flaggedFirst keeps the snapshot's order within each group.
-func flaggedFirst(ops []model.OperationView) []model.OperationView {
-	out := make([]model.OperationView, 0, len(ops))
+func flaggedFirst(ops []*model.OperationView) []*model.OperationView {
+	out := make([]*model.OperationView, 0, len(ops))
 	for _, o := range ops {
 		if len(o.Flags) > 0 {
 			out = append(out, o)

@@ -1,6 +1,7 @@
 package textfmt
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -64,4 +65,41 @@ func TestCountApprox(t *testing.T) {
 			t.Errorf("CountApprox(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// sprintfDuration is Duration as it was written with fmt: the reference
+// AppendDuration must agree with wherever rounding cannot overflow.
+func sprintfDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + sprintfDuration(-d)
+	}
+	s := int64((d + time.Second/2) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	default:
+		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
+	}
+}
+
+func FuzzDurationMatchesFmt(f *testing.F) {
+	for _, d := range []int64{0, 499e6, 500e6, 59499e6, 59500e6, 3599e9, 3600e9, 86399e9, 86400e9, -61e9, math.MaxInt64 - 1e9, math.MinInt64, math.MaxInt64} {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		d := time.Duration(n)
+		got := Duration(d)
+		if n > math.MinInt64+int64(time.Second) && n < math.MaxInt64-int64(time.Second) {
+			if want := sprintfDuration(d); got != want {
+				t.Fatalf("Duration(%d) = %q, want %q", n, got, want)
+			}
+		}
+		if got == "" || string(AppendDuration([]byte("x"), d)) != "x"+got {
+			t.Fatalf("AppendDuration(%d) disagrees with Duration %q", n, got)
+		}
+	})
 }

@@ -120,7 +120,7 @@ func fixtureHealth() poller.Health {
 // endpoints: exhausted, near capacity, and idle.
 func fixtureSnapshot() model.Snapshot {
 	n := fixedNow
-	ops := []model.OperationView{
+	ops := []*model.OperationView{
 		{Operation: model.Operation{StatementID: idInactive, WarehouseID: "wh-1", User: "alice@example.com",
 			ClientApplication: "databricks-jdbc", State: model.StateRunning, StartedAt: n.Add(-7 * time.Minute),
 			SQL:                 "SELECT c.customer_id, sum(o.amount) AS total\nFROM sales.orders o JOIN sales.customers c ON o.customer_id = c.id\nWHERE o.order_date >= '2026-01-01'\nGROUP BY c.customer_id ORDER BY total DESC",

@@ -249,7 +249,7 @@ func countFlags(s *model.Snapshot) flagCounts {
 		}
 	}
 	for i := range s.Operations {
-		op := &s.Operations[i]
+		op := s.Operations[i]
 		if op.State.Live() && !op.Gone {
 			c.running++
 		}

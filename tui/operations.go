@@ -158,7 +158,7 @@ func (m *opsModel) viewLines() []string {
 		end-- // keep a line for the collapsed finished rows
 	}
 	for i := m.offset; i < end; i++ {
-		op := &m.ctx.snap.Operations[m.rows[i]]
+		op := m.ctx.snap.Operations[m.rows[i]]
 		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorIdx && m.missing != hidden && op.StatementID == m.cursorID))
 	}
 	if m.doneHidden > 0 && end == len(m.rows) {

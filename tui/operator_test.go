@@ -211,7 +211,7 @@ func TestEmptyWarehouseListIsSaid(t *testing.T) {
 // cell says how old its evidence is.
 func TestStaleIsPrimaryWhenBlind(t *testing.T) {
 	s := fixtureSnapshot()
-	op := &s.Operations[0] // INACTIVE critical
+	op := s.Operations[0] // INACTIVE critical
 	op.Flags = append(op.Flags, model.Flag{Kind: model.FlagStale, Severity: model.SeverityWarning, Detail: "no poll"})
 	op.LastPollOKAt = fixedNow.Add(-2 * time.Minute)
 	m := syncModel(t, newFakeEngine(s), testOptions(), 120, 40)
@@ -242,7 +242,7 @@ func TestFinishedRowsCollapseAndShowDash(t *testing.T) {
 	// IDLE is "-" for every terminal row, even with a known inactivity.
 	op := fixtureSnapshot().Operations[2]
 	op.InactiveFor = dur(time.Minute)
-	must(t, idleCell(m.ctx, &op) == "-", "terminal idle cell %q", idleCell(m.ctx, &op))
+	must(t, idleCell(m.ctx, op) == "-", "terminal idle cell %q", idleCell(m.ctx, op))
 }
 
 func TestMouseIsOptIn(t *testing.T) {
@@ -262,7 +262,7 @@ func TestMouseIsOptIn(t *testing.T) {
 func TestFlaggedBelowIsSaid(t *testing.T) {
 	s := fixtureSnapshot()
 	for i := range 40 { // many healthy young operations
-		s.Operations = append(s.Operations, model.OperationView{Operation: model.Operation{
+		s.Operations = append(s.Operations, &model.OperationView{Operation: model.Operation{
 			StatementID: "01ff" + strings.Repeat("0", 4) + string(rune('a'+i%26)) + string(rune('a'+i/26)), State: model.StateRunning,
 			StartedAt: fixedNow.Add(-time.Second)}})
 	}

@@ -210,7 +210,7 @@ func (m *opsModel) orderSpec() orderSpec {
 	return o
 }
 
-func (o orderSpec) build(ops []model.OperationView) []int {
+func (o orderSpec) build(ops []*model.OperationView) []int {
 	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen)
 }
 
@@ -219,13 +219,24 @@ func (m *opsModel) setRows(rows []int) {
 	m.rows = rows
 	clear(m.rowPos)
 	m.flagW, m.flaggedAt = len("FLAG")+2, m.flaggedAt[:0]
+	// Label widths per kind and severity: a few distinct ones, measured
+	// once each rather than once per flagged row.
+	type label struct {
+		kind model.FlagKind
+		sev  model.Severity
+	}
+	widths := map[label]int{}
 	for i, r := range m.rows {
-		op := &ops[r]
+		op := ops[r]
 		m.rowPos[op.StatementID] = i
 		if len(op.Flags) > 0 {
 			m.flaggedAt = append(m.flaggedAt, i)
 			f, more := worstFlag(op.Flags)
-			w := ansi.StringWidth(flagLabel(f, m.ctx.glyphs))
+			w, ok := widths[label{f.Kind, f.Severity}]
+			if !ok {
+				w = ansi.StringWidth(flagLabel(f, m.ctx.glyphs))
+				widths[label{f.Kind, f.Severity}] = w
+			}
 			if more > 0 {
 				w += 1 + len(strconv.Itoa(more))
 			}
@@ -235,7 +246,7 @@ func (m *opsModel) setRows(rows []int) {
 	m.doneHidden = 0
 	if !m.filter.showDone {
 		for i := range ops {
-			if isDone(&ops[i]) {
+			if isDone(ops[i]) {
 				m.doneHidden++
 			}
 		}
@@ -267,7 +278,7 @@ func (m *opsModel) syncCursor() {
 	}
 	m.missing = gone
 	for i := range ops {
-		if op := &ops[i]; op.StatementID == m.cursorID && !op.Gone {
+		if op := ops[i]; op.StatementID == m.cursorID && !op.Gone {
 			m.missing = hidden
 			if !m.filter.showDone && isDone(op) {
 				m.missing = collapsed
@@ -285,7 +296,7 @@ func (m *opsModel) selected() *model.OperationView {
 	if !ok || m.cursorID == "" {
 		return nil
 	}
-	return &m.ctx.snap.Operations[m.rows[i]]
+	return m.ctx.snap.Operations[m.rows[i]]
 }
 
 // find is the snapshot's operation with that id, listed or not.
@@ -293,7 +304,7 @@ func (m *opsModel) find(id string) *model.OperationView {
 	ops := m.ctx.snap.Operations
 	for i := range ops {
 		if ops[i].StatementID == id {
-			return &ops[i]
+			return ops[i]
 		}
 	}
 	return nil

@@ -174,11 +174,11 @@ func cmpInt64(a, b int64) int {
 // order (the comparison is total, so an unstable sort is deterministic).
 // When frozen is non-nil (pause) the frozen order wins: known ids keep
 // their place, new ones follow in sort order.
-func buildRows(ops []model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int) []int {
+func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int) []int {
 	keys := make([]rowKey, 0, len(ops))
 	for i := range ops {
-		if f.match(&ops[i]) {
-			key := makeKey(&ops[i], i, k)
+		if f.match(ops[i]) {
+			key := makeKey(ops[i], i, k)
 			if p, ok := frozen[ops[i].StatementID]; ok {
 				key.frozen = int32(p)
 			}

@@ -53,7 +53,7 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 		t.Fatalf("could not observe: %s", r.stderr)
 	}
 	snap := decode(t, r.stdout)
-	byID := map[string]model.OperationView{}
+	byID := map[string]*model.OperationView{}
 	for _, o := range snap.Operations {
 		byID[o.StatementID] = o
 	}
