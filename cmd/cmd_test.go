@@ -344,8 +344,8 @@ func TestDemoThresholdsFollowSimulator(t *testing.T) {
 	if h.ws.Token != "" {
 		t.Error("demo must not hand a real workspace token to the simulator's client")
 	}
-	// Every flag shows within two minutes: UNCLOSED turns critical (5×)
-	// before the simulator's leak reaper (150s) and by 120s.
+	// UNCLOSED turns critical (5×) before the simulator's leak reaper
+	// (150s) and by 120s.
 	if c := 5 * h.ws.Thresholds.LeakAfter; c > 2*time.Minute {
 		t.Errorf("UNCLOSED critical only after %v", c)
 	}

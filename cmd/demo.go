@@ -17,8 +17,9 @@ Nothing leaves the machine and no account is needed.
 
 The simulator's timeouts are compressed (idle 90s, leak 150s) and, unless
 you set them, dbxtop's thresholds follow them (inactivity-warn 15s,
-server-idle-timeout 90s, leak-after 18s), so every flag appears within
-the first two minutes. Add --faults to watch dbxtop's retries at work.`,
+server-idle-timeout 90s, leak-after 18s), so every flag kind appears
+within three minutes without a key pressed (REAPED, the last, at about
+1m35s). Add --faults to watch dbxtop's retries at work.`,
 		Example: `  dbxtop demo
   dbxtop demo --faults reset=0.2@GetOperationStatus,throttle=0.1
   dbxtop demo --scenario load --ops 2000 --refresh 1s`,

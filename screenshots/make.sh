@@ -23,7 +23,8 @@ WORK=$(mktemp -d)
 SOCK="dbxtop-shots-$$"
 COLS=120
 ROWS=40
-# Bound every wait: the demo raises every flag within two minutes.
+# Bound every wait: the demo raises every flag kind within three minutes
+# (e2e TestDemoShowsEveryFlagUnattended checks it).
 FLAG_TIMEOUT=${FLAG_TIMEOUT:-180}
 
 tm() { tmux -L "$SOCK" -f "$WORK/tmux.conf" "$@"; }

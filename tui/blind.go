@@ -53,7 +53,7 @@ func blindBanner(ctx *programContext, width int) []string {
 // Said in plain words with what to check, instead of "no operations".
 // nil when the listing is unknown or has warehouses to watch.
 func noWarehouses(ctx *programContext, width int) []string {
-	ws := ctx.snap.Workspace
+	ws := ctx.workspace()
 	l := ws.Listing
 	if l == nil || l.Matched > 0 {
 		return nil

@@ -57,6 +57,15 @@ type programContext struct {
 
 func (c *programContext) setStatus(s string, crit bool) { c.status, c.statusCrit = s, crit }
 
+// workspace is what is watched: the snapshot's once the engine has said
+// (its Host is set), before that the one the program was started for.
+func (c *programContext) workspace() model.Workspace {
+	if c.snap.Workspace.Host != "" {
+		return c.snap.Workspace
+	}
+	return c.opts.Workspace
+}
+
 // filterBox is the `/` prompt every list view shares: typing applies at
 // once, enter keeps the text, esc clears it. While active it captures
 // every key.

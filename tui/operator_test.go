@@ -175,18 +175,20 @@ func TestEmptyWarehouseListIsSaid(t *testing.T) {
 		ws      model.Workspace
 		want    []string
 		wantNot string
+		header  string
 	}{
 		{"none visible", model.Workspace{Listing: &model.WarehouseListing{At: listed}},
-			[]string{"no SQL warehouses in this workspace", "Check the host", "CAN_USE", "listed at 11:59:57"}, "no operations on"},
+			[]string{"no SQL warehouses in this workspace", "Check the host", "CAN_USE", "listed at 11:59:57"}, "no operations on", "none visible"},
 		{"selection matches none", model.Workspace{Warehouses: []string{"nope1", "nope2"}, Listing: &model.WarehouseListing{At: listed, Visible: 4}},
-			[]string{"--warehouse nope1,nope2 matches none of the 4 SQL warehouses in this workspace", "Without --warehouse"}, "no operations on"},
+			[]string{"--warehouse nope1,nope2 matches none of the 4 SQL warehouses in this workspace", "Without --warehouse"}, "no operations on", "nope1,nope2 (none listed)"},
 		{"selection matches a warehouse", model.Workspace{Warehouses: []string{"wh-1"}, Listing: &model.WarehouseListing{At: listed, Visible: 4, Matched: 1}},
-			[]string{"no operations on the watched warehouses"}, "SQL warehouses"},
+			[]string{"no operations on the watched warehouses"}, "SQL warehouses", "wh-1"},
 		{"not listed (yet)", model.Workspace{},
-			[]string{"no operations on the watched warehouses"}, "SQL warehouses"},
+			[]string{"no operations on the watched warehouses"}, "SQL warehouses", "all visible"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, w := range []int{80, 200} {
+				tc.ws.Host = "adb-1.azuredatabricks.net" // as the engine's snapshots say
 				e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Workspace: tc.ws})
 				e.health = poller.Health{LastDiscovery: fixedNow, DiscoveryUp: true}
 				m := syncModel(t, e, testOptions(), w, 24)
@@ -198,6 +200,10 @@ func TestEmptyWarehouseListIsSaid(t *testing.T) {
 				}
 				must(t, !strings.Contains(screen, tc.wantNot), "%d cols: %q in:\n%s", w, tc.wantNot, plain(m))
 			}
+			// The header's warehouse segment (dropped first at 80 columns).
+			m := syncModel(t, newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Workspace: tc.ws}), testOptions(), 200, 24)
+			head := strings.Split(plain(m), "\n")[0]
+			must(t, strings.Contains(head, "warehouses "+tc.header), "header %q, want warehouses %q", head, tc.header)
 		})
 	}
 	// The unreachable banner wins: a failing call is the cause to fix first.

@@ -156,10 +156,7 @@ func btoi(b bool) int {
 // flag; tabs with the view's sort and filter.
 func (m *Model) header() []string {
 	st, g, w := &m.ctx.styles, m.ctx.glyphs, m.ctx.width
-	ws := m.ctx.opts.Workspace
-	if m.ctx.snap.Workspace.Host != "" {
-		ws = m.ctx.snap.Workspace
-	}
+	ws := m.ctx.workspace()
 	title := "dbxtop"
 	if v := m.ctx.opts.Version; v != "" {
 		title += " " + v
@@ -167,6 +164,14 @@ func (m *Model) header() []string {
 	whs := "all visible"
 	if len(ws.Warehouses) > 0 {
 		whs = strings.Join(ws.Warehouses, ",")
+	}
+	if l := ws.Listing; l != nil && l.Matched == 0 {
+		// The body says why and what to check (noWarehouses).
+		if len(ws.Warehouses) == 0 {
+			whs = "none visible"
+		} else {
+			whs += " (none listed)"
+		}
 	}
 	l1 := []seg{{st.Title.Render(title), prioCritical}}
 	if m.ctx.readOnly {

@@ -34,7 +34,28 @@ func TestDemoScenario(t *testing.T) {
 	obs := thriftClient(t, s, "dbxtop/0.1.0")
 	var he *sources.HTTPError
 	saw503, recovered := false, false
+	// The outage covers the observer's Statement Execution API calls on
+	// warehouse 0's statements too (a status poll's fallback), and only
+	// those: the long healthy statements run from t=0 on warehouses 0, 1.
+	stmtOn := map[string]string{}
+	eventually(t, 2*time.Second, "the long statements", func() bool {
+		for _, op := range getTruth(t, s).Operations {
+			stmtOn[op.WarehouseID] = op.StatementID
+		}
+		return stmtOn[s.WarehouseIDs()[0]] != "" && stmtOn[s.WarehouseIDs()[1]] != ""
+	})
+	hc := httpClient(t)
+	restStatus := func(wh int) int {
+		return mustDo(t, hc, "GET", s.URL()+"/api/2.0/sql/statements/"+stmtOn[s.WarehouseIDs()[wh]], s.Token(), "dbxtop/0.1.0", "").status
+	}
+	restSaw503 := false
 	eventually(t, 6*time.Second, "the observer outage on warehouse 0 to come and go", func() bool {
+		if restStatus(0) == http.StatusServiceUnavailable {
+			restSaw503 = true
+		}
+		if st := restStatus(1); st != http.StatusOK {
+			t.Fatalf("GetStatement on warehouse 1: HTTP %d, the outage is for warehouse 0 only", st)
+		}
 		_, err := obs.OpenSession(ctx, s.WarehouseIDs()[0])
 		switch {
 		case errors.As(err, &he) && he.StatusCode == http.StatusServiceUnavailable:
@@ -48,6 +69,9 @@ func TestDemoScenario(t *testing.T) {
 	})
 	if _, err := obs.OpenSession(ctx, s.WarehouseIDs()[1]); err != nil {
 		t.Errorf("the outage is for warehouse 0 only: %v", err)
+	}
+	if !restSaw503 {
+		t.Error("the observer's GetStatement on warehouse 0 was never refused during the outage")
 	}
 
 	var closeFailsID string

@@ -205,6 +205,18 @@ func (s *Server) statementOp(w http.ResponseWriter, r *http.Request) (guid, stri
 	return g, id, ok
 }
 
+// statementWarehouse is the warehouse a statement id runs on ("" when
+// unknown), for the scripted faults.
+func (s *Server) statementWarehouse(id string) string {
+	g, ok := s.store.lookupID(strings.ToLower(id))
+	if !ok {
+		return ""
+	}
+	wh := ""
+	s.store.withOp(g, false, func(op *operation, _ time.Time) { wh = op.warehouse })
+	return wh
+}
+
 func (s *Server) getStatement(w http.ResponseWriter, r *http.Request) {
 	g, id, ok := s.statementOp(w, r)
 	if !ok {

@@ -478,13 +478,22 @@ func (w *workload) demoRules() []rule {
 			return ""
 		},
 		func(ci *callInfo, r *http.Request, body []byte) string {
-			// The observer's outage: its Thrift calls to warehouse 0 and
-			// its query-history requests (which would otherwise confirm
-			// warehouse 0's operations in batches), so STALE shows.
-			if !ci.observer || (ci.warehouse != outageWH && ci.call != "ListQueries") {
+			// The observer's outage: its Thrift calls to warehouse 0, its
+			// Statement Execution API calls on warehouse 0's statements
+			// (where a status poll falls back to when Thrift refuses a
+			// rebuilt handle) and its query-history requests (which would
+			// otherwise confirm warehouse 0's operations in batches), so
+			// STALE shows.
+			if !ci.observer {
 				return ""
 			}
-			if t := time.Since(w.s.started); t >= from && t < to {
+			if t := time.Since(w.s.started); t < from || t >= to {
+				return ""
+			}
+			switch {
+			case ci.call == "ListQueries",
+				r.PathValue("stmt") == "" && ci.warehouse == outageWH,
+				r.PathValue("stmt") != "" && w.s.statementWarehouse(r.PathValue("stmt")) == outageWH:
 				return FaultUnavailable
 			}
 			return ""
