@@ -151,9 +151,9 @@ type Engine struct {
 	discFails   int64     // failed discovery rounds
 	discFailed  bool      // the last discovery round failed
 	capRunning  bool
-	memLearned  memLearned // Learned when Options.Learned is nil
+	memLearned  memLearned              // Learned when Options.Learned is nil
 	flags       map[string][]model.Flag // kinds and severities last compared (evalFlags)
-	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+	closeQ      map[string]*entry       // queued closes (few; scanned each turn)
 
 	lim          *limiter
 	rateSum      float64         // Σ entry.rate
