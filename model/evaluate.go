@@ -106,7 +106,15 @@ func EvaluateOperation(op Operation, now time.Time, th Thresholds) []Flag {
 // and this runs for every changed or flagged operation on every refresh.
 func evaluate(op *Operation, now time.Time, th Thresholds) []Flag {
 	var buf [5]Flag // at most one of each kind; the result is one exact allocation
-	flags := buf[:0]
+	flags := evaluateInto(buf[:0], op, now, th)
+	if len(flags) == 0 {
+		return nil
+	}
+	return append([]Flag(nil), flags...)
+}
+
+// evaluateInto appends op's flags to flags (cap 5 holds every kind).
+func evaluateInto(flags []Flag, op *Operation, now time.Time, th Thresholds) []Flag {
 	live := !op.State.Terminal() && !op.Gone
 	if live {
 		if f, ok := inactiveFlag(op, now, th); ok {
@@ -137,10 +145,7 @@ func evaluate(op *Operation, now time.Time, th Thresholds) []Flag {
 			Detail:   fmt.Sprintf("server failed it for client inactivity (an orphan): %q", truncate(op.ServerError, 160)),
 		})
 	}
-	if len(flags) == 0 {
-		return nil
-	}
-	return append([]Flag(nil), flags...)
+	return flags
 }
 
 func inactiveFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {

@@ -16,11 +16,16 @@ import (
 
 // memSource is an in-memory workspace of n running operations with the
 // fields a query-history answer carries (strings freshly allocated, as a
-// JSON decode would). Every owning client was last active an hour ago,
-// so every operation is flagged INACTIVE (the heaviest snapshot).
+// JSON decode would). With activity, every owning client was last active
+// an hour ago, so every operation is flagged INACTIVE (the heaviest
+// snapshot: every view shows running durations and is re-evaluated on
+// every refresh); without, the source cannot tell client activity (query
+// history) and no operation is flagged (the common case: views are
+// shared between refreshes until something changes).
 type memSource struct {
-	n     int
-	start time.Time
+	n        int
+	start    time.Time
+	activity bool
 }
 
 func (s *memSource) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
@@ -41,8 +46,12 @@ func (s *memSource) Discover(context.Context, sources.Retry) ([]sources.Discover
 
 func (s *memSource) Status(context.Context, sources.Ref) (sources.Status, error) {
 	open := true
-	last := s.start
-	return sources.Status{State: model.StateRunning, StartedAt: s.start, Open: &open, ClientLastActivity: &last}, nil
+	st := sources.Status{State: model.StateRunning, StartedAt: s.start, Open: &open}
+	if s.activity {
+		last := s.start
+		st.ClientLastActivity = &last
+	}
+	return st, nil
 }
 
 func (s *memSource) BatchLimit() int { return 1000 }
@@ -58,8 +67,14 @@ func (s *memSource) StatusBatch(_ context.Context, refs []sources.Ref) (map[stri
 // followedEngine is a real engine that has discovered and polled n
 // operations once (RunOnce), every one flagged.
 func followedEngine(tb testing.TB, n int) *poller.Engine {
+	return followedEngineFlagged(tb, n, true)
+}
+
+// followedEngineFlagged is followedEngine with every operation flagged
+// (flagged) or none.
+func followedEngineFlagged(tb testing.TB, n int, flagged bool) *poller.Engine {
 	tb.Helper()
-	src := &memSource{n: n, start: time.Now().Add(-time.Hour)}
+	src := &memSource{n: n, start: time.Now().Add(-time.Hour), activity: flagged}
 	e := poller.NewEngine(poller.Options{Discoverer: src, Status: src, ReadOnly: true,
 		Thresholds: model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 2 * time.Hour, LeakAfter: 2 * time.Minute}})
 	if err := e.RunOnce(context.Background()); err != nil {
@@ -72,24 +87,37 @@ func followedEngine(tb testing.TB, n int) *poller.Engine {
 }
 
 // BenchmarkRefreshEngineSnapshotTUIRebuildFrame times one refresh as the
-// TUI does it each tick: the engine's snapshot (copy, flag evaluation,
-// order), the TUI's rebuild (filter, sort, cursor) and one frame of the
-// Operations view at 120×40, over a real engine following n operations,
-// every one flagged.
+// TUI does it each tick: the engine's snapshot (views re-evaluated where
+// due, order), the TUI's rebuild (filter, sort, cursor) and one frame of
+// the Operations view at 120×40, over a real engine following n
+// operations, every one flagged (flagged=all) or none (flagged=none).
 func BenchmarkRefreshEngineSnapshotTUIRebuildFrame(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
-		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
-			e := followedEngine(b, n)
-			m := newModel(e, testOptions())
-			m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-			m.Update(m.fetch()())
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				m.Update(m.fetch()())
-				_ = m.View()
-			}
-		})
+		for _, flagged := range []bool{true, false} {
+			b.Run(fmt.Sprintf("ops=%d/flagged=%s", n, allOrNone(flagged)), func(b *testing.B) {
+				benchRefresh(b, n, flagged)
+			})
+		}
+	}
+}
+
+func allOrNone(all bool) string {
+	if all {
+		return "all"
+	}
+	return "none"
+}
+
+func benchRefresh(b *testing.B, n int, flagged bool) {
+	e := followedEngineFlagged(b, n, flagged)
+	m := newModel(e, testOptions())
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.Update(m.fetch()())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		m.Update(m.fetch()()) // renders the frame: a snapshot is visible
+		_ = m.View()
 	}
 }
 
@@ -111,28 +139,35 @@ func BenchmarkEngineSnapshot(b *testing.B) {
 // BenchmarkHeapPerOperationEngineTUISnapshot measures the live heap per
 // followed operation, everything included: the engine's state, the TUI's
 // copy (its snapshot and row order) and one more retained snapshot (what
-// an export or the next refresh holds), every operation flagged. One
+// an export or the next refresh holds), every operation flagged
+// (flagged=all: the two snapshots hold different views) or none. One
 // iteration per size; the figure is the B/op-followed metric.
 func BenchmarkHeapPerOperationEngineTUISnapshot(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
-		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
-			var per float64
-			for b.Loop() {
-				before := liveHeap()
-				e := followedEngine(b, n)
-				m := newModel(e, testOptions())
-				m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-				m.Update(m.fetch()())
-				retained := e.Snapshot()
-				after := liveHeap()
-				per = float64(after-before) / float64(n)
-				runtime.KeepAlive(m)
-				runtime.KeepAlive(retained)
-				runtime.KeepAlive(e)
-			}
-			b.ReportMetric(per, "B/op-followed")
-		})
+		for _, flagged := range []bool{true, false} {
+			b.Run(fmt.Sprintf("ops=%d/flagged=%s", n, allOrNone(flagged)), func(b *testing.B) {
+				benchHeap(b, n, flagged)
+			})
+		}
 	}
+}
+
+func benchHeap(b *testing.B, n int, flagged bool) {
+	var per float64
+	for b.Loop() {
+		before := liveHeap()
+		e := followedEngineFlagged(b, n, flagged)
+		m := newModel(e, testOptions())
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		m.Update(m.fetch()())
+		retained := e.Snapshot()
+		after := liveHeap()
+		per = float64(after-before) / float64(n)
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(retained)
+		runtime.KeepAlive(e)
+	}
+	b.ReportMetric(per, "B/op-followed")
 }
 
 func liveHeap() uint64 {
