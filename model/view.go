@@ -25,7 +25,12 @@ type ViewCache struct {
 	view  *OperationView
 	at    time.Time // when view was evaluated
 	until time.Time // first instant it may differ (exclusive); zero: until op changes
+	gen   uint64    // views built so far
 }
+
+// Gen counts the views the cache has built: it changes exactly when View
+// hands out a new one.
+func (c *ViewCache) Gen() uint64 { return c.gen }
 
 // View returns op's view at now: the cached one when op has not changed
 // and now is within its validity, otherwise a new one (changed is then
@@ -36,28 +41,32 @@ type ViewCache struct {
 // op is read, never kept: the view holds its own copy.
 func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *OperationView, changed bool) {
 	th = th.WithDefaults()
-	same := false
-	if c.view != nil {
-		if normal(op) {
-			same = *op == c.view.Operation
-		} else {
-			n := *op
-			normalize(&n)
-			same = n == c.view.Operation
+	if c.view != nil && cleanAs(op, c.view) {
+		// Its text is what the cached view shows, so it is clean already
+		// (cleaning is idempotent): only the rest can have changed.
+		n := *op
+		normalize(&n)
+		if n == c.view.Operation && !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until)) {
+			return c.view, false
 		}
-	}
-	if same && !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until)) {
-		return c.view, false
-	}
-	if same {
-		v = &OperationView{Operation: c.view.Operation}
+		v = &OperationView{Operation: n}
 		v.evaluate(now, th)
 		sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
 	} else {
 		v = EvaluateView(*op, now, th)
 	}
 	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
+	c.gen++
 	return v, true
+}
+
+// cleanAs reports whether every field that cleaning touches is, in op,
+// exactly what v shows (the confirmation of a running statement changes
+// its times and counters, never its text).
+func cleanAs(op *Operation, v *OperationView) bool {
+	return op.StatementID == v.StatementID && op.WarehouseID == v.WarehouseID && op.User == v.User &&
+		op.ClientApplication == v.ClientApplication && op.SQL == v.SQL && op.ServerError == v.ServerError &&
+		(op.State == v.State || op.State == "") && op.LastError == v.LastError && op.Close.LastError == v.Close.LastError
 }
 
 // Current is the cached view (nil before the first View).

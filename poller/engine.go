@@ -118,10 +118,11 @@ type entry struct {
 	probe      bool      // an activity probe is due (batch mode)
 	readRound  uint64    // the RunOnce round that last read its status
 	// view is the operation's latest evaluated view, shared with every
-	// snapshot that holds it; flagged is the view whose flags were last
-	// compared for events (evalFlags).
+	// snapshot that holds it; flagged is the generation of the view whose
+	// flags were last compared for events (evalFlags): a number, so that
+	// the engine does not keep an old view alive.
 	view    model.ViewCache
-	flagged *model.OperationView
+	flagged uint64
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -150,9 +151,9 @@ type Engine struct {
 	discFails   int64     // failed discovery rounds
 	discFailed  bool      // the last discovery round failed
 	capRunning  bool
-	memLearned  memLearned // Learned when Options.Learned is nil
-	flags       map[string]map[model.FlagKind]model.Severity
-	closeQ      map[string]*entry // queued closes (few; scanned each turn)
+	memLearned  memLearned              // Learned when Options.Learned is nil
+	flags       map[string][]model.Flag // kinds and severities last compared (evalFlags)
+	closeQ      map[string]*entry       // queued closes (few; scanned each turn)
 
 	lim          *limiter
 	rateSum      float64         // Σ entry.rate
@@ -202,7 +203,7 @@ func NewEngine(o Options) *Engine {
 		events:     make(chan model.Event, 4096),
 		ops:        map[string]*entry{},
 		wsErrs:     map[string]model.ErrorInfo{},
-		flags:      map[string]map[model.FlagKind]model.Severity{},
+		flags:      map[string][]model.Flag{},
 		wake:       make(chan struct{}, 1),
 		closeQ:     map[string]*entry{},
 		memLearned: memLearned{},
@@ -600,8 +601,11 @@ func (e *Engine) ordered() []*entry {
 	return e.order
 }
 
+// setIf keeps the string it has when v says the same: the next view
+// then compares it by pointer, not byte by byte (model.ViewCache), and
+// the listing's copy is left to the collector.
 func setIf(dst *string, v string) {
-	if v != "" {
+	if v != "" && v != *dst {
 		*dst = v
 	}
 }

@@ -130,7 +130,7 @@ func (e *Engine) evalFlags() {
 		prev := e.flags[key]
 		same := len(prev) == len(flags)
 		for _, f := range flags {
-			if sev, ok := prev[f.Kind]; !ok || sev != f.Severity {
+			if levelOf(prev, f.Kind) != f.Severity {
 				same = false
 				break
 			}
@@ -138,19 +138,20 @@ func (e *Engine) evalFlags() {
 		if same {
 			return
 		}
-		cur := make(map[model.FlagKind]model.Severity, len(flags))
-		for _, f := range flags {
-			cur[f.Kind] = f.Severity
-			if prev[f.Kind] != f.Severity {
+		// Kinds and severities only: a few bytes per flagged operation.
+		cur := make([]model.Flag, len(flags))
+		for i, f := range flags {
+			cur[i] = model.Flag{Kind: f.Kind, Severity: f.Severity}
+			if levelOf(prev, f.Kind) != f.Severity {
 				f := f
 				f.Detail = textfmt.Line(f.Detail)
 				e.emit(model.Event{At: now, Kind: model.EventFlagRaised, StatementID: opID, Endpoint: endpoint, Flag: &f,
 					Message: fmt.Sprintf("%s %s: %s", f.Kind, f.Severity, f.Detail)})
 			}
 		}
-		for k, sev := range prev {
-			if _, ok := cur[k]; !ok {
-				f := model.Flag{Kind: k, Severity: sev}
+		for _, p := range prev {
+			if levelOf(cur, p.Kind) == model.SeverityNone {
+				f, k := p, p.Kind
 				e.emit(model.Event{At: now, Kind: model.EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
 					Message: fmt.Sprintf("%s cleared", k)})
 			}
@@ -164,10 +165,11 @@ func (e *Engine) evalFlags() {
 	e.evalFreshness(now)
 	for _, en := range e.ordered() {
 		v, _ := en.view.View(&en.op, now, th)
-		if v == en.flagged {
+		if g := en.view.Gen(); g == en.flagged {
 			continue
+		} else {
+			en.flagged = g
 		}
-		en.flagged = v
 		if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
 			diff(id, id, "", v.Flags)
 		}
@@ -179,6 +181,16 @@ func (e *Engine) evalFlags() {
 			diff(key, "", v.Name, v.Flags)
 		}
 	}
+}
+
+// levelOf is the severity of kind among flags (SeverityNone: absent).
+func levelOf(flags []model.Flag, kind model.FlagKind) model.Severity {
+	for _, f := range flags {
+		if f.Kind == kind {
+			return f.Severity
+		}
+	}
+	return model.SeverityNone
 }
 
 // Health is the poller's own state: what it follows, its budget and its

@@ -44,7 +44,7 @@ func BenchmarkFrameOperationsView120x40(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				_ = m.View()
+				_ = m.render()
 			}
 		})
 	}
@@ -75,7 +75,7 @@ func TestFrameCostDoesNotGrowWithOperations(t *testing.T) {
 		m := newModel(newFakeEngine(bigSnapshot(n)), testOptions())
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 		m.Update(m.fetch()())
-		return testing.AllocsPerRun(5, func() { _ = m.View() })
+		return testing.AllocsPerRun(5, func() { _ = m.render() })
 	}
 	small, large := allocs(1000), allocs(100000)
 	must(t, large <= small*1.1+10, "frame allocations grow with operations: %v at 1k, %v at 100k", small, large)

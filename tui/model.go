@@ -36,6 +36,12 @@ const (
 // runs the confirmed actions, and draws the frame (header, body, status
 // line, footer) around the component's body.
 type Model struct {
+	// frame is what View shows, rendered by Update (framed: at least
+	// once); frames counts the renders (tests).
+	frame  string
+	framed bool
+	frames int
+
 	ctx    *programContext
 	eng    Engine
 	events <-chan model.Event
@@ -141,8 +147,43 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(m.fetch(), waitEvent(m.events, m.done))
 }
 
-// Update routes messages; keys go to handleKey.
+// Update routes a message, then renders the frame if the message may
+// have changed what is on screen. Bubble Tea calls View after every
+// message; a tick, or a frame of engine events while the Events view is
+// not shown, changes nothing visible, so View hands back the frame
+// already rendered instead of building it again (docs/performance.md,
+// "Frames, not events").
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.route(msg)
+	if !m.framed || visible(msg, m.view) {
+		m.frame, m.framed = m.render(), true
+		m.frames++
+	}
+	return m, cmd
+}
+
+// visible reports whether msg may change the screen of view.
+func visible(msg tea.Msg, view viewID) bool {
+	switch msg := msg.(type) {
+	case tickMsg:
+		return false // it only asks for a snapshot
+	case eventMsg:
+		return view == viewEvents || !msg.ok
+	}
+	return true
+}
+
+// View returns the frame Update rendered last (View never changes
+// state; before the first message it renders one).
+func (m *Model) View() string {
+	if !m.framed {
+		return m.render()
+	}
+	return m.frame
+}
+
+// route handles one message; keys go to handleKey.
+func (m *Model) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.ctx.width, m.ctx.height = msg.Width, msg.Height
@@ -150,7 +191,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
 			c.SetSize(bw, bh)
 		}
-		return m, nil
+		return nil
 	case snapMsg:
 		if msg.order.same(m.ops.orderSpec()) {
 			m.applySnapshotRows(msg.snap, msg.health, msg.rows)
@@ -159,32 +200,32 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.endpoints.Update(msg)
 		m.clients.Update(msg)
-		return m, m.tick()
+		return m.tick()
 	case tickMsg:
-		return m, m.fetch()
+		return m.fetch()
 	case eventMsg:
 		if !msg.ok {
-			return m, nil // the engine closed its channel: it stopped
+			return nil // the engine closed its channel: it stopped
 		}
 		for _, ev := range msg.evs {
 			m.ctx.ring.push(ev)
 		}
-		return m, waitEvent(m.events, m.done)
+		return waitEvent(m.events, m.done)
 	case actionDoneMsg:
 		m.actionDone(msg)
-		return m, nil
+		return nil
 	case exportDoneMsg:
 		m.exportDone(msg)
-		return m, nil
+		return nil
 	case copyDoneMsg:
 		m.copyDone(msg)
-		return m, nil
+		return nil
 	case tea.MouseMsg:
-		return m, m.mouse(msg)
+		return m.mouse(msg)
 	case tea.KeyMsg:
-		return m, m.handleKey(msg)
+		return m.handleKey(msg)
 	}
-	return m, nil
+	return nil
 }
 
 // applySnapshot takes a new snapshot and rebuilds the row order; paused,

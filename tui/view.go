@@ -24,8 +24,9 @@ func (m *Model) bodyHeight() int {
 	return max(1, m.ctx.height-headerLines-footerLines)
 }
 
-// View renders exactly height lines of at most width cells.
-func (m *Model) View() string {
+// render builds the frame from the model's state: exactly height lines of
+// at most width cells.
+func (m *Model) render() string {
 	w, h := m.ctx.width, m.ctx.height
 	if w == 0 || h == 0 {
 		return "starting dbxtop" + m.ctx.glyphs.Ellipsis

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/databricks/databricks-sdk-go/client"
@@ -83,7 +84,9 @@ type Client struct {
 	warehouses *sql.WarehousesAPI
 	indexes    *vectorsearch.VectorSearchIndexesAPI
 
-	gate *sources.WarehouseGate // fed by Discover (ListWarehouses)
+	// lastDiscovered is how many operations the last discovery listed.
+	lastDiscovered atomic.Int64
+	gate           *sources.WarehouseGate // fed by Discover (ListWarehouses)
 
 	mu         sync.Mutex
 	firstIndex map[string]string // endpoint → first index seen, for Probe

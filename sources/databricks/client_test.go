@@ -2,12 +2,15 @@ package databricks
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
@@ -139,6 +142,32 @@ func FuzzQueryInfo(f *testing.F) {
 			if ok && (d.Ref.StatementID == "" || d.Op.StatementID != d.Ref.StatementID) {
 				t.Fatalf("bad mapping %+v", d)
 			}
+		}
+	})
+}
+
+// FuzzDecodeHistoryPage: the fast decoder of query-history pages agrees
+// with encoding/json wherever encoding/json accepts valid UTF-8 input, and
+// nothing panics.
+func FuzzDecodeHistoryPage(f *testing.F) {
+	f.Add([]byte(`{"res":[{"query_id":"01ef","status":"RUNNING","query_start_time_ms":1700000000000,"query_text":"SELECT 1"}],"has_next_page":true,"next_page_token":"t"}`))
+	f.Add([]byte(`{"res":[{"query_id":"x","status":"FAILED","query_end_time_ms":"1700000000001","error_message":"Query has been timed out due to inactivity.\u001b]0;x\u0007"}]}`))
+	f.Add([]byte(`{"res":[{"QUERY_ID":"upper","Status":"FINISHED","query_start_time_ms":null}]}`))
+	f.Add([]byte(`{"res":null,"has_next_page":false}`))
+	f.Add([]byte(`{"res":[{"query_id":"a","query_id":"b","user_name":"\ud800"}]}`))
+	f.Add([]byte(`{"res":[{"query_start_time_ms":1e3}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := decodeHistoryPage(b)
+		var want historyPage
+		werr := json.Unmarshal(b, &want)
+		if (gerr == nil) != (werr == nil) && werr == nil {
+			t.Fatalf("refused what encoding/json accepts: %v", gerr)
+		}
+		if werr != nil || !utf8.Valid(b) {
+			return
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Fatalf("decoders disagree on %q\n got %+v\nwant %+v", b, *got, want)
 		}
 	})
 }
