@@ -58,12 +58,16 @@ type programContext struct {
 func (c *programContext) setStatus(s string, crit bool) { c.status, c.statusCrit = s, crit }
 
 // workspace is what is watched: the snapshot's once the engine has said
-// (its Host is set), before that the one the program was started for.
+// (its Host is set), else the one the program was started for (several
+// workspaces: the merged snapshot has no single host) with the
+// snapshot's warehouse listing.
 func (c *programContext) workspace() model.Workspace {
 	if c.snap.Workspace.Host != "" {
 		return c.snap.Workspace
 	}
-	return c.opts.Workspace
+	ws := c.opts.Workspace
+	ws.Listing = c.snap.Workspace.Listing
+	return ws
 }
 
 // filterBox is the `/` prompt every list view shares: typing applies at

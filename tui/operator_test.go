@@ -206,10 +206,22 @@ func TestEmptyWarehouseListIsSaid(t *testing.T) {
 			must(t, strings.Contains(head, "warehouses "+tc.header), "header %q, want warehouses %q", head, tc.header)
 		})
 	}
+	// Several workspaces: the merged snapshot has no single host; the
+	// listings add up.
+	part := func(name string) model.NamedSnapshot {
+		return model.NamedSnapshot{Name: name, Up: true, Snapshot: model.Snapshot{GeneratedAt: fixedNow,
+			Workspace: model.Workspace{Host: "https://" + name, Listing: &model.WarehouseListing{At: listed}}}}
+	}
+	fleet := model.Merge([]model.NamedSnapshot{part("prod"), part("staging")})
+	fe := newFakeEngine(fleet)
+	fe.health = poller.Health{LastDiscovery: fixedNow, DiscoveryUp: true}
+	m := syncModel(t, fe, testOptions(), 200, 24)
+	must(t, strings.Contains(plain(m), "no SQL warehouses in the watched workspaces"), "fleet:\n%s", plain(m))
+
 	// The unreachable banner wins: a failing call is the cause to fix first.
 	e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Workspace: model.Workspace{Listing: &model.WarehouseListing{At: listed}},
 		Errors: []model.ErrorInfo{{Kind: model.KindPermanent, Call: "ListQueries", HTTPStatus: 401}}})
-	m := syncModel(t, e, testOptions(), 80, 24)
+	m = syncModel(t, e, testOptions(), 80, 24)
 	must(t, strings.Contains(plain(m), "cannot observe the workspace") && !strings.Contains(plain(m), "no SQL warehouses"), "screen:\n%s", plain(m))
 }
 
