@@ -41,12 +41,14 @@ func ParseSortKey(s string) (SortKey, error) {
 // the input position) so that the order is total and stable across
 // refreshes.
 func SortOperations(ops []*OperationView, key SortKey, desc bool) {
-	slices.SortStableFunc(ops, OperationOrder(key, desc))
+	// The order is total (statement ids are unique within a workspace,
+	// and the workspace breaks the rest), so pdqsort is deterministic,
+	// and it is near-linear on the nearly sorted input of a refresh.
+	slices.SortFunc(ops, OperationOrder(key, desc))
 }
 
-// OperationOrder is SortOperations' comparison, for callers that sort
-// something else by the operations it points at (the TUI's row indices).
-// Use it with a stable sort: equal statement ids keep their input order.
+// OperationOrder is SortOperations' comparison: key, then statement id,
+// then workspace.
 func OperationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
 	primary := opComparator(key)
 	return func(a, b *OperationView) int {
@@ -57,7 +59,10 @@ func OperationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
 			}
 			return c
 		}
-		return strings.Compare(a.StatementID, b.StatementID)
+		if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Workspace, b.Workspace)
 	}
 }
 

@@ -82,12 +82,16 @@ func (c *ViewCache) Gen() uint64 { return c.gen }
 // op is read, never kept: the view holds its own copy.
 func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *OperationView, changed bool) {
 	th = th.WithDefaults()
+	valid := !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until))
+	if c.view != nil && valid && normal(op) && *op == c.view.Operation {
+		return c.view, false // the common case, without a copy
+	}
 	if c.view != nil && cleanAs(op, c.view) {
 		// Its text is what the cached view shows, so it is clean already
 		// (cleaning is idempotent): only the rest can have changed.
 		n := *op
 		normalize(&n)
-		if n == c.view.Operation && !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until)) {
+		if valid && n == c.view.Operation {
 			return c.view, false
 		}
 		v = buildView(&n, now, th)

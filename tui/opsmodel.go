@@ -18,11 +18,12 @@ type opsModel struct {
 	ctx           *programContext
 	width, height int
 
-	// rows are indices into snap.Operations in display order; rowPos maps
-	// a statement id to its display index. Both are rebuilt per snapshot,
-	// sort or filter change, never per frame.
-	rows   []int
-	rowPos map[string]int
+	// rows are indices into snap.Operations in display order, rebuilt per
+	// snapshot, sort or filter change, never per frame; cursorRow is the
+	// cursor operation's row in them (-1: not listed), found while rows
+	// are set (a map of every id was a tenth of a refresh).
+	rows      []int
+	cursorRow int
 
 	// The cursor is an operation, not a row number: cursorID survives
 	// every refresh, sort and filter change. cursorIdx is where it was
@@ -59,7 +60,7 @@ const (
 )
 
 func newOpsModel(ctx *programContext) *opsModel {
-	return &opsModel{ctx: ctx, desc: true /* most severe first */, rowPos: map[string]int{}, hidden: hiddenColumns(ctx.opts.Columns)}
+	return &opsModel{ctx: ctx, desc: true /* most severe first */, cursorRow: -1, hidden: hiddenColumns(ctx.opts.Columns)}
 }
 
 func (m *opsModel) SetSize(w, h int) {
@@ -217,7 +218,7 @@ func (o orderSpec) build(ops []*model.OperationView) []int {
 func (m *opsModel) setRows(rows []int) {
 	ops := m.ctx.snap.Operations
 	m.rows = rows
-	clear(m.rowPos)
+	m.cursorRow = -1
 	m.flagW, m.flaggedAt = len("FLAG")+2, m.flaggedAt[:0]
 	// Label widths per kind and severity: a few distinct ones, measured
 	// once each rather than once per flagged row.
@@ -228,7 +229,9 @@ func (m *opsModel) setRows(rows []int) {
 	widths := map[label]int{}
 	for i, r := range m.rows {
 		op := ops[r]
-		m.rowPos[op.StatementID] = i
+		if op.StatementID == m.cursorID {
+			m.cursorRow = i
+		}
 		if len(op.Flags) > 0 {
 			m.flaggedAt = append(m.flaggedAt, i)
 			f, more := worstFlag(op.Flags)
@@ -262,12 +265,12 @@ func (m *opsModel) syncCursor() {
 	if m.cursorID == "" {
 		if len(m.rows) > 0 {
 			m.cursorID = ops[m.rows[0]].StatementID
-			m.cursorIdx, m.missing = 0, present
+			m.cursorIdx, m.cursorRow, m.missing = 0, 0, present
 		}
 		m.ensureVisible()
 		return
 	}
-	if i, ok := m.rowPos[m.cursorID]; ok {
+	if i := m.cursorRow; i >= 0 {
 		m.cursorIdx = i
 		m.missing = present
 		if ops[m.rows[i]].Gone {
@@ -292,8 +295,8 @@ func (m *opsModel) syncCursor() {
 // selected is the operation under the cursor, or nil when it is not on
 // screen.
 func (m *opsModel) selected() *model.OperationView {
-	i, ok := m.rowPos[m.cursorID]
-	if !ok || m.cursorID == "" {
+	i := m.cursorRow
+	if i < 0 || m.cursorID == "" {
 		return nil
 	}
 	return m.ctx.snap.Operations[m.rows[i]]
@@ -318,13 +321,13 @@ func (m *opsModel) moveCursor(delta int) {
 	}
 	ops := m.ctx.snap.Operations
 	i := m.cursorIdx
-	if _, ok := m.rowPos[m.cursorID]; ok {
+	if m.cursorRow >= 0 {
 		i += delta
 	} else if delta < 0 {
 		i-- // the row at cursorIdx is the one after the missing operation
 	}
 	i = max(0, min(i, len(m.rows)-1))
-	m.cursorIdx = i
+	m.cursorIdx, m.cursorRow = i, i
 	m.cursorID = ops[m.rows[i]].StatementID
 	m.missing = present
 	if ops[m.rows[i]].Gone {
