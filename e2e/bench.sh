@@ -5,6 +5,7 @@
 #   e2e/bench.sh                 # items 3, 4, 5, the simulator's rate, short items 1-2 (~8 min)
 #   DBXTOP_LONG=1 e2e/bench.sh   # + the conformance module's full comparisons (items 1-2, ~20 min more)
 #   COUNT=3 e2e/bench.sh         # repeat each go benchmark 3 times (-count)
+#   ONLY16=1 e2e/bench.sh        # issue 16's steps alone (~25 min)
 #
 # Raw outputs and the tables are kept in $OUT (default: a new temp dir).
 set -euo pipefail
@@ -68,15 +69,17 @@ run() {
 	echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
 } >"$OUT/machine.md"
 
-step "simulator: GetOperationStatus/s (sources/sim)"
-run sim.txt go test -run '^$' -bench 'GetOperationStatus' -benchtime 3s -benchmem -count "$COUNT" ./sources/sim/
+other() { [ -z "${ONLY16:-}" ]; } # the steps that are not issue 16's
 
-step "item 4: frames (tui BenchmarkFrameOperationsView120x40)"
-run frames.txt go test -run '^$' -bench 'FrameOperationsView120x40' -benchmem -count "$COUNT" ./tui/
+other && step "simulator: GetOperationStatus/s (sources/sim)"
+other && run sim.txt go test -run '^$' -bench 'GetOperationStatus' -benchtime 3s -benchmem -count "$COUNT" ./sources/sim/
+
+other && step "item 4: frames (tui BenchmarkFrameOperationsView120x40)"
+other && run frames.txt go test -run '^$' -bench 'FrameOperationsView120x40' -benchmem -count "$COUNT" ./tui/
 
 step "issue 16: refresh (engine snapshot + TUI rebuild + one frame), its parts, heap per operation (tui)"
 run refresh.txt go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|EngineSnapshot|TUIRebuildRowsFromSnapshot' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./tui/
-run heap.txt go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -count "$COUNT" -timeout 20m ./tui/
+run heap.txt go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./tui/
 
 # The same figures from the code before issue 16 (BEFORE, default the
 # commit issue 16 started from), in the same run: its engine snapshot at
@@ -91,20 +94,37 @@ else
 	echo "bench.sh: no commit $BEFORE here; the before column is left out" >&2
 fi
 
+# And from the start of the second round of issue 16 (ROUND, default
+# ef07434: query-history batches, AIMD concurrency, but full snapshots per
+# refresh), whose benchmarks have today's names: the copy-on-write views
+# are measured against it, and its binary is bench_cpu.sh's third column.
+ROUND=${ROUND:-ef07434}
+step "issue 16: the same from $ROUND (start of round two), side by side"
+if git cat-file -e "$ROUND^{commit}" 2>/dev/null; then
+	rm -rf "$OUT/round" && mkdir -p "$OUT/round"
+	git archive "$ROUND" | tar -x -C "$OUT/round"
+	run round.txt env -C "$OUT/round" go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|HeapPerOperationEngineTUISnapshot' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./tui/
+else
+	echo "bench.sh: no commit $ROUND here; the round-start column is left out" >&2
+fi
+
 step "issue 16: server calls per operation-minute and staleness at 1k/10k live ops, 50 ms latency, side by side (e2e, ~8 min)"
 run scale.txt go test -run '^$' -bench 'ScaleCallsAndStaleness' -benchtime 1x -count "$COUNT" -timeout 40m ./e2e/
 
-step "issue 16: TUI process CPU, 10,000 live ops, 5 %/s replaced, 50 ms latency (real binaries in tmux, 60 s each)"
+step "issue 16: TUI process CPU, 10,000 and 1,000 live ops, 5 %/s replaced, 50 ms latency (real binaries in tmux, 60 s each)"
 run cpu.txt e2e/bench_cpu.sh "$OUT"
+run cpu1k.txt env CPU_OPS=1000 e2e/bench_cpu.sh "$OUT"
 
-step "item 5: heap per followed operation (poller)"
-run memory.txt go test -run '^$' -bench 'FollowedOperationMemory' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./poller/
+other && step "item 5: heap per followed operation (poller)"
+other && run memory.txt go test -run '^$' -bench 'FollowedOperationMemory' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./poller/
 
-step "item 4: frames side by side, terminal bytes per second; item 3: polling cost vs freshness (e2e, ~3 min each count)"
-run e2e.txt go test -run '^$' -bench 'FramesSideBySide|TerminalBytes|PollingCost' -benchtime 1x -benchmem -count "$COUNT" -timeout 30m ./e2e/
+other && step "item 4: frames side by side, terminal bytes per second; item 3: polling cost vs freshness (e2e, ~3 min each count)"
+other && run e2e.txt go test -run '^$' -bench 'FramesSideBySide|TerminalBytes|PollingCost' -benchtime 1x -benchmem -count "$COUNT" -timeout 30m ./e2e/
 
-step "items 1-2: conformance module (sources/sim/conformance)"
-if [ "${DBXTOP_LONG:-}" = 1 ]; then
+other && step "items 1-2: conformance module (sources/sim/conformance)"
+if ! other; then
+	: # issue 16 alone
+elif [ "${DBXTOP_LONG:-}" = 1 ]; then
 	run conformance.txt env -C sources/sim/conformance DBXTOP_LONG=1 go test -count=1 -v -timeout 30m \
 		-run 'TestSDKUpsertExhaustedAnchor|TestOrphansUnderFaults|TestDbxtopProbe' .
 else
@@ -137,9 +157,13 @@ fi
 	echo
 	benchtable "$OUT/before.txt"
 	echo
+	echo "## Issue 16: the same from the start of round two ($ROUND)"
+	echo
+	benchtable "$OUT/round.txt"
+	echo
 	echo "## Issue 16: TUI process CPU"
 	echo
-	cat "$OUT"/cpu.md 2>/dev/null || echo "(no table: see $OUT/cpu.txt)"
+	cat "$OUT"/cpu-10000.md "$OUT"/cpu-1000.md 2>/dev/null || echo "(no table: see $OUT/cpu.txt)"
 	echo
 	echo "## Item 4: frames"
 	echo

@@ -6,7 +6,8 @@
 # from /proc) is divided by the wall time. Run for the binary built from
 # this tree and, when $OUT/before holds the earlier tree (bench.sh puts it
 # there), for that one too, one after the other against the same kind of
-# workspace. Writes $OUT/cpu.md. Loopback only.
+# workspace; likewise for $OUT/round (the start of issue 16's second
+# round). Writes $OUT/cpu-$OPS.md. Loopback only.
 set -euo pipefail
 OUT=$1
 OPS=${CPU_OPS:-10000}
@@ -17,9 +18,12 @@ bins=("now:$OUT/dbxtop-now")
 if [ -d "$OUT/before" ]; then
 	(cd "$OUT/before" && go build -o "$OUT/dbxtop-before" .) && bins+=("before:$OUT/dbxtop-before")
 fi
+if [ -d "$OUT/round" ]; then
+	(cd "$OUT/round" && go build -o "$OUT/dbxtop-round" .) && bins+=("round-start:$OUT/dbxtop-round")
+fi
 hz=$(getconf CLK_TCK)
-echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | over |" >"$OUT/cpu.md"
-echo "|---|---|---|---|---|---|" >>"$OUT/cpu.md"
+echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | over |" >"$OUT/cpu-$OPS.md"
+echo "|---|---|---|---|---|---|" >>"$OUT/cpu-$OPS.md"
 for b in "${bins[@]}"; do
 	name=${b%%:*} bin=${b#*:}
 	"$OUT/dbxtop-now" sim --scenario load --ops "$OPS" --load-run 20s --latency 50ms >"$OUT/sim-$name.out" 2>&1 &
@@ -41,6 +45,6 @@ for b in "${bins[@]}"; do
 	kill "$sim" && wait "$sim" || true
 	pct=$(awk -v a="$t0" -v b="$t1" -v x="$s0" -v y="$s1" -v hz="$hz" 'BEGIN{printf "%.1f", 100*(b-a)/hz/(y-x)}')
 	echo "$name: $pct % of a core over $SECS s" >&2
-	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | ${SECS} s |" >>"$OUT/cpu.md"
+	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | ${SECS} s |" >>"$OUT/cpu-$OPS.md"
 done
-cat "$OUT/cpu.md"
+cat "$OUT/cpu-$OPS.md"
