@@ -207,3 +207,22 @@ func TestRefreshCostShape(t *testing.T) {
 		t.Errorf("refresh cost per operation grows with operations: %.1f allocs / %.0f B at 1,000, %.1f / %.0f at 10,000", a1, b1, a10, b10)
 	}
 }
+
+// TestRefreshSharesUnchangedViews: with nothing flagged and nothing
+// changed, a refresh copies pointers to shared views (copy-on-write): its
+// allocations are the same at 10,000 operations as at 1,000 (the frame,
+// the row order, a few slices), not one or more per operation.
+func TestRefreshSharesUnchangedViews(t *testing.T) {
+	perRefresh := func(n int) float64 {
+		e := followedEngineFlagged(t, n, false)
+		m := newModel(e, testOptions())
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+		m.Update(m.fetch()())
+		return testing.AllocsPerRun(3, func() { m.Update(m.fetch()()) })
+	}
+	a1, a10 := perRefresh(1000), perRefresh(10000)
+	t.Logf("allocations per refresh, nothing flagged: %.0f at 1,000, %.0f at 10,000", a1, a10)
+	if a10 > a1*1.2+50 {
+		t.Errorf("a refresh allocates per operation although no view changed: %.0f at 1,000, %.0f at 10,000", a1, a10)
+	}
+}
