@@ -282,6 +282,11 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 	finished := 0
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = eng.Run(runCtx) }()
+	countFinished := func(ev model.Event) {
+		if ev.Kind == model.EventStateChange && strings.HasSuffix(ev.Message, string(model.StateFinished)) {
+			finished++
+		}
+	}
 	go func() { // the engine's event stream, drained as the TUI would
 		defer wg.Done()
 		for {
@@ -289,9 +294,7 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 			case <-runCtx.Done():
 				return
 			case ev := <-eng.Events():
-				if ev.Kind == model.EventStateChange && strings.HasSuffix(ev.Message, string(model.StateFinished)) {
-					finished++
-				}
+				countFinished(ev)
 			}
 		}
 	}()
@@ -322,6 +325,16 @@ wait:
 	wall := time.Since(start)
 	stop()
 	wg.Wait()
+	// What the engine emitted before Run returned and the reader had not
+	// taken yet (the last poll's event can trail its recorder's done).
+	for drained := false; !drained; {
+		select {
+		case ev := <-eng.Events():
+			countFinished(ev)
+		default:
+			drained = true
+		}
+	}
 
 	// The server's truth: when each statement started and finished.
 	checker := newPerfClient(tb, s, "dbxtop/perf (truth)")
