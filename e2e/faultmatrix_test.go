@@ -200,6 +200,23 @@ func TestFaultMatrix(t *testing.T) {
 	goleak.VerifyNone(t, leakOpts...)
 
 	sort.Slice(results, func(i, j int) bool { return caseIndex(results[i].c.name) < caseIndex(results[j].c.name) })
+	// Recall must have been exercised: by most cases, and by the fault-free
+	// one always (its abandons and leaks are scripted).
+	exercised, eligible := 0, 0
+	for _, r := range results {
+		if r.c.blind || r.c.restart {
+			continue
+		}
+		eligible++
+		if r.abandonsExp+r.closeExp > 0 {
+			exercised++
+		} else if r.c.name == "none" {
+			t.Errorf("the fault-free case expected no abandoned or leaked operation (run too short?)")
+		}
+	}
+	if 3*exercised < 2*eligible {
+		t.Errorf("recall exercised by %d of %d cases only: the runs are too short to prove it", exercised, eligible)
+	}
 	table := fmTable(results, dur)
 	t.Logf("fault matrix (%s per case):\n%s", dur, table)
 	if p := os.Getenv("DBXTOP_MATRIX_OUT"); p != "" {
@@ -549,8 +566,11 @@ func runFaultCase(t *testing.T, c fmCase, seed int64, dur time.Duration) fmResul
 	}
 	if !c.blind && !c.restart && res.abandonsExp+res.closeExp == 0 {
 		// Faults also hit the simulated clients, so a case may lose the
-		// few abandons/close_fails statements of a short run; not all.
-		t.Errorf("the run expected no abandoned or leaked operation to be flagged (run too short?)")
+		// few abandons/close_fails statements of a short run (the stale
+		// case does about half the time: its poisoned connections fail
+		// the abandoning clients' own statements). Said here; the matrix
+		// as a whole must still have exercised recall (TestFaultMatrix).
+		t.Logf("the run expected no abandoned or leaked operation to be flagged: recall not exercised in this case")
 	}
 
 	// ---- every give-up carries its cause ------------------------------------
