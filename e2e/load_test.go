@@ -152,7 +152,10 @@ func TestLoad(t *testing.T) {
 	}
 	refresh := 5 * time.Second
 	periodic := 2 * (math.Floor(T.Seconds()/refresh.Seconds()) + 1) // discovery + capacity
-	budget := math.Floor(h0.BudgetAvailable / 5)
+	// Calls in flight when h0 was read may still succeed after it, and
+	// each success refunds a token (SuccessRefund 1): what the outage
+	// can spend on retries (cost 5 each) is the budget then plus those.
+	budget := math.Floor((h0.BudgetAvailable + float64(h0.InFlight)) / 5)
 	bound := pollBound + periodic + budget
 	calls0, st0 := rg.calls.total(), s.Stats()
 	retries0 := h0.Retries
