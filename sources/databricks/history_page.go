@@ -72,7 +72,11 @@ func (r *historyRow) info() sql.QueryInfo {
 // historyList makes ONE query-history request (the SDK's own path,
 // headers and query encoding of req) and decodes it as a historyPage.
 func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest) (*historyPage, error) {
+	// Sized from the last page: growing a buffer to a 1 MB page from
+	// 512 bytes, zeroing every step, was a seventh of dbxtop's CPU at
+	// 1,000 live statements.
 	var body bytes.Buffer
+	body.Grow(int(c.lastPage.Load()) + bytes.MinRead)
 	headers := map[string]string{"Accept": "application/json"}
 	if id := c.sdk.WorkspaceID; id != "" {
 		headers["X-Databricks-Workspace-Id"] = id
@@ -80,6 +84,7 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	if err := c.dc.Do(ctx, http.MethodGet, "/api/2.0/sql/history/queries", headers, map[string]any{}, req, &body); err != nil {
 		return nil, err
 	}
+	c.lastPage.Store(int64(min(body.Len(), maxPageHint)))
 	return decodeHistoryPage(body.Bytes())
 }
 
@@ -100,3 +105,7 @@ func decodeHistoryPage(b []byte) (*historyPage, error) {
 	}
 	return &p, nil
 }
+
+// maxPageHint caps the buffer a page is read into ahead of time (a page of
+// 999 rows is about 0.6 MB); a larger answer still reads, it just grows.
+const maxPageHint = 4 << 20
