@@ -84,11 +84,9 @@ type Client struct {
 	warehouses *sql.WarehousesAPI
 	indexes    *vectorsearch.VectorSearchIndexesAPI
 
-	// lastDiscovered is how many operations the last discovery listed;
-	// lastPage the size of the last query-history answer (both: sizing
-	// hints for the next).
+	// lastDiscovered is how many operations the last discovery listed
+	// (sizes the next).
 	lastDiscovered atomic.Int64
-	lastPage       atomic.Int64
 	gate           *sources.WarehouseGate // fed by Discover (ListWarehouses)
 
 	mu         sync.Mutex
