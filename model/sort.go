@@ -44,12 +44,12 @@ func SortOperations(ops []*OperationView, key SortKey, desc bool) {
 	// The order is total (statement ids are unique within a workspace,
 	// and the workspace breaks the rest), so pdqsort is deterministic,
 	// and it is near-linear on the nearly sorted input of a refresh.
-	slices.SortFunc(ops, OperationOrder(key, desc))
+	slices.SortFunc(ops, operationOrder(key, desc))
 }
 
-// OperationOrder is SortOperations' comparison: key, then statement id,
+// operationOrder is SortOperations' comparison: key, then statement id,
 // then workspace.
-func OperationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
+func operationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
 	primary := opComparator(key)
 	return func(a, b *OperationView) int {
 		c, known := primary(a, b)

@@ -113,9 +113,6 @@ func cleanAs(op *Operation, v *OperationView) bool {
 		(op.State == v.State || op.State == "") && op.LastError == v.LastError && op.Close.LastError == v.Close.LastError
 }
 
-// Current is the cached view (nil before the first View).
-func (c *ViewCache) Current() *OperationView { return c.view }
-
 // validUntil is the first instant after now at which EvaluateOperation,
 // InactiveFor or ReapedIn may give something else for op: the next flag
 // deadline, or now itself when the view shows a running duration (the
