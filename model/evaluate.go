@@ -256,26 +256,7 @@ func closeFailedFlag(op *Operation, now time.Time) Flag {
 // marked known without a time → unknown. The view is not cleaned of
 // hostile text; EvaluateView is (what snapshots hold).
 func NewOperationView(op Operation, now time.Time, th Thresholds) OperationView {
-	v := OperationView{Operation: op}
-	v.evaluate(now, th.WithDefaults())
-	return v
-}
-
-// evaluate normalises v.Operation and derives the rest of v from it, in
-// place: one view, no copies of the operation.
-func (v *OperationView) evaluate(now time.Time, th Thresholds) {
-	op := &v.Operation
-	normalize(op)
-	v.Flags = evaluate(op, now, th)
-	if in, ok := inactiveFor(op, now); ok {
-		d := new([2]time.Duration) // one allocation for both figures
-		d[0] = in
-		v.InactiveFor = &d[0]
-		if r, ok := reapedIn(op, now, th); ok {
-			d[1] = r
-			v.ReapedIn = &d[1]
-		}
-	}
+	return *buildView(&op, now, th.WithDefaults()) // the one evaluation of a view (view.go)
 }
 
 // normalize gives the zero values that mean "unknown" their one spelling.
