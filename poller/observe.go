@@ -149,11 +149,10 @@ func (e *Engine) evalFlags() {
 					Message: fmt.Sprintf("%s %s: %s", f.Kind, f.Severity, f.Detail)})
 			}
 		}
-		for _, p := range prev {
-			if levelOf(cur, p.Kind) == model.SeverityNone {
-				f, k := p, p.Kind
+		for _, f := range prev {
+			if levelOf(cur, f.Kind) == model.SeverityNone {
 				e.emit(model.Event{At: now, Kind: model.EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
-					Message: fmt.Sprintf("%s cleared", k)})
+					Message: fmt.Sprintf("%s cleared", f.Kind)})
 			}
 		}
 		if len(cur) == 0 {
@@ -165,11 +164,10 @@ func (e *Engine) evalFlags() {
 	e.evalFreshness(now)
 	for _, en := range e.ordered() {
 		v, _ := en.view.View(&en.op, now, th)
-		if g := en.view.Gen(); g == en.flagged {
-			continue
-		} else {
-			en.flagged = g
+		if en.view.Gen() == en.flagged {
+			continue // the view these flags came from was compared already
 		}
+		en.flagged = en.view.Gen()
 		if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
 			diff(id, id, "", v.Flags)
 		}
