@@ -84,7 +84,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	complete := false
 	for page := 0; page < pages; page++ {
 		type answer struct {
-			sts  map[string]sources.Status
+			rows []sources.Discovered
 			next string
 		}
 		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
@@ -103,12 +103,28 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			break // what the listing missed is looked up by id
 		}
 		now := e.clk.Now()
-		for id, st := range a.sts {
+		var fresh []sources.Discovered
+		for i := range a.rows {
+			d := &a.rows[i]
+			id := discoveredID(d)
+			if id == "" {
+				continue
+			}
 			listed[id] = true
-			if en := e.ops[id]; en != nil && !en.retired {
-				e.confirm(en, st, now)
+			en := e.ops[id]
+			if en == nil {
+				fresh = append(fresh, *d)
+				continue
+			}
+			en.seen = e.gen + 1 // still listed: not forgotten (merge)
+			if !en.retired {
+				e.confirm(en, statusOfListed(&d.Op), now)
 			}
 		}
+		// A statement the listing shows first is adopted from it: with
+		// the batch listing running, discovery does not list live
+		// statements (sources.Scope.NoLive).
+		e.adopt(fresh, now)
 		e.mu.Unlock()
 		if a.next == "" || a.next == token {
 			complete = a.next == ""

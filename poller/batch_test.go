@@ -344,7 +344,7 @@ type listingWorkspace struct {
 	pages    int
 }
 
-func (w *listingWorkspace) ListLive(_ context.Context, token string) (map[string]sources.Status, string, error) {
+func (w *listingWorkspace) ListLive(_ context.Context, token string) ([]sources.Discovered, string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pages++
@@ -356,14 +356,14 @@ func (w *listingWorkspace) ListLive(_ context.Context, token string) (map[string
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)
-	out := map[string]sources.Status{}
+	var out []sources.Discovered
 	next := ""
 	for i, id := range ids {
 		if i == w.pageSize {
 			next = ids[i-1]
 			break
 		}
-		out[id] = sources.Status{State: w.history[id]}
+		out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: w.history[id]}, Ref: sources.Ref{StatementID: id}})
 	}
 	return out, next, nil
 }
@@ -407,6 +407,93 @@ func TestBatchLiveListing(t *testing.T) {
 	for _, v := range h.e.Snapshot().Operations {
 		if v.State.Live() && now.Sub(v.LastPollOKAt) > time.Second {
 			t.Fatalf("%s last confirmed %v ago", v.StatementID, now.Sub(v.LastPollOKAt))
+		}
+	}
+}
+
+// scopedWorkspace narrows its discoveries as asked, and records each
+// scope.
+type scopedWorkspace struct {
+	*listingWorkspace
+	scopes []sources.Scope
+}
+
+func (w *scopedWorkspace) DiscoverScope(_ context.Context, _ sources.Retry, sc sources.Scope) ([]sources.Discovered, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.discovers++
+	w.scopes = append(w.scopes, sc)
+	var out []sources.Discovered
+	for id, st := range w.history {
+		if !w.hidden[id] && ((st.Live() && !sc.NoLive) || (st.Terminal() && !sc.NoFinished)) {
+			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st}, Ref: sources.Ref{StatementID: id}})
+		}
+	}
+	return out, nil
+}
+
+// While the batch listing runs, discovery lists no live statement (the
+// listing adopts new ones, within a batch period) and lists ended ones
+// every FinishedEvery; an ended operation still listed is never
+// forgotten between two such listings, and one no longer listed is
+// forgotten after retainFor.
+func TestDiscoveryScopeFollowsTheBatchListing(t *testing.T) {
+	w := &scopedWorkspace{listingWorkspace: &listingWorkspace{memWorkspace: newMemWorkspace(50), pageSize: 200}}
+	for i := range 300 {
+		w.set(opID(i), model.StateRunning)
+	}
+	o := Options{Discoverer: w, Status: w, Batch: w, FinishedEvery: 30 * time.Second,
+		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 2 * time.Minute}}
+	h := startEngine(t, o)
+	h.run(2*time.Second, 100*time.Millisecond)
+	// Two statements end and are closed: retired, listed as finished.
+	w.mu.Lock()
+	for _, id := range []string{opID(1), opID(2)} {
+		w.state[id], w.history[id], w.open[id] = model.StateFinished, model.StateFinished, false
+	}
+	w.mu.Unlock()
+	h.run(58*time.Second, 100*time.Millisecond)
+	w.mu.Lock()
+	scopes := slices.Clone(w.scopes)
+	w.mu.Unlock()
+	// DiscoverIn calls a full discovery Discover: only narrowed ones
+	// reach DiscoverScope.
+	if full := w.discovers - len(scopes); full != 1 || len(scopes) < 10 {
+		t.Fatalf("%d full discoveries then %v: want one full, then one every 5 s", full, scopes)
+	}
+	finished := 0
+	for i, sc := range scopes {
+		if !sc.NoLive {
+			t.Errorf("discovery %d listed live statements while the batch listing ran", i+1)
+		}
+		if !sc.NoFinished {
+			finished++
+		}
+	}
+	if finished < 1 || finished > 2 {
+		t.Errorf("%d listings of ended statements in 60 s after the first, want 1-2 (every 30 s)", finished)
+	}
+	// A new statement: adopted by the listing within a batch period.
+	w.set("new-statement", model.StateRunning)
+	h.run(1100*time.Millisecond, 100*time.Millisecond)
+	if v := h.op("new-statement"); v == nil || v.State != model.StateRunning || v.LastPollOKAt.IsZero() {
+		t.Fatalf("a new live statement was not adopted from the listing: %+v", v)
+	}
+	first := h.op(opID(1)).FirstSeenAt
+	// opID(2) leaves history; opID(1) stays listed as finished.
+	w.mu.Lock()
+	w.hidden[opID(2)] = true
+	w.mu.Unlock()
+	h.run(retainFor+3*time.Minute, time.Second) // retired at LeakAfter after its end (openness read), then retained
+	if v := h.op(opID(1)); !v.FirstSeenAt.Equal(first) {
+		t.Errorf("an ended operation still listed was forgotten (or followed anew): %+v", v)
+	}
+	if slices.ContainsFunc(h.e.Snapshot().Operations, func(v *model.OperationView) bool { return v.StatementID == opID(2) }) {
+		t.Errorf("an ended operation no longer listed was kept %v after it ended", retainFor+3*time.Minute)
+	}
+	for _, ev := range h.drain() {
+		if ev.Kind == model.EventDiscovered && ev.StatementID == opID(1) && ev.At.After(h.clk.Now().Add(-retainFor)) {
+			t.Errorf("%s discovered again at %v", opID(1), ev.At)
 		}
 	}
 }

@@ -70,10 +70,15 @@ type Options struct {
 	// assumed to read the same query history.
 	Batch      sources.BatchStatusSource
 	BatchEvery time.Duration
-	Clock      Clock
-	Policy     PolicyOptions        // zero value = documented defaults
-	Idle       []sources.IdleCloser // transports to drop idle connections of on transport errors
-	Logf       func(format string, args ...any)
+	// FinishedEvery is how often discovery lists recently ended
+	// statements (UNCLOSED and REAPED candidates) when its source can
+	// narrow a discovery (sources.ScopedDiscoverer); 0 → every discovery.
+	// cmd sets it to a quarter of --leak-after.
+	FinishedEvery time.Duration
+	Clock         Clock
+	Policy        PolicyOptions        // zero value = documented defaults
+	Idle          []sources.IdleCloser // transports to drop idle connections of on transport errors
+	Logf          func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → 1h.
 	ClientsWindow time.Duration
@@ -108,7 +113,7 @@ type entry struct {
 	polling    bool
 	retired    bool      // no longer polled (closed, gone)
 	retiredAt  time.Time // when it stopped being polled
-	seen       uint64    // discovery generation that last listed it
+	seen       uint64    // the full discovery by which it was last listed (merge)
 	closing    bool      // a close attempt is in flight
 	closeFails int       // consecutive failed close rounds
 	terminalAt time.Time // first seen terminal
@@ -148,6 +153,7 @@ type Engine struct {
 	gen         uint64
 	discovering bool
 	lastDisc    time.Time // last successful discovery
+	lastFull    time.Time // last discovery that listed ended statements without a problem
 	discFails   int64     // failed discovery rounds
 	discFailed  bool      // the last discovery round failed
 	capRunning  bool
@@ -431,7 +437,11 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 // and its problems become workspace errors; only a discovery that read
 // nothing is an error.
 func (e *Engine) discoverRound(ctx context.Context) error {
-	ds, err := e.o.Discoverer.Discover(ctx, e.retry)
+	e.mu.Lock()
+	start := e.clk.Now()
+	scope := e.discoveryScope(start)
+	e.mu.Unlock()
+	ds, err := sources.DiscoverIn(ctx, e.o.Discoverer, e.retry, scope)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.discovering = false
@@ -456,8 +466,33 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 			e.listing = &l
 		}
 	}
-	e.merge(ds, now)
+	full := !scope.NoFinished
+	if full && len(problems) == 0 {
+		e.lastFull = start // the pace is from start to start
+	}
+	e.merge(ds, now, full)
 	return nil
+}
+
+// discoveryScope narrows a discovery to what it is still needed for
+// (e.mu held). Live statements: the batch listing reads every one of
+// them each BatchEvery and adopts the new ones, so while it runs (some
+// live operation is followed) discovery does not list them again. Ended
+// statements: listed every FinishedEvery, since they matter only from
+// --leak-after after their end. The first discovery, and one after a
+// listing with a problem, is full.
+func (e *Engine) discoveryScope(now time.Time) sources.Scope {
+	var sc sources.Scope
+	if e.lastFull.IsZero() {
+		return sc
+	}
+	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.liveN > 0 {
+		sc.NoLive = true
+	}
+	if e.o.FinishedEvery > 0 && now.Sub(e.lastFull) < e.o.FinishedEvery {
+		sc.NoFinished = true
+	}
+	return sc
 }
 
 func (e *Engine) recordWSError(call string, err error) {
@@ -471,15 +506,42 @@ func (e *Engine) recordWSError(call string, err error) {
 
 // merge adds newly discovered operations and refreshes descriptive fields
 // of known ones. An operation missing from discovery is not dropped: it is
-// followed until it is closed or gone, then retained for a while.
-func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
+// followed until it is closed or gone, then retained for retainFor, and
+// forgotten only after a full discovery (one that listed ended
+// statements) no longer lists it.
+func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
+	e.adopt(ds, now)
+	if !full {
+		return
+	}
+	// Every listing since the last full discovery marked what it listed
+	// with this generation (adopt, listRound).
 	e.gen++
-	var added []*entry
-	for _, d := range ds {
-		id := d.Op.StatementID
-		if id == "" {
-			id = d.Ref.StatementID
+	for id, en := range e.ops {
+		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
+			delete(e.ops, id)
+			delete(e.flags, id)
+			en.deleted, e.orderHoles = true, true
 		}
+	}
+}
+
+// discoveredID is the id a discovered operation is followed by.
+func discoveredID(d *sources.Discovered) string {
+	if d.Op.StatementID != "" {
+		return d.Op.StatementID
+	}
+	return d.Ref.StatementID
+}
+
+// adopt follows the listed operations that are new and refreshes the
+// descriptive fields of known ones (a discovery, or the batch listing's
+// first sight of a statement). e.mu held.
+func (e *Engine) adopt(ds []sources.Discovered, now time.Time) {
+	var added []*entry
+	for i := range ds {
+		d := &ds[i]
+		id := discoveredID(d)
 		if id == "" {
 			continue
 		}
@@ -506,7 +568,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 				// Listed by query history: that is a confirmation. A few
 				// first operations get one poll of their own, to learn
 				// whether the status source reports client activity.
-				e.confirm(en, sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, ErrorMessage: op.ServerError, Source: model.StatusViaHistory}, now)
+				e.confirm(en, statusOfListed(&op), now)
 				if e.probes < activityProbes && !en.retired {
 					e.probes++
 					en.probe, en.next = true, now
@@ -539,7 +601,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.
-				e.confirm(en, sources.Status{State: d.Op.State, StartedAt: d.Op.StartedAt, CompletedAt: d.Op.CompletedAt, ErrorMessage: d.Op.ServerError, Source: model.StatusViaHistory}, now)
+				e.confirm(en, statusOfListed(&d.Op), now)
 			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
@@ -552,17 +614,18 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time) {
 				e.heap.reschedule(en)
 			}
 		}
-		en.seen = e.gen
+		en.seen = e.gen + 1 // listed before the next full discovery
 	}
-	e.liveCount()
+	if len(added) > 0 || len(ds) > 0 {
+		e.liveCount()
+	}
 	e.addOrdered(added)
-	for id, en := range e.ops {
-		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
-			delete(e.ops, id)
-			delete(e.flags, id)
-			en.deleted, e.orderHoles = true, true
-		}
-	}
+}
+
+// statusOfListed is what a query-history listing says of op's execution.
+func statusOfListed(op *model.Operation) sources.Status {
+	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
+		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
 }
 
 // The engine keeps its operations in snapshot order (first seen, then

@@ -53,6 +53,34 @@ type Discoverer interface {
 	Discover(ctx context.Context, retry Retry) ([]Discovered, error)
 }
 
+// Scope narrows one discovery to some of its listings. The zero value
+// is a full discovery.
+type Scope struct {
+	// NoLive skips the listing of live statements: the engine's batch
+	// listing (LiveLister) reads them every second and adopts the new ones.
+	NoLive bool
+	// NoFinished skips the listing of recently ended statements (they
+	// matter from --leak-after after their end: the engine lists them at
+	// that pace, not at every discovery).
+	NoFinished bool
+}
+
+// ScopedDiscoverer is a Discoverer that can make only part of its
+// listings.
+type ScopedDiscoverer interface {
+	Discoverer
+	DiscoverScope(ctx context.Context, retry Retry, scope Scope) ([]Discovered, error)
+}
+
+// DiscoverIn runs d within scope when d can narrow its listings, and a
+// full discovery otherwise (listing more is never wrong, only dearer).
+func DiscoverIn(ctx context.Context, d Discoverer, retry Retry, scope Scope) ([]Discovered, error) {
+	if sd, ok := d.(ScopedDiscoverer); ok && scope != (Scope{}) {
+		return sd.DiscoverScope(ctx, retry, scope)
+	}
+	return d.Discover(ctx, retry)
+}
+
 // WarehouseLister says what the last successful warehouse listing saw
 // (how many SQL warehouses the credentials can see, how many the
 // selection keeps); false before one succeeded. The poller carries it
@@ -86,9 +114,11 @@ type BatchStatusSource interface {
 // request confirms up to a page of live operations, so a round costs
 // ⌈live / page⌉ requests plus id lookups for what the listing missed.
 // ListLive makes ONE request; token "" asks for the first page and the
-// returned token is "" after the last.
+// returned token is "" after the last. Each row is what discovery would
+// have made of it, so the engine adopts a statement it did not follow
+// yet from the listing itself (Scope.NoLive).
 type LiveLister interface {
-	ListLive(ctx context.Context, token string) (map[string]Status, string, error)
+	ListLive(ctx context.Context, token string) ([]Discovered, string, error)
 }
 
 // ActionSource cancels and closes operations.

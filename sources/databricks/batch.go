@@ -28,7 +28,7 @@ const LivePageSize = 999
 // 999 operations. The engine looks up by id (StatusBatch) the live
 // operations a listing did not show: they ended, or history has not
 // caught up.
-func (c *Client) ListLive(ctx context.Context, token string) (map[string]sources.Status, string, error) {
+func (c *Client) ListLive(ctx context.Context, token string) ([]sources.Discovered, string, error) {
 	req := sql.ListQueryHistoryRequest{
 		FilterBy:   &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses},
 		MaxResults: LivePageSize,
@@ -38,10 +38,10 @@ func (c *Client) ListLive(ctx context.Context, token string) (map[string]sources
 	if err != nil {
 		return nil, "", c.wrapErr(CallListQueries, err)
 	}
-	out := make(map[string]sources.Status, len(resp.Res))
+	out := make([]sources.Discovered, 0, len(resp.Res))
 	for i := range resp.Res {
 		if d, ok := discoveredFrom(resp.Res[i].info()); ok {
-			out[strings.ToLower(d.Ref.StatementID)] = statusOf(d.Op)
+			out = append(out, d)
 		}
 	}
 	next := ""

@@ -39,17 +39,29 @@ var (
 // request before anything was read fails the whole call with that error,
 // so a permanent error costs exactly one request.
 func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
+	return c.DiscoverScope(ctx, retry, sources.Scope{})
+}
+
+// DiscoverScope is Discover making only the listings scope keeps; the
+// warehouse gate is refreshed whatever the scope.
+func (c *Client) DiscoverScope(ctx context.Context, retry sources.Retry, scope sources.Scope) ([]sources.Discovered, error) {
 	if retry == nil {
 		retry = sources.Once
 	}
 	now := c.now()
 	var problems []error
-	// Sized from the last discovery: at 10,000 operations, growing the
-	// slice row by row was most of the listing's CPU.
-	hint := int(c.lastDiscovered.Load())
+	// Sized from the last full discovery: at 10,000 operations, growing
+	// the slice row by row was most of the listing's CPU.
+	full := scope == (sources.Scope{})
+	hint := 0
+	if full {
+		hint = int(c.lastDiscovered.Load())
+	}
 	seen := make(map[string]int, hint)
 	out := make([]sources.Discovered, 0, hint)
-	defer func() { c.lastDiscovered.Store(int64(len(out))) }()
+	if full {
+		defer func() { c.lastDiscovered.Store(int64(len(out))) }()
+	}
 	add := func(q sql.QueryInfo) {
 		d, ok := discoveredFrom(q)
 		if !ok {
@@ -64,12 +76,14 @@ func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.D
 		out = append(out, d)
 	}
 	start := c.now()
-	live := &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses}
-	if err := c.listHistory(ctx, retry, live, "live statements", c.conf.DiscoveryBudget, add); err != nil {
-		if _, ok := sources.IsTruncated(err); !ok {
-			return nil, err
+	if !scope.NoLive {
+		live := &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses}
+		if err := c.listHistory(ctx, retry, live, "live statements", c.conf.DiscoveryBudget, add); err != nil {
+			if _, ok := sources.IsTruncated(err); !ok {
+				return nil, err
+			}
+			problems = append(problems, err)
 		}
-		problems = append(problems, err)
 	}
 	// After the first listing, so that a refused token or an exhausted
 	// quota still costs exactly one request.
@@ -78,6 +92,12 @@ func (c *Client) Discover(ctx context.Context, retry sources.Retry) ([]sources.D
 			return nil, err
 		}
 		problems = append(problems, err)
+	}
+	if scope.NoFinished {
+		if len(problems) > 0 {
+			return out, &sources.PartialError{Errs: problems}
+		}
+		return out, nil
 	}
 	recent := &sql.QueryFilter{
 		Statuses:     terminalStatuses,

@@ -297,3 +297,43 @@ func TestWarehouseListingCountsVisibleAndMatched(t *testing.T) {
 		t.Errorf("after a failed listing: %+v ok=%v, want the last good answer", l, ok)
 	}
 }
+
+// A narrowed discovery makes only the listings its scope keeps (and
+// refreshes the warehouse gate whatever the scope).
+func TestDiscoverScopeMakesOnlyItsListings(t *testing.T) {
+	f := newFakeWS(t)
+	var live, finished, gate int
+	f.handle("GET /api/2.0/sql/history/queries", func(w http.ResponseWriter, r *http.Request) {
+		if strings.Join(r.URL.Query()["filter_by.statuses"], ",") == "QUEUED,RUNNING" {
+			live++
+			writeJSON(w, map[string]any{"res": []map[string]any{{"query_id": "01ef-live", "status": "RUNNING"}}})
+			return
+		}
+		finished++
+		writeJSON(w, map[string]any{"res": []map[string]any{{"query_id": "01ef-done", "status": "FINISHED"}}})
+	})
+	f.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		gate++
+		writeJSON(w, map[string]any{"warehouses": []map[string]any{{"id": "wh1", "state": "RUNNING"}}})
+	})
+	c := f.client(t)
+	for _, tc := range []struct {
+		scope                sources.Scope
+		live, finished, want int
+	}{
+		{sources.Scope{}, 1, 1, 2},
+		{sources.Scope{NoLive: true}, 0, 1, 1},
+		{sources.Scope{NoFinished: true}, 1, 0, 1},
+		{sources.Scope{NoLive: true, NoFinished: true}, 0, 0, 0},
+	} {
+		live, finished, gate = 0, 0, 0
+		got, err := c.DiscoverScope(context.Background(), nil, tc.scope)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.scope, err)
+		}
+		if live != tc.live || finished != tc.finished || gate != 1 || len(got) != tc.want {
+			t.Errorf("%+v: %d live and %d finished listings, %d warehouse listings, %d operations; want %d, %d, 1, %d",
+				tc.scope, live, finished, gate, len(got), tc.live, tc.finished, tc.want)
+		}
+	}
+}
