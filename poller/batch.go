@@ -45,7 +45,27 @@ const (
 
 // confirmGrace: a live operation not confirmed for this long is polled
 // on its own.
-func (e *Engine) confirmGrace() time.Duration { return 3 * e.o.BatchEvery }
+func (e *Engine) confirmGrace() time.Duration { return 3 * e.batchPeriod() }
+
+// listRowsPerSecond is the pace at which the batch listing reads live
+// statements at most. Each row read is decoded, mapped and confirmed
+// (~10 µs of CPU all told): up to 5,000 live statements the listing runs
+// every BatchEvery; beyond, its period grows with them (2 s at 10,000,
+// p95 staleness ~2.2 s), so that following a busy workspace costs a
+// bounded share of a core instead of one growing with it
+// (docs/performance.md).
+const listRowsPerSecond = 5000
+
+// batchPeriod is the time between two batch rounds (e.mu held): BatchEvery,
+// or longer when the live listing would read faster than
+// listRowsPerSecond.
+func (e *Engine) batchPeriod() time.Duration {
+	p := e.o.BatchEvery
+	if _, ok := e.o.Batch.(sources.LiveLister); ok {
+		p = max(p, time.Duration(e.liveN)*time.Second/listRowsPerSecond)
+	}
+	return p
+}
 
 // batchMode reports whether live operations are confirmed in batches.
 func (e *Engine) batchMode() bool { return e.o.Batch != nil }
@@ -146,8 +166,8 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 func (e *Engine) queueBatch(skip map[string]bool) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
-	for id, en := range e.ops {
-		if en.retired || en.op.State.Terminal() || skip[id] {
+	for _, en := range e.live {
+		if !isLive(en) || en.deleted || skip[en.op.StatementID] {
 			continue
 		}
 		chunk = append(chunk, en.ref)
@@ -318,7 +338,7 @@ func (e *Engine) demand() float64 {
 		if _, ok := e.o.Batch.(sources.LiveLister); ok {
 			limit = 999 // pages of the listing; id lookups only for what it missed
 		}
-		d += math.Ceil(float64(live)/float64(limit)) / e.o.BatchEvery.Seconds()
+		d += math.Ceil(float64(live)/float64(limit)) / e.batchPeriod().Seconds()
 	}
 	return d
 }
@@ -327,14 +347,31 @@ func (e *Engine) demand() float64 {
 // held; O(n): after discovery merges and once a second, not per loop
 // turn).
 func (e *Engine) liveCount() int {
-	n := 0
+	// e.live is what a batch round and the freshness sample walk: with
+	// churn, most followed operations have ended (retained while query
+	// history lists them), and a walk of every one each second was the
+	// engine's largest cost after the listing itself.
+	live := e.live[:0]
 	for _, en := range e.ops {
-		if !en.retired && !en.op.State.Terminal() {
-			n++
+		if isLive(en) {
+			live = append(live, en)
 		}
 	}
-	e.liveN = n
-	return n
+	clear(live[len(live):cap(live)]) // no ended entry kept alive
+	e.live, e.liveN = live, len(live)
+	return e.liveN
+}
+
+// isLive: followed and not ended.
+func isLive(en *entry) bool { return !en.retired && !en.op.State.Terminal() }
+
+// addLive counts an operation that became followed and live since the
+// last liveCount.
+func (e *Engine) addLive(en *entry) {
+	if isLive(en) {
+		e.live = append(e.live, en)
+		e.liveN++
+	}
 }
 
 func (e *Engine) budgetShare() float64 {
@@ -350,21 +387,19 @@ func (e *Engine) budgetShare() float64 {
 // plus a second with batches.
 func (e *Engine) freshnessGoal() time.Duration {
 	if e.batchMode() {
-		return 2*e.o.BatchEvery + time.Second
+		return 2*e.batchPeriod() + time.Second
 	}
 	return 3 * time.Second
 }
 
 // evalFreshness measures the p95 time since live operations were last
-// confirmed (a sample of at most 2,000, in map order, which is random)
+// confirmed (a sample of at most 2,000, in map order, which is random;
+// e.live was just counted, so each is live)
 // and says why the goal is missed when it is. Called with e.mu held.
 func (e *Engine) evalFreshness(now time.Time) {
 	e.liveCount()
-	ages := make([]time.Duration, 0, min(len(e.ops), 2000))
-	for _, en := range e.ops {
-		if en.retired || en.op.State.Terminal() {
-			continue
-		}
+	ages := make([]time.Duration, 0, min(len(e.live), 2000))
+	for _, en := range e.live { // map order at the last count: random
 		at := en.op.LastPollOKAt
 		if at.IsZero() {
 			at = en.op.FirstSeenAt

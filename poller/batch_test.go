@@ -497,3 +497,43 @@ func TestDiscoveryScopeFollowsTheBatchListing(t *testing.T) {
 		}
 	}
 }
+
+// Beyond listRowsPerSecond live statements the listing's period grows
+// with them (12,000 live: a round every 2.4 s, not every second), every
+// operation is still confirmed within a period with no per-operation
+// fallback poll, and the freshness goal the header states follows.
+func TestBatchListingPeriodGrowsWithLiveCount(t *testing.T) {
+	w := &listingWorkspace{memWorkspace: newMemWorkspace(120), pageSize: 999}
+	const n = 12000
+	for i := range n {
+		w.set(opID(i), model.StateRunning)
+	}
+	h := startEngine(t, Options{Discoverer: w, Status: w, Batch: w,
+		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 20 * time.Second}})
+	h.run(3*time.Second, 200*time.Millisecond)
+	w.mu.Lock()
+	p0 := w.pages
+	w.mu.Unlock()
+	_, b0, s0 := w.counts()
+	h.run(24*time.Second, 200*time.Millisecond)
+	w.mu.Lock()
+	pages := w.pages - p0
+	w.mu.Unlock()
+	_, b, s := w.counts()
+	period := time.Duration(n) * time.Second / listRowsPerSecond
+	if rounds := float64(pages) / 13; rounds < 9 || rounds > 11 { // 13 pages a round, a round every 2.4 s
+		t.Errorf("%.1f listing rounds in 24 s, want ~10 (one every %v)", rounds, period)
+	}
+	if b != b0 || s != s0 {
+		t.Errorf("%d id lookups and %d per-operation polls while the listing showed every live operation", b-b0, s-s0)
+	}
+	now := h.clk.Now()
+	for _, v := range h.e.Snapshot().Operations {
+		if age := now.Sub(v.LastPollOKAt); age > period+200*time.Millisecond {
+			t.Fatalf("%s last confirmed %v ago, want within a period (%v)", v.StatementID, age, period)
+		}
+	}
+	if f := h.e.Health().Freshness; !f.Held || f.Goal != 2*period+time.Second {
+		t.Errorf("freshness %+v, want held against %v", f, 2*period+time.Second)
+	}
+}

@@ -169,7 +169,8 @@ type Engine struct {
 	activity     bool // the status source reports client activity
 	probes       int  // activity probes made
 	fresh        Freshness
-	liveN        int // live operations, counted after merges and once a second
+	liveN        int      // live operations, counted after merges and once a second
+	live         []*entry // those operations (some may have ended since)
 
 	order         []*entry // snapshot order; see addOrdered
 	orderHoles    bool     // some entries of order were deleted
@@ -277,7 +278,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		if e.batchMode() && !now.Before(nextBatch) {
-			nextBatch = now.Add(e.o.BatchEvery)
+			nextBatch = now.Add(e.batchPeriod())
 			if e.batchPending == 0 {
 				e.startBatch(spawn)
 			}
@@ -514,6 +515,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	if !full {
 		return
 	}
+	e.liveCount()
 	// Every listing since the last full discovery marked what it listed
 	// with this generation (adopt, listRound).
 	e.gen++
@@ -616,8 +618,8 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) {
 		}
 		en.seen = e.gen + 1 // listed before the next full discovery
 	}
-	if len(added) > 0 || len(ds) > 0 {
-		e.liveCount()
+	for _, en := range added {
+		e.addLive(en)
 	}
 	e.addOrdered(added)
 }
