@@ -99,18 +99,13 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Settle:     c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,
-		// Ended statements matter from --leak-after after their end
-		// (UNCLOSED): listed at a quarter of it, not at every discovery.
-		// With --proxy every discovery is full (proxy.Merged does not
-		// narrow one): the proxy's facts ride on the listings.
-		FinishedEvery: ws.Thresholds.WithDefaults().LeakAfter / 4,
-		ReadOnly:      ws.ReadOnly,
-		Workspace:     model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
-		Warehouses:    c.rest, // explains an empty Operations view
-		Idle:          c.idle,
-		Logf:          logf,
-		RowLimits:     ws.RowLimits,
-		Learned:       learnedFor(ws.Learned, c.rest.Host()),
+		ReadOnly:   ws.ReadOnly,
+		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
+		Warehouses: c.rest, // explains an empty Operations view
+		Idle:       c.idle,
+		Logf:       logf,
+		RowLimits:  ws.RowLimits,
+		Learned:    learnedFor(ws.Learned, c.rest.Host()),
 		// How far back the snapshot's clients[] aggregates look.
 		ClientsWindow: ws.Window,
 	}

@@ -72,8 +72,9 @@ type Options struct {
 	BatchEvery time.Duration
 	// FinishedEvery is how often discovery lists recently ended
 	// statements (UNCLOSED and REAPED candidates) when its source can
-	// narrow a discovery (sources.ScopedDiscoverer); 0 → every discovery.
-	// cmd sets it to a quarter of --leak-after.
+	// narrow a discovery (sources.ScopedDiscoverer): they matter from
+	// LeakAfter after their end, so 0 → a quarter of LeakAfter; < 0 →
+	// every discovery.
 	FinishedEvery time.Duration
 	Clock         Clock
 	Policy        PolicyOptions        // zero value = documented defaults
@@ -203,6 +204,9 @@ func NewEngine(o Options) *Engine {
 	}
 	if o.Thresholds == (model.Thresholds{}) {
 		o.Thresholds = model.DefaultThresholds
+	}
+	if o.FinishedEvery == 0 {
+		o.FinishedEvery = o.Thresholds.WithDefaults().LeakAfter / 4
 	}
 	e := &Engine{
 		o:          o,

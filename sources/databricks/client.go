@@ -84,9 +84,9 @@ type Client struct {
 	warehouses *sql.WarehousesAPI
 	indexes    *vectorsearch.VectorSearchIndexesAPI
 
-	// lastDiscovered is how many operations the last discovery listed
-	// (sizes the next).
-	lastDiscovered atomic.Int64
+	// lastDiscovered is how many operations the last discovery of each
+	// scope listed (sizes the next; scopeIndex).
+	lastDiscovered [4]atomic.Int64
 	gate           *sources.WarehouseGate // fed by Discover (ListWarehouses)
 
 	mu         sync.Mutex

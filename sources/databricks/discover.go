@@ -50,18 +50,14 @@ func (c *Client) DiscoverScope(ctx context.Context, retry sources.Retry, scope s
 	}
 	now := c.now()
 	var problems []error
-	// Sized from the last full discovery: at 10,000 operations, growing
-	// the slice row by row was most of the listing's CPU.
-	full := scope == (sources.Scope{})
-	hint := 0
-	if full {
-		hint = int(c.lastDiscovered.Load())
-	}
+	// Sized from the last discovery of the same scope: at 10,000
+	// operations, growing the slice row by row was most of the listing's
+	// CPU.
+	last := &c.lastDiscovered[scopeIndex(scope)]
+	hint := int(last.Load())
 	seen := make(map[string]int, hint)
 	out := make([]sources.Discovered, 0, hint)
-	if full {
-		defer func() { c.lastDiscovered.Store(int64(len(out))) }()
-	}
+	defer func() { last.Store(int64(len(out))) }()
 	add := func(q sql.QueryInfo) {
 		d, ok := discoveredFrom(q)
 		if !ok {
@@ -159,6 +155,18 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 		// Same filter with the token: a stateless server re-applies it.
 		req.PageToken = token
 	}
+}
+
+// scopeIndex numbers the four scopes (Client.lastDiscovered).
+func scopeIndex(s sources.Scope) int {
+	i := 0
+	if s.NoLive {
+		i |= 1
+	}
+	if s.NoFinished {
+		i |= 2
+	}
+	return i
 }
 
 // discoveredFrom maps one query-history row; rows without an id are
