@@ -84,7 +84,7 @@ func (e *Engine) startBatch(spawn func(func(context.Context))) {
 		spawn(func(ctx context.Context) { e.listRound(ctx, ll) })
 		return
 	}
-	e.queueBatch(nil)
+	e.queueBatch(0)
 }
 
 // maxListPages bounds one round's listing (pages of at least 100 rows,
@@ -96,9 +96,10 @@ func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
 // listRound pages through the live listing, confirms what it lists and
 // queues id lookups for the rest.
 func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
-	listed := map[string]bool{}
 	e.mu.Lock()
 	pages := e.maxListPages(len(e.ops))
+	e.listRounds++
+	round := e.listRounds // stamps what this listing showed (entry.listed)
 	e.mu.Unlock()
 	token := ""
 	complete := false
@@ -130,12 +131,12 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			if id == "" {
 				continue
 			}
-			listed[id] = true
 			en := e.ops[id]
 			if en == nil {
 				fresh = append(fresh, *d)
 				continue
 			}
+			en.listed = round
 			en.seen = e.gen + 1 // still listed: not forgotten (merge)
 			if !en.retired {
 				e.confirm(en, statusOfListed(&d.Op), now)
@@ -144,7 +145,9 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		// A statement the listing shows first is adopted from it: with
 		// the batch listing running, discovery does not list live
 		// statements (sources.Scope.NoLive).
-		e.adopt(fresh, now)
+		for _, en := range e.adopt(fresh, now) {
+			en.listed = round
+		}
 		e.mu.Unlock()
 		if a.next == "" || a.next == token {
 			complete = a.next == ""
@@ -158,16 +161,17 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		delete(e.wsErrs, CallStatusBatch)
 	}
 	e.batchPending--
-	e.queueBatch(listed)
+	e.queueBatch(round)
 }
 
 // queueBatch queues id lookups, in chunks of the source's batch limit,
-// of every live operation not in skip. Called with e.mu held.
-func (e *Engine) queueBatch(skip map[string]bool) {
+// of every live operation the listing round did not show (0: no listing,
+// every live operation). Called with e.mu held.
+func (e *Engine) queueBatch(round uint64) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
 	for _, en := range e.live {
-		if !isLive(en) || en.deleted || skip[en.op.StatementID] {
+		if !isLive(en) || en.deleted || (round != 0 && en.listed == round) {
 			continue
 		}
 		chunk = append(chunk, en.ref)
@@ -198,7 +202,7 @@ func (e *Engine) runBatch(ctx context.Context, par int) {
 		e.listRound(ctx, ll) // queues the id lookups of what it missed
 	} else {
 		e.mu.Lock()
-		e.queueBatch(nil)
+		e.queueBatch(0)
 		e.mu.Unlock()
 	}
 	e.mu.Lock()

@@ -122,6 +122,7 @@ type entry struct {
 	rate       float64   // expected per-operation polls per second (demand)
 	deleted    bool      // forgotten (left e.ops; still in e.order until compacted)
 	probe      bool      // an activity probe is due (batch mode)
+	listed     uint64    // the last live listing round that showed it
 	readRound  uint64    // the RunOnce round that last read its status
 	// view is the operation's latest evaluated view, shared with every
 	// snapshot that holds it; flagged is the generation of the view whose
@@ -167,8 +168,9 @@ type Engine struct {
 	batchQ       [][]sources.Ref // chunks of the current round not yet sent
 	batchPending int             // chunks of the current round not yet answered
 	batchCalls   int64
-	activity     bool // the status source reports client activity
-	probes       int  // activity probes made
+	listRounds   uint64 // live listing rounds started (entry.listed)
+	activity     bool   // the status source reports client activity
+	probes       int    // activity probes made
 	fresh        Freshness
 	liveN        int      // live operations, counted after merges and once a second
 	live         []*entry // those operations (some may have ended since)
@@ -543,8 +545,7 @@ func discoveredID(d *sources.Discovered) string {
 // adopt follows the listed operations that are new and refreshes the
 // descriptive fields of known ones (a discovery, or the batch listing's
 // first sight of a statement). e.mu held.
-func (e *Engine) adopt(ds []sources.Discovered, now time.Time) {
-	var added []*entry
+func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) {
 	for i := range ds {
 		d := &ds[i]
 		id := discoveredID(d)
@@ -626,6 +627,7 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) {
 		e.addLive(en)
 	}
 	e.addOrdered(added)
+	return added
 }
 
 // statusOfListed is what a query-history listing says of op's execution.
