@@ -108,6 +108,14 @@ else
 	echo "bench.sh: no commit $ROUND here; the round-start column is left out" >&2
 fi
 
+# And the tree the third session of issue 16 started from (PREV, default
+# 6b28b12): its binary is bench_cpu.sh's fourth column.
+PREV=${PREV:-6b28b12}
+if git cat-file -e "$PREV^{commit}" 2>/dev/null; then
+	rm -rf "$OUT/prev" && mkdir -p "$OUT/prev"
+	git archive "$PREV" | tar -x -C "$OUT/prev"
+fi
+
 step "issue 16: server calls per operation-minute and staleness at 1k/10k live ops, 50 ms latency, side by side (e2e, ~8 min)"
 run scale.txt go test -run '^$' -bench 'ScaleCallsAndStaleness' -benchtime 1x -count "$COUNT" -timeout 40m ./e2e/
 

@@ -7,7 +7,8 @@
 # this tree and, when $OUT/before holds the earlier tree (bench.sh puts it
 # there), for that one too, one after the other against the same kind of
 # workspace; likewise for $OUT/round (the start of issue 16's second
-# round). Writes $OUT/cpu-$OPS.md. Loopback only.
+# round), and for $OUT/prev (the start of its third session). Writes
+# $OUT/cpu-$OPS.md. Loopback only.
 set -euo pipefail
 OUT=$1
 OPS=${CPU_OPS:-10000}
@@ -21,9 +22,12 @@ fi
 if [ -d "$OUT/round" ]; then
 	(cd "$OUT/round" && go build -o "$OUT/dbxtop-round" .) && bins+=("round-start:$OUT/dbxtop-round")
 fi
+if [ -d "$OUT/prev" ]; then
+	(cd "$OUT/prev" && go build -o "$OUT/dbxtop-prev" .) && bins+=("session-start:$OUT/dbxtop-prev")
+fi
 hz=$(getconf CLK_TCK)
-echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | over |" >"$OUT/cpu-$OPS.md"
-echo "|---|---|---|---|---|---|" >>"$OUT/cpu-$OPS.md"
+echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | peak RSS | over |" >"$OUT/cpu-$OPS.md"
+echo "|---|---|---|---|---|---|---|" >>"$OUT/cpu-$OPS.md"
 for b in "${bins[@]}"; do
 	name=${b%%:*} bin=${b#*:}
 	"$OUT/dbxtop-now" sim --scenario load --ops "$OPS" --load-run 20s --latency 50ms >"$OUT/sim-$name.out" 2>&1 &
@@ -41,10 +45,11 @@ for b in "${bins[@]}"; do
 	sleep "$SECS"
 	t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
 	s1=$(date +%s.%N)
+	rss=$(awk '/^VmHWM:/{printf "%.0f MB", $2/1024}' "/proc/$pid/status")
 	tmux kill-session -t "$sess" || true
 	kill "$sim" && wait "$sim" || true
 	pct=$(awk -v a="$t0" -v b="$t1" -v x="$s0" -v y="$s1" -v hz="$hz" 'BEGIN{printf "%.1f", 100*(b-a)/hz/(y-x)}')
-	echo "$name: $pct % of a core over $SECS s" >&2
-	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | ${SECS} s |" >>"$OUT/cpu-$OPS.md"
+	echo "$name: $pct % of a core over $SECS s, peak RSS $rss" >&2
+	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | $rss | ${SECS} s |" >>"$OUT/cpu-$OPS.md"
 done
 cat "$OUT/cpu-$OPS.md"

@@ -433,8 +433,8 @@ func (w *scopedWorkspace) DiscoverScope(_ context.Context, _ sources.Retry, sc s
 }
 
 // While the batch listing runs, discovery lists no live statement (the
-// listing adopts new ones, within a batch period) and lists ended ones
-// every FinishedEvery; an ended operation still listed is never
+// listing adopts new ones, within a batch period) and, when a full one
+// reads many rows, lists ended ones every FinishedEvery; an ended operation still listed is never
 // forgotten between two such listings, and one no longer listed is
 // forgotten after retainFor.
 func TestDiscoveryScopeFollowsTheBatchListing(t *testing.T) {
@@ -442,7 +442,10 @@ func TestDiscoveryScopeFollowsTheBatchListing(t *testing.T) {
 	for i := range 300 {
 		w.set(opID(i), model.StateRunning)
 	}
-	o := Options{Discoverer: w, Status: w, Batch: w, FinishedEvery: 30 * time.Second,
+	for i := range 40 {
+		w.set("ended-"+opID(i), model.StateFinished)
+	}
+	o := Options{Discoverer: w, Status: w, Batch: w, FinishedEvery: 30 * time.Second, finishedRows: 1, // 40+ ended: 40 s, capped at 30 s
 		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 2 * time.Minute}}
 	h := startEngine(t, o)
 	h.run(2*time.Second, 100*time.Millisecond)
@@ -535,5 +538,30 @@ func TestBatchListingPeriodGrowsWithLiveCount(t *testing.T) {
 	}
 	if f := h.e.Health().Freshness; !f.Held || f.Goal != 2*period+time.Second {
 		t.Errorf("freshness %+v, want held against %v", f, 2*period+time.Second)
+	}
+}
+
+// A full discovery that reads few rows is not narrowed: on a quiet
+// workspace a statement that ended between two listings shows at the next
+// discovery, not FinishedEvery later.
+func TestSmallDiscoveryStaysFull(t *testing.T) {
+	w := &scopedWorkspace{listingWorkspace: &listingWorkspace{memWorkspace: newMemWorkspace(50), pageSize: 200}}
+	for i := range 20 {
+		w.set(opID(i), model.StateRunning)
+	}
+	h := startEngine(t, Options{Discoverer: w, Status: w, Batch: w, FinishedEvery: 30 * time.Second,
+		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 2 * time.Minute}})
+	h.run(2*time.Second, 100*time.Millisecond)
+	w.set("quick", model.StateFinished) // started and ended between two listings
+	h.run(5100*time.Millisecond, 100*time.Millisecond)
+	if v := h.op("quick"); v.State != model.StateFinished {
+		t.Errorf("quick statement: %+v", v)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, sc := range w.scopes {
+		if sc.NoFinished {
+			t.Errorf("discovery %d of 20 rows narrowed to %+v", i, sc)
+		}
 	}
 }

@@ -76,6 +76,9 @@ type Options struct {
 	// LeakAfter after their end, so 0 → a quarter of LeakAfter; < 0 →
 	// every discovery.
 	FinishedEvery time.Duration
+	// finishedRows is the rows per second a full discovery may read on
+	// average (0 → finishedRowsPerSecond; tests lower it).
+	finishedRows int
 	Clock         Clock
 	Policy        PolicyOptions        // zero value = documented defaults
 	Idle          []sources.IdleCloser // transports to drop idle connections of on transport errors
@@ -156,6 +159,7 @@ type Engine struct {
 	discovering bool
 	lastDisc    time.Time // last successful discovery
 	lastFull    time.Time // last discovery that listed ended statements without a problem
+	lastFullN   int       // ended statements it listed
 	discFails   int64     // failed discovery rounds
 	discFailed  bool      // the last discovery round failed
 	capRunning  bool
@@ -475,7 +479,12 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	}
 	full := !scope.NoFinished
 	if full && len(problems) == 0 {
-		e.lastFull = start // the pace is from start to start
+		e.lastFull, e.lastFullN = start, 0 // the pace is from start to start
+		for i := range ds {
+			if ds[i].Op.State.Terminal() {
+				e.lastFullN++ // what the listing of ended statements read
+			}
+		}
 	}
 	e.merge(ds, now, full)
 	return nil
@@ -485,9 +494,12 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 // (e.mu held). Live statements: the batch listing reads every one of
 // them each BatchEvery and adopts the new ones, so while it runs (some
 // live operation is followed) discovery does not list them again. Ended
-// statements: listed every FinishedEvery, since they matter only from
-// --leak-after after their end. The first discovery, and one after a
-// listing with a problem, is full.
+// statements: they matter only from --leak-after after their end, so a
+// full discovery that reads many rows comes at most every
+// finishedRowsPerSecond on average and at least every FinishedEvery; a
+// small one (a quiet workspace, where a statement that ended between two
+// listings should show at once) every time. The first discovery, and one
+// after a listing with a problem, is full.
 func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 	var sc sources.Scope
 	if e.lastFull.IsZero() {
@@ -496,11 +508,20 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.liveN > 0 {
 		sc.NoLive = true
 	}
-	if e.o.FinishedEvery > 0 && now.Sub(e.lastFull) < e.o.FinishedEvery {
+	rate := e.o.finishedRows
+	if rate <= 0 {
+		rate = finishedRowsPerSecond
+	}
+	pace := min(e.o.FinishedEvery, time.Duration(e.lastFullN)*time.Second/time.Duration(rate))
+	if e.o.FinishedEvery > 0 && now.Sub(e.lastFull) < pace {
 		sc.NoFinished = true
 	}
 	return sc
 }
+
+// finishedRowsPerSecond: the average pace at which full discoveries may
+// read ended statements (5,000 listed: one every 20 s).
+const finishedRowsPerSecond = 250
 
 func (e *Engine) recordWSError(call string, err error) {
 	info := ErrorInfoOf(err)
