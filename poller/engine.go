@@ -79,10 +79,10 @@ type Options struct {
 	// finishedRows is the rows per second a full discovery may read on
 	// average (0 → finishedRowsPerSecond; tests lower it).
 	finishedRows int
-	Clock         Clock
-	Policy        PolicyOptions        // zero value = documented defaults
-	Idle          []sources.IdleCloser // transports to drop idle connections of on transport errors
-	Logf          func(format string, args ...any)
+	Clock        Clock
+	Policy       PolicyOptions        // zero value = documented defaults
+	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
+	Logf         func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → 1h.
 	ClientsWindow time.Duration
