@@ -5,7 +5,7 @@
 #   e2e/bench.sh                 # items 3, 4, 5, the simulator's rate, short items 1-2 (~8 min)
 #   DBXTOP_LONG=1 e2e/bench.sh   # + the conformance module's full comparisons (items 1-2, ~20 min more)
 #   COUNT=3 e2e/bench.sh         # repeat each go benchmark 3 times (-count)
-#   ONLY16=1 e2e/bench.sh        # issue 16's steps alone (~25 min)
+#   ONLY16=1 e2e/bench.sh        # issue 16's steps alone (~30 min)
 #
 # Raw outputs and the tables are kept in $OUT (default: a new temp dir).
 set -euo pipefail
