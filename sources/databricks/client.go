@@ -77,6 +77,9 @@ type Client struct {
 	host      string
 	dc        *client.DatabricksClient
 	transport *http.Transport
+	// pages makes query-history requests (history_page.go): the SDK's
+	// transport, auth and user agent, without its in-memory copy.
+	pages *http.Client
 	now       func() time.Time
 
 	history    *sql.QueryHistoryAPI
@@ -138,6 +141,8 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
 		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr), maxBody: c.MaxBody},
 	}
+	pages := &http.Client{Transport: sdk.HTTPTransport, Timeout: c.HTTPTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	// Host metadata (/.well-known/databricks-config) only matters for OAuth
 	// discovery on real https hosts; skip it for plain-http hosts (the
 	// simulator, local proxies) so no unexpected request is made.
@@ -170,6 +175,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		host:       strings.TrimRight(sdk.CanonicalHostName(), "/"),
 		dc:         dc,
 		transport:  tr,
+		pages:      pages,
 		now:        now,
 		history:    sql.NewQueryHistory(dc),
 		statements: sql.NewStatementExecution(dc),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -211,5 +212,53 @@ func TestDecodedPageDoesNotKeepTheAnswerAlive(t *testing.T) {
 	runtime.KeepAlive(kept)
 	if limit := int64(len(page)) * 4; grew > limit { // 40 retained pages would be ~20 MB
 		t.Errorf("keeping 80 strings of 40 decoded pages kept %d bytes alive (a page is %d)", grew, len(page))
+	}
+}
+
+// A query-history page is asked for with exactly the query string, path
+// and credentials the SDK's client would send for the same request
+// (historyList makes the request itself, to read the answer without the
+// SDK's in-memory copy).
+func TestHistoryRequestIsTheSDKs(t *testing.T) {
+	f := newFakeWS(t)
+	var got []*http.Request
+	f.handle("GET /api/2.0/sql/history/queries", func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r)
+		writeJSON(w, map[string]any{"res": []map[string]any{}})
+	})
+	c := f.client(t)
+	req := sql.ListQueryHistoryRequest{
+		FilterBy: &sql.QueryFilter{
+			Statuses:            []sql.QueryStatus{sql.QueryStatusQueued, sql.QueryStatusRunning},
+			WarehouseIds:        []string{"wh1", "wh 2"},
+			StatementIds:        []string{"01ef-a", "01ef-b"},
+			QueryStartTimeRange: &sql.TimeRange{StartTimeMs: 1700000000000, EndTimeMs: 1700000009999},
+		},
+		MaxResults: 999,
+		PageToken:  "p+2/=",
+	}
+	var rc io.ReadCloser
+	if err := c.dc.Do(context.Background(), http.MethodGet, "/api/2.0/sql/history/queries",
+		map[string]string{"Accept": "application/json"}, map[string]any{}, req, &rc); err != nil {
+		t.Fatalf("the SDK's request: %v", err)
+	}
+	rc.Close()
+	if _, err := c.historyList(context.Background(), req); err != nil {
+		t.Fatalf("historyList: %v", err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	sdk, ours := got[0], got[1]
+	if sdk.URL.RawQuery != ours.URL.RawQuery || sdk.URL.Path != ours.URL.Path {
+		t.Errorf("query string\n sdk  %s %s\n ours %s %s", sdk.URL.Path, sdk.URL.RawQuery, ours.URL.Path, ours.URL.RawQuery)
+	}
+	for _, h := range []string{"Authorization", "Accept"} {
+		if sdk.Header.Get(h) != ours.Header.Get(h) {
+			t.Errorf("%s: sdk %q, ours %q", h, sdk.Header.Get(h), ours.Header.Get(h))
+		}
+	}
+	if ua := ours.Header.Get("User-Agent"); !strings.HasPrefix(ua, "dbxtop/test ") || !strings.Contains(ua, "databricks-sdk-go/") {
+		t.Errorf("User-Agent %q: want dbxtop/ first, then the SDK's", ua)
 	}
 }
