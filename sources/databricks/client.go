@@ -80,7 +80,7 @@ type Client struct {
 	// pages makes query-history requests (history_page.go): the SDK's
 	// transport, auth and user agent, without its in-memory copy.
 	pages *http.Client
-	now       func() time.Time
+	now   func() time.Time
 
 	history    *sql.QueryHistoryAPI
 	statements *sql.StatementExecutionAPI
