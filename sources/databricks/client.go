@@ -24,6 +24,7 @@ import (
 	"github.com/databricks/databricks-sdk-go/httpclient"
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+	"golang.org/x/time/rate"
 
 	"github.com/dbxtop/dbxtop/sources"
 )
@@ -78,9 +79,12 @@ type Client struct {
 	dc        *client.DatabricksClient
 	transport *http.Transport
 	// pages makes query-history requests (history_page.go): the SDK's
-	// transport, auth and user agent, without its in-memory copy.
-	pages *http.Client
-	now   func() time.Time
+	// transport, auth and user agent, without its in-memory copy; paced
+	// by pageRate, the SDK client's own rate limit (its limiter is its
+	// own).
+	pages    *http.Client
+	pageRate *rate.Limiter
+	now      func() time.Time
 
 	history    *sql.QueryHistoryAPI
 	statements *sql.StatementExecutionAPI
@@ -163,6 +167,10 @@ func New(ctx context.Context, c Config) (*Client, error) {
 	}
 	hc.ErrorRetriable = func(context.Context, error) bool { return false }
 	hc.TransientErrors = nil
+	pageRate := hc.RateLimitPerSecond
+	if pageRate <= 0 {
+		pageRate = 15 // the SDK client's default (DATABRICKS_RATE_LIMIT unset)
+	}
 	dc, err := client.NewWithClient(sdk, httpclient.NewApiClient(hc))
 	if err != nil {
 		return nil, configError(c, err)
@@ -176,6 +184,7 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		dc:         dc,
 		transport:  tr,
 		pages:      pages,
+		pageRate:   rate.NewLimiter(rate.Limit(pageRate), pageRate),
 		now:        now,
 		history:    sql.NewQueryHistory(dc),
 		statements: sql.NewStatementExecution(dc),

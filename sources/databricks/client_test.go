@@ -262,3 +262,16 @@ func TestHistoryRequestIsTheSDKs(t *testing.T) {
 		t.Errorf("User-Agent %q: want dbxtop/ first, then the SDK's", ua)
 	}
 }
+
+// Query-history pages keep the SDK client's rate limit (DATABRICKS_RATE_LIMIT,
+// default 15 a second) though they are not sent through its client.
+func TestHistoryPagesKeepTheSDKRateLimit(t *testing.T) {
+	f := newFakeWS(t)
+	if got := f.client(t).pageRate.Limit(); got != 15 {
+		t.Errorf("default rate %v, want the SDK's 15/s", got)
+	}
+	t.Setenv("DATABRICKS_RATE_LIMIT", "2")
+	if got := f.client(t).pageRate.Limit(); got != 2 {
+		t.Errorf("DATABRICKS_RATE_LIMIT=2: rate %v, want 2/s", got)
+	}
+}

@@ -104,6 +104,9 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 		return nil, err
 	}
 	r.Header.Set("User-Agent", useragent.FromContext(ctx))
+	if err := c.pageRate.Wait(ctx); err != nil {
+		return nil, err
+	}
 	resp, err := c.pages.Do(r)
 	if err != nil {
 		return nil, err
