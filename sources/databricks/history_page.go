@@ -123,7 +123,11 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 		return nil, fmt.Errorf("unexpected HTTP %d for a query-history page", resp.StatusCode)
 	}
 	buf := pageBuffers.Get().(*bytes.Buffer)
-	defer pageBuffers.Put(buf)
+	defer func() {
+		if buf.Cap() <= maxPooledPage { // an outsized answer is not kept for the next
+			pageBuffers.Put(buf)
+		}
+	}()
 	buf.Reset()
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
@@ -131,8 +135,12 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	return decodeHistoryPage(buf.Bytes()) // nothing it returns points into buf (detach)
 }
 
-// pageBuffers hold query-history answers while they are decoded.
+// pageBuffers hold query-history answers while they are decoded; a page
+// of 999 rows is ~0.6 MB, and a buffer grown past maxPooledPage by an
+// unusual answer (up to MaxBody) is left to the collector.
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledPage = 4 << 20
 
 // historyQuery encodes req as the SDK does for a GET: go-querystring's
 // values of its url tags, "filter_by[statuses]" written
