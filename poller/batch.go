@@ -139,7 +139,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			en.listed = round
 			en.seen = e.gen + 1 // still listed: not forgotten (merge)
 			if !en.retired {
-				e.confirm(en, statusOfListed(&d.Op), now)
+				e.confirm(en, sources.ListedStatus(&d.Op), now)
 			}
 		}
 		// A statement the listing shows first is adopted from it: with

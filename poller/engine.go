@@ -513,7 +513,7 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 		rate = finishedRowsPerSecond
 	}
 	pace := min(e.o.FinishedEvery, time.Duration(e.lastFullN)*time.Second/time.Duration(rate))
-	if e.o.FinishedEvery > 0 && now.Sub(e.lastFull) < pace {
+	if now.Sub(e.lastFull) < pace { // FinishedEvery < 0: never
 		sc.NoFinished = true
 	}
 	return sc
@@ -596,7 +596,7 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 				// Listed by query history: that is a confirmation. A few
 				// first operations get one poll of their own, to learn
 				// whether the status source reports client activity.
-				e.confirm(en, statusOfListed(&op), now)
+				e.confirm(en, sources.ListedStatus(&op), now)
 				if e.probes < activityProbes && !en.retired {
 					e.probes++
 					en.probe, en.next = true, now
@@ -629,7 +629,7 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			}
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.
-				e.confirm(en, statusOfListed(&d.Op), now)
+				e.confirm(en, sources.ListedStatus(&d.Op), now)
 			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
 				o.State = d.Op.State
 			}
@@ -649,12 +649,6 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 	}
 	e.addOrdered(added)
 	return added
-}
-
-// statusOfListed is what a query-history listing says of op's execution.
-func statusOfListed(op *model.Operation) sources.Status {
-	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
-		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
 }
 
 // The engine keeps its operations in snapshot order (first seen, then

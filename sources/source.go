@@ -41,6 +41,14 @@ type Status struct {
 	Source, Note string
 }
 
+// ListedStatus is what a query-history row, discovered as op, says of the
+// operation's execution: its state, times and error, read from history
+// (openness and client activity are not in it).
+func ListedStatus(op *model.Operation) Status {
+	return Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
+		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
+}
+
 // The poller's view of its sources. Each method makes ONE attempt and
 // returns the raw outcome (a *HTTPError, *ServerError, ErrHandleGone, or a
 // transport error from net/http); the poller's policy decides about

@@ -6,7 +6,6 @@ import (
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 
-	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -51,11 +50,6 @@ func (c *Client) ListLive(ctx context.Context, token string) ([]sources.Discover
 	return out, next, nil
 }
 
-func statusOf(op model.Operation) sources.Status {
-	return sources.Status{State: op.State, StartedAt: op.StartedAt, CompletedAt: op.CompletedAt,
-		ErrorMessage: op.ServerError, Source: model.StatusViaHistory}
-}
-
 // BatchLimit reports how many refs one StatusBatch call may carry.
 func (c *Client) BatchLimit() int { return BatchLimit }
 
@@ -94,7 +88,7 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 		if !ok {
 			continue
 		}
-		out[strings.ToLower(d.Ref.StatementID)] = statusOf(d.Op)
+		out[strings.ToLower(d.Ref.StatementID)] = sources.ListedStatus(&d.Op)
 	}
 	return out, nil
 }
