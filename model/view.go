@@ -73,6 +73,29 @@ type ViewCache struct {
 // hands out a new one.
 func (c *ViewCache) Gen() uint64 { return c.gen }
 
+// Fresh returns the cached view when time alone has not made it stale
+// at now: the caller knows that the operation did not change since View
+// last saw it (the engine marks every write), so the operation is not
+// compared. False when there is no view or a deadline or running figure
+// is due.
+func (c *ViewCache) Fresh(now time.Time) (*OperationView, bool) {
+	if c.view == nil || now.Before(c.at) || (!c.until.IsZero() && !now.Before(c.until)) {
+		return nil, false
+	}
+	return c.view, true
+}
+
+// Until is the first instant at which the cached view may differ from a
+// fresh evaluation with time alone (a flag deadline; the evaluation
+// instant itself when the view shows a running figure); false when
+// nothing changes with time alone, or there is no view.
+func (c *ViewCache) Until() (time.Time, bool) {
+	if c.view == nil || c.until.IsZero() {
+		return time.Time{}, false
+	}
+	return c.until, true
+}
+
 // View returns op's view at now: the cached one when op has not changed
 // and now is within its validity, otherwise a new one (changed is then
 // true). A view that only aged (same operation, its time-driven figures

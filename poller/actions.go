@@ -52,6 +52,7 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
+	e.touch(en)
 	op := &en.op
 	op.Adopted = true
 	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
@@ -77,6 +78,7 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	en.closing = true
 	now := e.clk.Now()
 	if !en.queued {
+		e.touch(en)
 		en.op.Close.State = model.ClosePending
 	}
 	_, closeCall := e.actionCalls(en.ref)
@@ -102,6 +104,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	defer e.mu.Unlock()
 	en.closing = false
 	now := e.clk.Now()
+	e.touch(en)
 	en.op.Close.Attempts += n
 	switch {
 	case err == nil:
@@ -134,6 +137,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 
 // enqueueClose queues a close to run now (the loop picks it up).
 func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
+	e.touch(en)
 	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
 	en.queued = true
 	e.closeQ[en.op.StatementID] = en
@@ -143,6 +147,7 @@ func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
 
 // finishClose marks the operation closed and leaves the queue.
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
+	e.touch(en)
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
 	en.op.Open = boolRef(false)
@@ -204,6 +209,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			err = e.o.Actions.Close(ctx, en.ref)
 		}
 		e.mu.Lock()
+		e.touch(en)
 		en.op.Close.Attempts++
 		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")

@@ -355,13 +355,18 @@ func (e *Engine) liveCount() int {
 	// churn, most followed operations have ended (retained while query
 	// history lists them), and a walk of every one each second was the
 	// engine's largest cost after the listing itself.
+	// Compacted in place, not rebuilt from e.ops: every operation that
+	// becomes live is added when it does (addLive), and a walk of e.ops
+	// was, with churn, most of the engine's per-second work.
 	live := e.live[:0]
-	for _, en := range e.ops {
-		if isLive(en) {
+	for _, en := range e.live {
+		if isLive(en) && !en.deleted {
 			live = append(live, en)
+		} else {
+			en.inLive = false
 		}
 	}
-	clear(live[len(live):cap(live)]) // no ended entry kept alive
+	clear(e.live[len(live):]) // no ended entry kept alive
 	e.live, e.liveN = live, len(live)
 	return e.liveN
 }
@@ -372,7 +377,8 @@ func isLive(en *entry) bool { return !en.retired && !en.op.State.Terminal() }
 // addLive counts an operation that became followed and live since the
 // last liveCount.
 func (e *Engine) addLive(en *entry) {
-	if isLive(en) {
+	if !en.inLive && isLive(en) {
+		en.inLive = true
 		e.live = append(e.live, en)
 		e.liveN++
 	}
@@ -402,16 +408,17 @@ func (e *Engine) freshnessGoal() time.Duration {
 // and says why the goal is missed when it is. Called with e.mu held.
 func (e *Engine) evalFreshness(now time.Time) {
 	e.liveCount()
-	ages := make([]time.Duration, 0, min(len(e.live), 2000))
-	for _, en := range e.live { // map order at the last count: random
+	// A sample of at most 2,000, spread evenly over e.live (kept in the
+	// order operations were adopted), so old and new ones both count.
+	step := max(1, len(e.live)/2000)
+	ages := make([]time.Duration, 0, min(len(e.live), 2000)+1)
+	for i := 0; i < len(e.live); i += step {
+		en := e.live[i]
 		at := en.op.LastPollOKAt
 		if at.IsZero() {
 			at = en.op.FirstSeenAt
 		}
 		ages = append(ages, now.Sub(at))
-		if len(ages) == cap(ages) {
-			break
-		}
 	}
 	f := Freshness{Goal: e.freshnessGoal(), Live: e.liveN, Held: true, InFlight: e.inflight}
 	f.Demand = e.demand()

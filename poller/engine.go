@@ -133,6 +133,13 @@ type entry struct {
 	// the engine does not keep an old view alive.
 	view    model.ViewCache
 	flagged uint64
+	// dirty: en.op changed since view was last brought up to date
+	// (touch); inChanged: en is in e.changed; due and didx: en's place in
+	// e.due, the instant its view may next differ with time alone.
+	dirty, inChanged bool
+	inLive           bool // in e.live
+	due              time.Time
+	didx             int
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -179,6 +186,8 @@ type Engine struct {
 	liveN        int      // live operations, counted after merges and once a second
 	live         []*entry // those operations (some may have ended since)
 
+	changed       []*entry // operations touched since the last evalFlags
+	due           dueHeap  // operations whose view a time deadline changes
 	order         []*entry // snapshot order; see addOrdered
 	orderHoles    bool     // some entries of order were deleted
 	orderUnsorted bool
@@ -550,6 +559,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
 			delete(e.ops, id)
 			delete(e.flags, id)
+			e.due.remove(en)
 			en.deleted, e.orderHoles = true, true
 		}
 	}
@@ -584,7 +594,8 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			if op.State == "" {
 				op.State = model.StateUnknown
 			}
-			en = &entry{op: op, ref: d.Ref, idx: -1}
+			en = &entry{op: op, ref: d.Ref, idx: -1, didx: -1}
+			e.touch(en)
 			if en.ref.StatementID == "" {
 				en.ref.StatementID = id
 			}
@@ -609,11 +620,14 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			e.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
 		} else {
 			o := &en.op
-			setIf(&o.WarehouseID, d.Op.WarehouseID)
-			setIf(&o.User, d.Op.User)
-			setIf(&o.ClientApplication, d.Op.ClientApplication)
-			setIf(&o.SQL, d.Op.SQL)
-			if o.StartedAt.IsZero() {
+			// Usually nothing here changes: touched only when it does.
+			w, u := setIf(&o.WarehouseID, d.Op.WarehouseID), setIf(&o.User, d.Op.User)
+			a, q := setIf(&o.ClientApplication, d.Op.ClientApplication), setIf(&o.SQL, d.Op.SQL)
+			if w || u || a || q {
+				e.touch(en)
+			}
+			if o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero() {
+				e.touch(en)
 				o.StartedAt = d.Op.StartedAt
 			}
 			if len(d.Ref.Secret) > 0 {
@@ -622,6 +636,7 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			if d.Op.Proxy != nil {
 				// What a proxy saw on the wire (proxy.Merge): its account,
 				// and the owning client's last call, which no server tells.
+				e.touch(en)
 				o.Proxy = d.Op.Proxy
 				if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
 					o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
@@ -630,7 +645,8 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 				// A listing of query history confirms like a batch.
 				e.confirm(en, sources.ListedStatus(&d.Op), now)
-			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" {
+			} else if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
+				e.touch(en)
 				o.State = d.Op.State
 			}
 			// Discovery says it ended while we still think it runs: confirm
@@ -690,9 +706,56 @@ func (e *Engine) ordered() []*entry {
 // setIf keeps the string it has when v says the same: the next view
 // then compares it by pointer, not byte by byte (model.ViewCache), and
 // the listing's copy is left to the collector.
-func setIf(dst *string, v string) {
+func setIf(dst *string, v string) bool {
 	if v != "" && v != *dst {
 		*dst = v
+		return true
+	}
+	return false
+}
+
+// touch records that en.op is about to change (e.mu held): its cached
+// view is no longer trusted without a comparison (viewOf), and the next
+// evalFlags looks at it. Every write to an entry's operation goes with a
+// touch; the package's tests verify it (verifyViews).
+func (e *Engine) touch(en *entry) {
+	en.dirty = true
+	if !en.inChanged {
+		en.inChanged = true
+		e.changed = append(e.changed, en)
+	}
+}
+
+// viewOf is en's view at now (e.mu held): the cached one without
+// comparing the operation when nothing touched it and no deadline is due.
+func (e *Engine) viewOf(en *entry, now time.Time) *model.OperationView {
+	if !en.dirty {
+		if v, ok := en.view.Fresh(now); ok {
+			if verifyViews {
+				e.verifyView(en, now)
+			}
+			return v
+		}
+	}
+	en.dirty = false
+	v, _ := en.view.View(&en.op, now, e.o.Thresholds)
+	return v
+}
+
+// verifyViews makes the package's tests check that every change to an
+// operation was touched: a view trusted without comparison must be what
+// a comparison gives. The first difference is kept in viewViolation
+// (not a panic: e.mu is held).
+var (
+	verifyViews   bool
+	viewViolation atomic.Pointer[string]
+)
+
+func (e *Engine) verifyView(en *entry, now time.Time) {
+	before, _ := en.view.Fresh(now)
+	if v, changed := en.view.View(&en.op, now, e.o.Thresholds); changed {
+		msg := fmt.Sprintf("poller: operation %s changed without touch:\nwas %+v\nnow %+v", en.op.StatementID, before, v)
+		viewViolation.CompareAndSwap(nil, &msg)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -424,5 +425,60 @@ func TestEventsNeverBlockDropOldest(t *testing.T) {
 	}
 	if ev := <-e.Events(); ev.Message != "10" {
 		t.Fatalf("oldest kept is %q, want 10", ev.Message)
+	}
+}
+
+// What an action changes shows in the very next snapshot, while the view
+// of the operation is otherwise exact for a long time (nothing flagged):
+// the engine reuses a view without comparing its operation only until
+// something touched it.
+func TestActionsShowInTheNextSnapshot(t *testing.T) {
+	s := newOpServer(t)
+	src := newHTTPSource(s)
+	defer src.CloseIdleConnections()
+	s.add(srvOp{ID: opID(1), State: "RUNNING", Open: true})
+	s.add(srvOp{ID: opID(2), State: "FINISHED", Open: true})
+	h := startEngine(t, sourceOptions(src))
+	h.run(time.Second, 100*time.Millisecond)
+	if v := h.op(opID(1)); v.Adopted || len(v.Flags) != 0 {
+		t.Fatalf("before: %+v", v)
+	}
+	if err := h.e.Adopt(context.Background(), opID(1)); err != nil {
+		t.Fatal(err)
+	}
+	if v := h.op(opID(1)); !v.Adopted {
+		t.Fatal("Adopt does not show in the next snapshot")
+	}
+	// A close in flight shows pending while it waits for the server.
+	gate, arrived := make(chan struct{}), make(chan struct{}, 1)
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release) // a failure below must not leave the server waiting
+	s.setFault(func(r request) fault {
+		if r.Path == "/close" {
+			arrived <- struct{}{}
+			return fault{gate: gate}
+		}
+		return fault{}
+	})
+	if v := h.op(opID(2)); v.Close.State != model.CloseNA {
+		t.Fatalf("before the close: %+v", v.Close)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.e.Close(context.Background(), opID(2)) }()
+	select {
+	case <-arrived:
+	case err := <-done:
+		t.Fatalf("Close returned %v before the server saw it", err)
+	}
+	if v := h.op(opID(2)); v.Close.State != model.ClosePending {
+		t.Fatalf("while the close is in flight: %+v", v.Close)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if v := h.op(opID(2)); v.Close.State != model.CloseClosed || v.Close.Attempts != 1 {
+		t.Fatalf("after the close: %+v", v.Close)
 	}
 }

@@ -51,6 +51,7 @@ func (h *harness) stop() {
 	if err := <-h.done; err != nil {
 		h.t.Errorf("Run returned %v on cancel, want nil", err)
 	}
+	checkViews(h.t)
 }
 
 func (h *harness) settle() {

@@ -47,6 +47,7 @@ func (e *Engine) observe(r Report) {
 	now := e.clk.Now()
 	en := e.ops[r.Call.OpID]
 	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
+		e.touch(en)
 		en.op.Poll.Retries++
 	}
 	e.mu.Unlock()
@@ -90,7 +91,7 @@ func (e *Engine) Snapshot() model.Snapshot {
 	// due (model.ViewCache): a refresh copies pointers, not operations.
 	views := make([]*model.OperationView, len(ens))
 	for i, en := range ens {
-		views[i], _ = en.view.View(&en.op, now, e.o.Thresholds)
+		views[i] = e.viewOf(en, now)
 	}
 	eps := make([]model.Endpoint, len(e.eps))
 	for i, ep := range e.eps {
@@ -118,14 +119,13 @@ func (e *Engine) Snapshot() model.Snapshot {
 // raised/cleared events (a severity change counts as raised).
 func (e *Engine) evalFlags() {
 	// Flags are compared on the engine's cached views, not on a full
-	// snapshot: only views that changed since the last comparison (their
-	// operation changed, or a flag deadline or a running figure came) are
-	// looked at, and events are built only where a flag's kind or
-	// severity changed.
+	// snapshot, and only for the operations whose view may have changed
+	// since the last comparison: those touched since (e.changed) and those
+	// whose flag deadline or running figure came (e.due). Events are built
+	// only where a flag's kind or severity changed.
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	th := e.o.Thresholds
 	diff := func(key, opID, endpoint string, flags []model.Flag) {
 		prev := e.flags[key]
 		same := len(prev) == len(flags)
@@ -162,14 +162,47 @@ func (e *Engine) evalFlags() {
 		}
 	}
 	e.evalFreshness(now)
-	for _, en := range e.ordered() {
-		v, _ := en.view.View(&en.op, now, th)
-		if en.view.Gen() == en.flagged {
-			continue // the view these flags came from was compared already
+	look := func(en *entry) {
+		if en.deleted {
+			return
 		}
-		en.flagged = en.view.Gen()
-		if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
-			diff(id, id, "", v.Flags)
+		v := e.viewOf(en, now)
+		if en.view.Gen() != en.flagged { // else these flags were compared already
+			en.flagged = en.view.Gen()
+			if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
+				diff(id, id, "", v.Flags)
+			}
+		}
+		if at, ok := en.view.Until(); ok {
+			e.due.set(en, at) // a running figure: due now, looked at next time
+		} else {
+			e.due.remove(en)
+		}
+	}
+	// What is due is taken out first: a view with a running figure goes
+	// back in due at once, for the next call.
+	for len(e.due) > 0 && !e.due[0].due.After(now) {
+		en := e.due.popMin()
+		if !en.inChanged {
+			en.inChanged = true
+			e.changed = append(e.changed, en)
+		}
+	}
+	changed := e.changed
+	for i, en := range changed {
+		en.inChanged = false
+		changed[i] = nil
+		look(en)
+	}
+	e.changed = changed[:0]
+	if verifyViews {
+		for _, en := range e.ordered() { // nothing skipped above differs
+			if _, ok := en.view.Fresh(now); ok {
+				e.verifyView(en, now)
+			} else if en.didx < 0 || en.due.After(now) {
+				msg := fmt.Sprintf("poller: the view of %s is due but not scheduled", en.op.StatementID)
+				viewViolation.CompareAndSwap(nil, &msg)
+			}
 		}
 	}
 	for _, ep := range e.eps {

@@ -52,6 +52,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		}
 		return
 	}
+	e.touch(en)
 	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
@@ -84,6 +85,7 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
+	e.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -139,6 +141,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	if closed && !en.queued {
 		e.retire(en, now)
 	}
+	e.addLive(en) // a source that took back an end (never query history)
 }
 
 // markGone records that the server no longer has the operation, with the
@@ -147,6 +150,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
+	e.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {

@@ -106,6 +106,7 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 		}
 		unread++
 		if op.LastError == nil {
+			e.touch(en)
 			msg := "status not read this round"
 			if ctxErr != nil {
 				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
