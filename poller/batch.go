@@ -103,6 +103,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	e.mu.Unlock()
 	token := ""
 	complete := false
+	var buf []sources.Discovered // one page's rows, reused for the next
 	for page := 0; page < pages; page++ {
 		type answer struct {
 			rows []sources.Discovered
@@ -110,7 +111,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		}
 		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
 			t0 := e.clk.Now()
-			m, next, err := ll.ListLive(ctx, token)
+			m, next, err := ll.ListLive(ctx, token, buf)
 			e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
 			return answer{m, next}, err
 		})
@@ -149,6 +150,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			en.listed = round
 		}
 		e.mu.Unlock()
+		buf = a.rows[:cap(a.rows)]
 		if a.next == "" || a.next == token {
 			complete = a.next == ""
 			break

@@ -344,7 +344,7 @@ type listingWorkspace struct {
 	pages    int
 }
 
-func (w *listingWorkspace) ListLive(_ context.Context, token string) ([]sources.Discovered, string, error) {
+func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sources.Discovered) ([]sources.Discovered, string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pages++
@@ -356,7 +356,7 @@ func (w *listingWorkspace) ListLive(_ context.Context, token string) ([]sources.
 	}
 	slices.Sort(ids)
 	slices.Reverse(ids)
-	var out []sources.Discovered
+	out := dst[:0]
 	next := ""
 	for i, id := range ids {
 		if i == w.pageSize {

@@ -124,9 +124,11 @@ type BatchStatusSource interface {
 // ListLive makes ONE request; token "" asks for the first page and the
 // returned token is "" after the last. Each row is what discovery would
 // have made of it, so the engine adopts a statement it did not follow
-// yet from the listing itself (Scope.NoLive).
+// yet from the listing itself (Scope.NoLive). The rows are appended to
+// dst[:0] (the caller's buffer from the previous page, so that a round
+// of ten pages does not allocate ten slices of a thousand operations).
 type LiveLister interface {
-	ListLive(ctx context.Context, token string) ([]Discovered, string, error)
+	ListLive(ctx context.Context, token string, dst []Discovered) ([]Discovered, string, error)
 }
 
 // ActionSource cancels and closes operations.

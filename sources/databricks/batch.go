@@ -27,7 +27,7 @@ const LivePageSize = 999
 // 999 operations. The engine looks up by id (StatusBatch) the live
 // operations a listing did not show: they ended, or history has not
 // caught up.
-func (c *Client) ListLive(ctx context.Context, token string) ([]sources.Discovered, string, error) {
+func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Discovered) ([]sources.Discovered, string, error) {
 	req := sql.ListQueryHistoryRequest{
 		FilterBy:   &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses},
 		MaxResults: LivePageSize,
@@ -37,7 +37,7 @@ func (c *Client) ListLive(ctx context.Context, token string) ([]sources.Discover
 	if err != nil {
 		return nil, "", c.wrapErr(CallListQueries, err)
 	}
-	out := make([]sources.Discovered, 0, len(resp.Res))
+	out := dst[:0]
 	for i := range resp.Res {
 		if d, ok := discoveredFrom(resp.Res[i].info()); ok {
 			out = append(out, d)
