@@ -41,10 +41,51 @@ func ParseSortKey(s string) (SortKey, error) {
 // the input position) so that the order is total and stable across
 // refreshes.
 func SortOperations(ops []*OperationView, key SortKey, desc bool) {
+	if (key == SortSeverity || key == "") && desc && byStatementID(ops) {
+		severityFirst(ops)
+		return
+	}
 	// The order is total (statement ids are unique within a workspace,
 	// and the workspace breaks the rest), so pdqsort is deterministic,
 	// and it is near-linear on the nearly sorted input of a refresh.
 	slices.SortFunc(ops, operationOrder(key, desc))
+}
+
+// severityFirst is SortOperations by severity, most severe first, of ops
+// already in statement id order (byStatementID; an engine's order): the
+// unflagged operations keep their order, and only the flagged ones,
+// usually few, are sorted and moved to the front.
+func severityFirst(ops []*OperationView) {
+	nf := 0
+	for _, o := range ops {
+		if len(o.Flags) > 0 {
+			nf++
+		}
+	}
+	flagged := make([]*OperationView, 0, nf)
+	w := len(ops) - 1
+	for i := len(ops) - 1; i >= 0; i-- {
+		if len(ops[i].Flags) > 0 {
+			flagged = append(flagged, ops[i])
+		} else {
+			ops[w] = ops[i]
+			w--
+		}
+	}
+	slices.SortFunc(flagged, operationOrder(SortSeverity, true))
+	copy(ops, flagged)
+}
+
+// byStatementID reports whether ops are in the tie-break order of
+// operationOrder: statement id, then workspace.
+func byStatementID(ops []*OperationView) bool {
+	for i := 1; i < len(ops); i++ {
+		a, b := ops[i-1], ops[i]
+		if c := strings.Compare(a.StatementID, b.StatementID); c > 0 || (c == 0 && a.Workspace > b.Workspace) {
+			return false
+		}
+	}
+	return true
 }
 
 // operationOrder is SortOperations' comparison: key, then statement id,

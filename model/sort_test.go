@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -93,4 +94,50 @@ func TestFilterOperations(t *testing.T) {
 	if ids(ops)[0] != "d" {
 		t.Error("FilterOperations modified its input")
 	}
+}
+
+// The severity order of views already ordered by statement id (an
+// engine's snapshot) is found without sorting the unflagged ones: it must
+// be exactly what the full sort gives, whatever the flags.
+func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
+	kinds := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}, {Kind: FlagStale, Severity: SeverityCritical},
+		{Kind: FlagUnclosed, Severity: SeverityWarning}, {Kind: FlagReaped, Severity: SeverityWarning}}
+	for seed := range 200 {
+		n := seed%37 + 1
+		var views []*OperationView
+		for i := range n {
+			v := &OperationView{Operation: Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
+			for k, f := range kinds {
+				if (i*31+seed*17+k*13)%5 == 0 {
+					v.Flags = append(v.Flags, f)
+				}
+			}
+			views = append(views, v)
+		}
+		slices.SortFunc(views, func(a, b *OperationView) int {
+			if a.StatementID != b.StatementID {
+				return cmpStr(a.StatementID, b.StatementID)
+			}
+			return cmpStr(a.Workspace, b.Workspace)
+		})
+		if !byStatementID(views) {
+			t.Fatal("fixture not in statement id order")
+		}
+		want := slices.Clone(views)
+		slices.SortFunc(want, operationOrder(SortSeverity, true))
+		SortOperations(views, SortSeverity, true)
+		if !slices.Equal(views, want) {
+			t.Fatalf("seed %d: fast order %v, full sort %v", seed, ids(views), ids(want))
+		}
+	}
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

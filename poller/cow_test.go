@@ -2,6 +2,8 @@ package poller
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +68,38 @@ func TestSnapshotsShareUnchangedViews(t *testing.T) {
 	if s5["a"] == s4["a"] || !s5["a"].HasFlag(model.FlagStale) {
 		t.Errorf("past the STALE deadline a's view is not re-evaluated: flags %v", s5["a"].Flags)
 	}
+}
+
+// Operations that arrive in any id order across rounds are listed in the
+// snapshot most severe first, then by statement id, exactly as a full
+// sort would list them: the engine merges new ones into its id order
+// instead of sorting every operation per refresh.
+func TestSnapshotOrderWithOperationsArrivingOutOfOrder(t *testing.T) {
+	w := newMemWorkspace(100)
+	e := NewEngine(Options{Discoverer: w, Status: w, ReadOnly: true})
+	for round, ids := range [][]int{{50, 70}, {10, 60, 90}, {5, 55, 95, 20}, {1}} {
+		for _, n := range ids {
+			w.set(opID(n), model.StateRunning)
+		}
+		if err := e.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := e.Snapshot().Operations
+		want := slices.Clone(got)
+		model.SortOperations(want, model.SortSeverity, true)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: snapshot order %v, sorted %v", round, opIDs(got), opIDs(want))
+		}
+		if !slices.IsSortedFunc(got, func(a, b *model.OperationView) int { return strings.Compare(a.StatementID, b.StatementID) }) {
+			t.Fatalf("round %d: not in statement id order: %v", round, opIDs(got))
+		}
+	}
+}
+
+func opIDs(vs []*model.OperationView) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.StatementID)
+	}
+	return out
 }

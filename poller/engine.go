@@ -186,11 +186,12 @@ type Engine struct {
 	liveN        int      // live operations, counted after merges and once a second
 	live         []*entry // those operations (some may have ended since)
 
-	changed       []*entry // operations touched since the last evalFlags
-	due           dueHeap  // operations whose view a time deadline changes
-	order         []*entry // snapshot order; see addOrdered
-	orderHoles    bool     // some entries of order were deleted
-	orderUnsorted bool
+	changed     []*entry // operations touched since the last evalFlags
+	due         dueHeap  // operations whose view a time deadline changes
+	order       []*entry // by statement id; see addOrdered
+	orderSorted int      // order[:orderSorted] is sorted; the rest came since
+	orderSpare  []*entry // the other buffer of the merge (empty)
+	orderHoles  bool     // some entries of order were deleted
 
 	listing *model.WarehouseListing // Options.Warehouses after the last good discovery
 
@@ -667,38 +668,45 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 	return added
 }
 
-// The engine keeps its operations in snapshot order (first seen, then
-// statement id) as they are added, so a refresh walks a slice instead of
-// sorting every operation: new ones arrive together (one discovery, one
-// instant) and are sorted among themselves; a forgotten one leaves a hole
-// that the next snapshot compacts.
+// The engine keeps its operations ordered by statement id, the order a
+// snapshot lists them in after severity (model.SortOperations then only
+// moves the flagged ones to the front, instead of sorting every
+// operation each refresh). New ones are appended unsorted; ordered sorts
+// them among themselves and merges them in, and compacts the holes that
+// forgotten ones leave.
 func (e *Engine) addOrdered(added []*entry) {
-	if len(added) == 0 {
-		return
-	}
-	slices.SortFunc(added, entryCmp)
-	if n := len(e.order); n > 0 && entryCmp(added[0], e.order[n-1]) < 0 {
-		e.orderUnsorted = true // a clock that did not move, or stepped back
-	}
 	e.order = append(e.order, added...)
 }
 
-func entryCmp(a, b *entry) int {
-	if c := a.op.FirstSeenAt.Compare(b.op.FirstSeenAt); c != 0 {
-		return c
-	}
-	return strings.Compare(a.op.StatementID, b.op.StatementID)
-}
+func entryCmp(a, b *entry) int { return strings.Compare(a.op.StatementID, b.op.StatementID) }
 
-// ordered returns the operations in snapshot order (e.mu held).
+// ordered returns the operations ordered by statement id (e.mu held).
 func (e *Engine) ordered() []*entry {
+	if n := e.orderSorted; n < len(e.order) {
+		head, tail := e.order[:n], e.order[n:]
+		slices.SortFunc(tail, entryCmp)
+		if n > 0 && entryCmp(head[n-1], tail[0]) > 0 {
+			merged := e.orderSpare[:0]
+			i, j := 0, 0
+			for i < len(head) && j < len(tail) {
+				if entryCmp(tail[j], head[i]) < 0 {
+					merged = append(merged, tail[j])
+					j++
+				} else {
+					merged = append(merged, head[i])
+					i++
+				}
+			}
+			merged = append(append(merged, head[i:]...), tail[j:]...)
+			clear(e.order) // the spare holds no entry
+			e.order, e.orderSpare = merged, e.order[:0]
+		}
+		e.orderSorted = len(e.order)
+	}
 	if e.orderHoles {
 		e.order = slices.DeleteFunc(e.order, func(en *entry) bool { return en.deleted })
 		e.orderHoles = false
-	}
-	if e.orderUnsorted {
-		slices.SortFunc(e.order, entryCmp)
-		e.orderUnsorted = false
+		e.orderSorted = len(e.order)
 	}
 	return e.order
 }

@@ -92,6 +92,10 @@ func (e *Engine) Snapshot() model.Snapshot {
 	views := make([]*model.OperationView, len(ens))
 	for i, en := range ens {
 		views[i] = e.viewOf(en, now)
+		if verifyViews && i > 0 && entryCmp(ens[i-1], en) >= 0 {
+			msg := fmt.Sprintf("poller: operations out of statement id order: %s before %s", ens[i-1].op.StatementID, en.op.StatementID)
+			viewViolation.CompareAndSwap(nil, &msg)
+		}
 	}
 	eps := make([]model.Endpoint, len(e.eps))
 	for i, ep := range e.eps {
@@ -110,7 +114,7 @@ func (e *Engine) Snapshot() model.Snapshot {
 	ws.Listing = e.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	s := model.SnapshotOf(now, ws, views, eps, errs)
+	s := model.SnapshotOfIDOrdered(now, ws, views, eps, errs) // e.ordered(): by statement id
 	s.Clients = model.AggregateClients(s.Operations, now, e.o.ClientsWindow)
 	return s
 }
