@@ -113,6 +113,7 @@ type entry struct {
 	op         model.Operation
 	ref        sources.Ref
 	next       time.Time // next status poll, valid while idx >= 0
+	key        time.Time // its place in the poll heap: next or earlier (pollHeap)
 	idx        int       // position in the poll heap; -1 when not scheduled
 	polling    bool
 	retired    bool      // no longer polled (closed, gone)
@@ -310,8 +311,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.inflight++
 			spawn(func(ctx context.Context) { e.confirmChunk(ctx, c) })
 		}
-		for e.inflight < limit && len(e.heap) > 0 && !e.heap[0].next.After(now) {
-			en := e.heap.popMin()
+		for e.inflight < limit {
+			en := e.heap.popDue(now)
+			if en == nil {
+				break
+			}
 			en.polling = true
 			e.inflight++
 			spawn(func(ctx context.Context) { e.pollOne(ctx, en) })
@@ -330,8 +334,8 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
-		if len(e.heap) > 0 && e.inflight < limit && e.heap[0].next.Before(next) {
-			next = e.heap[0].next
+		if at := e.heap.first(); !at.IsZero() && e.inflight < limit && at.Before(next) {
+			next = at // perhaps a poll put off: popDue files it again
 		}
 		e.mu.Unlock()
 		if !now.Before(nextFlags) {

@@ -7,10 +7,14 @@ import (
 
 // pollHeap orders followed operations by their next poll, so each loop
 // turn finds due polls in O(log n) instead of scanning 10,000 entries.
+// It is ordered by entry.key, which is entry.next or earlier: a poll put
+// off (every confirmation of a live operation puts off its fallback
+// poll) keeps its place, and the loop files it again by its new time
+// when the old one comes (popDue); brought forward, it moves at once.
 type pollHeap []*entry
 
 func (h pollHeap) Len() int           { return len(h) }
-func (h pollHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h pollHeap) Less(i, j int) bool { return h[i].key.Before(h[j].key) }
 func (h pollHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].idx, h[j].idx = i, j
@@ -29,15 +33,46 @@ func (h *pollHeap) Pop() any {
 	return en
 }
 
-func (h *pollHeap) push(en *entry)   { heap.Push(h, en) }
+func (h *pollHeap) push(en *entry) {
+	en.key = en.next
+	heap.Push(h, en)
+}
 func (h *pollHeap) popMin() *entry   { return heap.Pop(h).(*entry) }
 func (h *pollHeap) remove(en *entry) { heap.Remove(h, en.idx) }
+
+// reschedule files en by en.next; a later time than its place is left
+// for popDue (a poll put off costs nothing until its old time comes).
 func (h *pollHeap) reschedule(en *entry) {
-	if en.idx >= 0 {
+	switch {
+	case en.idx < 0:
+		h.push(en)
+	case en.next.Before(en.key):
+		en.key = en.next
 		heap.Fix(h, en.idx)
-	} else {
-		heap.Push(h, en)
 	}
+}
+
+// popDue takes out the first operation whose poll is due at now, filing
+// again those whose poll was put off; nil when none is due.
+func (h *pollHeap) popDue(now time.Time) *entry {
+	for len(*h) > 0 && !(*h)[0].key.After(now) {
+		en := (*h)[0]
+		if en.next.After(now) {
+			en.key = en.next
+			heap.Fix(h, 0)
+			continue
+		}
+		return h.popMin()
+	}
+	return nil
+}
+
+// first is when the first filed poll may be due (zero: none).
+func (h pollHeap) first() time.Time {
+	if len(h) == 0 {
+		return time.Time{}
+	}
+	return h[0].key
 }
 
 // dueHeap orders operations by the instant their view may next differ
