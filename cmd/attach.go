@@ -84,6 +84,7 @@ func runAttach(ctx context.Context, cfg AttachConfig, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), cfg.Token))
 		return exitError
 	}
+	oneCore()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	streamDone := make(chan struct{})

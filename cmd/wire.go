@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,6 +21,18 @@ import (
 // The command bodies of the TUI, demo and sim commands (newApp wires
 // them): this file connects the command tree to the packages that do the
 // work (sources → poller → tui).
+
+// oneCore runs the process on one core (GOMAXPROCS=1) unless the
+// environment sets GOMAXPROCS. The TUI's work is a few percent of a core
+// and waits on the network; with a second core the scheduler's spinning
+// threads and the collector's idle mark workers burned a quarter more
+// CPU at 10,000 live statements (docs/performance.md), on the shared
+// bastion an operator runs it from.
+func oneCore() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+}
 
 // shutdownGrace bounds what happens after the operator quits: one last
 // attempt at queued closes of adopted operations, and stopping the
@@ -161,6 +174,7 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		// The demo's endpoints live on a throwaway loopback port: what it
 		// learns stays in memory, out of the operator's state file.
 		ws.Learned = openLearned(ws, stderr, logf, true)
+		oneCore() // the demo keeps every core: its simulator shares the process
 	}
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
