@@ -139,7 +139,7 @@ type entry struct {
 	// e.due, the instant its view may next differ with time alone.
 	dirty, inChanged bool
 	inLive           bool // in e.live
-	due              time.Time
+	due, dkey        time.Time // dkey: its place in e.due, due or earlier
 	didx             int
 }
 

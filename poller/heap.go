@@ -78,11 +78,14 @@ func (h pollHeap) first() time.Time {
 // dueHeap orders operations by the instant their view may next differ
 // with time alone (a flag deadline or a running figure,
 // model.ViewCache.Until): evalFlags looks at those that are due and at
-// those that changed, not at every followed operation each second.
+// those that changed, not at every followed operation each second. Like
+// pollHeap it is ordered by a key that is due or earlier: every
+// confirmation of a live operation puts off its STALE deadline, and the
+// entry keeps its place until its old time (popDue).
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Less(i, j int) bool { return h[i].dkey.Before(h[j].dkey) }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].didx, h[j].didx = i, j
@@ -101,17 +104,37 @@ func (h *dueHeap) Pop() any {
 	return en
 }
 
-func (h *dueHeap) popMin() *entry { return heap.Pop(h).(*entry) }
 func (h *dueHeap) remove(en *entry) {
 	if en.didx >= 0 {
 		heap.Remove(h, en.didx)
 	}
 }
+
+// set files en as due at at; a later time than its place is left for
+// popDue.
 func (h *dueHeap) set(en *entry, at time.Time) {
 	en.due = at
-	if en.didx >= 0 {
-		heap.Fix(h, en.didx)
-	} else {
+	switch {
+	case en.didx < 0:
+		en.dkey = at
 		heap.Push(h, en)
+	case at.Before(en.dkey):
+		en.dkey = at
+		heap.Fix(h, en.didx)
 	}
+}
+
+// popDue takes out the first operation due at now, filing again those
+// whose time was put off; nil when none is due.
+func (h *dueHeap) popDue(now time.Time) *entry {
+	for len(*h) > 0 && !(*h)[0].dkey.After(now) {
+		en := (*h)[0]
+		if en.due.After(now) {
+			en.dkey = en.due
+			heap.Fix(h, 0)
+			continue
+		}
+		return heap.Pop(h).(*entry)
+	}
+	return nil
 }

@@ -47,3 +47,35 @@ func TestPollHeapPutOffPollsComeAtTheirNewTime(t *testing.T) {
 		}
 	}
 }
+
+// The flag deadline heap files a put-off deadline lazily too
+// (dueHeap.set): popDue hands out every operation at its latest due
+// time, never before it.
+func TestDueHeapPutOffDeadlinesComeAtTheirNewTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for round := range 50 {
+		var h dueHeap
+		ens := make([]*entry, 40)
+		for i := range ens {
+			ens[i] = &entry{didx: -1}
+			h.set(ens[i], t0.Add(time.Duration(r.IntN(100))*time.Second))
+		}
+		for range 200 {
+			en := ens[r.IntN(len(ens))]
+			h.set(en, t0.Add(time.Duration(r.IntN(100))*time.Second))
+		}
+		got := 0
+		for now := t0; now.Before(t0.Add(101 * time.Second)); now = now.Add(time.Second) {
+			for en := h.popDue(now); en != nil; en = h.popDue(now) {
+				if en.due.After(now) || now.Sub(en.due) >= time.Second {
+					t.Fatalf("round %d: due at %v, handed out at %v", round, en.due, now)
+				}
+				got++
+			}
+		}
+		if got != len(ens) || len(h) != 0 {
+			t.Fatalf("round %d: %d of %d handed out, %d left", round, got, len(ens), len(h))
+		}
+	}
+}

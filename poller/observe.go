@@ -185,8 +185,7 @@ func (e *Engine) evalFlags() {
 	}
 	// What is due is taken out first: a view with a running figure goes
 	// back in due at once, for the next call.
-	for len(e.due) > 0 && !e.due[0].due.After(now) {
-		en := e.due.popMin()
+	for en := e.due.popDue(now); en != nil; en = e.due.popDue(now) {
 		if !en.inChanged {
 			en.inChanged = true
 			e.changed = append(e.changed, en)
