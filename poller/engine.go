@@ -138,7 +138,7 @@ type entry struct {
 	// (touch); inChanged: en is in e.changed; due and didx: en's place in
 	// e.due, the instant its view may next differ with time alone.
 	dirty, inChanged bool
-	inLive           bool // in e.live
+	inLive           bool      // in e.live
 	due, dkey        time.Time // dkey: its place in e.due, due or earlier
 	didx             int
 }
