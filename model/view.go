@@ -30,15 +30,19 @@ type viewBlock struct {
 // buildView evaluates op (normalised) at now into a new view; th has its
 // defaults.
 func buildView(op *Operation, now time.Time, th Thresholds) *OperationView {
-	n := *op
-	normalize(&n)
-	var buf [5]Flag
-	flags := evaluateInto(buf[:0], &n, now, th)
-	in, inOK := inactiveFor(&n, now)
-	if len(flags) == 0 && !inOK {
-		return &OperationView{Operation: n}
+	if !normal(op) {
+		n := *op
+		normalize(&n)
+		op = &n
 	}
-	b := &viewBlock{v: OperationView{Operation: n}}
+	var buf [5]Flag
+	flags := evaluateInto(buf[:0], op, now, th)
+	in, inOK := inactiveFor(op, now)
+	if len(flags) == 0 && !inOK {
+		return &OperationView{Operation: *op}
+	}
+	b := new(viewBlock)
+	b.v.Operation = *op // the one copy of the operation
 	v := &b.v
 	if len(flags) <= len(b.flags) {
 		v.Flags = b.flags[:copy(b.flags[:], flags):len(flags)] // capped: an append copies
@@ -51,7 +55,7 @@ func buildView(op *Operation, now time.Time, th Thresholds) *OperationView {
 	if inOK {
 		b.durs[0] = in
 		v.InactiveFor = &b.durs[0]
-		if r, ok := reapedIn(&n, now, th); ok {
+		if r, ok := reapedIn(op, now, th); ok {
 			b.durs[1] = r
 			v.ReapedIn = &b.durs[1]
 		}
@@ -83,6 +87,23 @@ func (c *ViewCache) Fresh(now time.Time) (*OperationView, bool) {
 		return nil, false
 	}
 	return c.view, true
+}
+
+// Aged is View for an operation the caller knows did not change since
+// the cached view was built (the engine marks every write): a view that
+// time made stale is evaluated again from its own cleaned copy of the
+// operation, without reading or comparing the caller's. There must be a
+// cached view.
+func (c *ViewCache) Aged(now time.Time, th Thresholds) *OperationView {
+	if v, ok := c.Fresh(now); ok {
+		return v
+	}
+	th = th.WithDefaults()
+	v := buildView(&c.view.Operation, now, th)
+	sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
+	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
+	c.gen++
+	return v
 }
 
 // Until is the first instant at which the cached view may differ from a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -741,13 +742,19 @@ func (e *Engine) touch(en *entry) {
 // viewOf is en's view at now (e.mu held): the cached one without
 // comparing the operation when nothing touched it and no deadline is due.
 func (e *Engine) viewOf(en *entry, now time.Time) *model.OperationView {
-	if !en.dirty {
+	if !en.dirty && en.view.Gen() > 0 {
 		if v, ok := en.view.Fresh(now); ok {
 			if verifyViews {
 				e.verifyView(en, now)
 			}
 			return v
 		}
+		// Only time moved: evaluated again from the view's own copy.
+		v := en.view.Aged(now, e.o.Thresholds)
+		if verifyViews {
+			e.verifyAged(en, v, now)
+		}
+		return v
 	}
 	en.dirty = false
 	v, _ := en.view.View(&en.op, now, e.o.Thresholds)
@@ -762,6 +769,15 @@ var (
 	verifyViews   bool
 	viewViolation atomic.Pointer[string]
 )
+
+// verifyAged checks that a view evaluated again from its own copy is
+// what a fresh evaluation of the operation gives.
+func (e *Engine) verifyAged(en *entry, v *model.OperationView, now time.Time) {
+	if fresh := model.EvaluateView(en.op, now, e.o.Thresholds); !reflect.DeepEqual(v, fresh) {
+		msg := fmt.Sprintf("poller: operation %s changed without touch:\naged %+v\nfresh %+v", en.op.StatementID, v, fresh)
+		viewViolation.CompareAndSwap(nil, &msg)
+	}
+}
 
 func (e *Engine) verifyView(en *entry, now time.Time) {
 	before, _ := en.view.Fresh(now)
