@@ -14,7 +14,7 @@ import (
 type pollHeap []*entry
 
 func (h pollHeap) Len() int           { return len(h) }
-func (h pollHeap) Less(i, j int) bool { return h[i].key.Before(h[j].key) }
+func (h pollHeap) Less(i, j int) bool { return h[i].key < h[j].key }
 func (h pollHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].idx, h[j].idx = i, j
@@ -34,7 +34,7 @@ func (h *pollHeap) Pop() any {
 }
 
 func (h *pollHeap) push(en *entry) {
-	en.key = en.next
+	en.key = en.next.UnixNano()
 	heap.Push(h, en)
 }
 func (h *pollHeap) popMin() *entry   { return heap.Pop(h).(*entry) }
@@ -46,8 +46,8 @@ func (h *pollHeap) reschedule(en *entry) {
 	switch {
 	case en.idx < 0:
 		h.push(en)
-	case en.next.Before(en.key):
-		en.key = en.next
+	case en.next.UnixNano() < en.key:
+		en.key = en.next.UnixNano()
 		heap.Fix(h, en.idx)
 	}
 }
@@ -55,10 +55,10 @@ func (h *pollHeap) reschedule(en *entry) {
 // popDue takes out the first operation whose poll is due at now, filing
 // again those whose poll was put off; nil when none is due.
 func (h *pollHeap) popDue(now time.Time) *entry {
-	for len(*h) > 0 && !(*h)[0].key.After(now) {
+	for len(*h) > 0 && (*h)[0].key <= now.UnixNano() {
 		en := (*h)[0]
 		if en.next.After(now) {
-			en.key = en.next
+			en.key = en.next.UnixNano()
 			heap.Fix(h, 0)
 			continue
 		}
@@ -72,7 +72,7 @@ func (h pollHeap) first() time.Time {
 	if len(h) == 0 {
 		return time.Time{}
 	}
-	return h[0].key
+	return time.Unix(0, h[0].key)
 }
 
 // dueHeap orders operations by the instant their view may next differ
@@ -85,7 +85,7 @@ func (h pollHeap) first() time.Time {
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].dkey.Before(h[j].dkey) }
+func (h dueHeap) Less(i, j int) bool { return h[i].dkey < h[j].dkey }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].didx, h[j].didx = i, j
@@ -113,13 +113,13 @@ func (h *dueHeap) remove(en *entry) {
 // set files en as due at at; a later time than its place is left for
 // popDue.
 func (h *dueHeap) set(en *entry, at time.Time) {
-	en.due = at
+	en.due = at.UnixNano()
 	switch {
 	case en.didx < 0:
-		en.dkey = at
+		en.dkey = en.due
 		heap.Push(h, en)
-	case at.Before(en.dkey):
-		en.dkey = at
+	case en.due < en.dkey:
+		en.dkey = en.due
 		heap.Fix(h, en.didx)
 	}
 }
@@ -127,9 +127,9 @@ func (h *dueHeap) set(en *entry, at time.Time) {
 // popDue takes out the first operation due at now, filing again those
 // whose time was put off; nil when none is due.
 func (h *dueHeap) popDue(now time.Time) *entry {
-	for len(*h) > 0 && !(*h)[0].dkey.After(now) {
+	for len(*h) > 0 && (*h)[0].dkey <= now.UnixNano() {
 		en := (*h)[0]
-		if en.due.After(now) {
+		if en.due > now.UnixNano() {
 			en.dkey = en.due
 			heap.Fix(h, 0)
 			continue

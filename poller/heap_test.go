@@ -68,8 +68,8 @@ func TestDueHeapPutOffDeadlinesComeAtTheirNewTime(t *testing.T) {
 		got := 0
 		for now := t0; now.Before(t0.Add(101 * time.Second)); now = now.Add(time.Second) {
 			for en := h.popDue(now); en != nil; en = h.popDue(now) {
-				if en.due.After(now) || now.Sub(en.due) >= time.Second {
-					t.Fatalf("round %d: due at %v, handed out at %v", round, en.due, now)
+				if due := time.Unix(0, en.due); due.After(now) || now.Sub(due) >= time.Second {
+					t.Fatalf("round %d: due at %v, handed out at %v", round, due, now)
 				}
 				got++
 			}
