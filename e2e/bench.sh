@@ -78,7 +78,9 @@ other && step "item 4: frames (tui BenchmarkFrameOperationsView120x40)"
 other && run frames.txt go test -run '^$' -bench 'FrameOperationsView120x40' -benchmem -count "$COUNT" ./tui/
 
 step "issue 16: refresh (engine snapshot + TUI rebuild + one frame), its parts, heap per operation (tui)"
-run refresh.txt go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|EngineSnapshot|TUIRebuildRowsFromSnapshot' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./tui/
+# 2 s each, not a count: a refresh's garbage is collected some refreshes
+# later, and five iterations caught or missed a collection by chance.
+run refresh.txt go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|EngineSnapshot|TUIRebuildRowsFromSnapshot' -benchtime 2s -benchmem -count "$COUNT" -timeout 20m ./tui/
 run heap.txt go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./tui/
 
 # The same figures from the code before issue 16 (BEFORE, default the
@@ -103,17 +105,24 @@ step "issue 16: the same from $ROUND (start of round two), side by side"
 if git cat-file -e "$ROUND^{commit}" 2>/dev/null; then
 	rm -rf "$OUT/round" && mkdir -p "$OUT/round"
 	git archive "$ROUND" | tar -x -C "$OUT/round"
-	run round.txt env -C "$OUT/round" go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame|HeapPerOperationEngineTUISnapshot' -benchtime 5x -benchmem -count "$COUNT" -timeout 20m ./tui/
+	run round.txt env -C "$OUT/round" go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame' -benchtime 2s -benchmem -count "$COUNT" -timeout 20m ./tui/
+	run round-heap.txt env -C "$OUT/round" go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./tui/
 else
 	echo "bench.sh: no commit $ROUND here; the round-start column is left out" >&2
 fi
 
-# And the tree the third session of issue 16 started from (PREV, default
-# 6b28b12): its binary is bench_cpu.sh's fourth column.
-PREV=${PREV:-6b28b12}
+# And the tree the fourth session of issue 16 started from (PREV, default
+# 727e3e1): its refresh and heap benchmarks side by side, and its binary
+# is bench_cpu.sh's session-start column.
+PREV=${PREV:-727e3e1}
+step "issue 16: refresh and heap from $PREV (session start), side by side"
 if git cat-file -e "$PREV^{commit}" 2>/dev/null; then
 	rm -rf "$OUT/prev" && mkdir -p "$OUT/prev"
 	git archive "$PREV" | tar -x -C "$OUT/prev"
+	run prev.txt env -C "$OUT/prev" go test -run '^$' -bench 'RefreshEngineSnapshotTUIRebuildFrame' -benchtime 2s -benchmem -count "$COUNT" -timeout 20m ./tui/
+	run prev-heap.txt env -C "$OUT/prev" go test -run '^$' -bench 'HeapPerOperationEngineTUISnapshot' -benchtime 1x -benchmem -count "$COUNT" -timeout 20m ./tui/
+else
+	echo "bench.sh: no commit $PREV here; the session-start column is left out" >&2
 fi
 
 step "issue 16: server calls per operation-minute and staleness at 1k/10k live ops, 50 ms latency, side by side (e2e, ~8 min)"
@@ -168,6 +177,14 @@ fi
 	echo "## Issue 16: the same from the start of round two ($ROUND)"
 	echo
 	benchtable "$OUT/round.txt"
+	echo
+	benchtable "$OUT/round-heap.txt"
+	echo
+	echo "## Issue 16: the same from the start of this session ($PREV)"
+	echo
+	benchtable "$OUT/prev.txt"
+	echo
+	benchtable "$OUT/prev-heap.txt"
 	echo
 	echo "## Issue 16: TUI process CPU"
 	echo

@@ -7,29 +7,32 @@
 # this tree and, when $OUT/before holds the earlier tree (bench.sh puts it
 # there), for that one too, one after the other against the same kind of
 # workspace; likewise for $OUT/round (the start of issue 16's second
-# round), and for $OUT/prev (the start of its third session). Writes
-# $OUT/cpu-$OPS.md. Loopback only.
+# round), and for $OUT/prev (the start of its fourth session). The tree's
+# binary runs twice: as shipped (the TUI takes one core, GOMAXPROCS=1)
+# and with GOMAXPROCS=2, so that the table tells the engine's changes
+# from the choice of one core. Writes $OUT/cpu-$OPS.md. Loopback only.
 set -euo pipefail
 OUT=$1
 OPS=${CPU_OPS:-10000}
 SECS=${CPU_SECS:-60}
 command -v tmux >/dev/null || { echo "bench_cpu.sh: tmux is not installed" >&2; exit 1; }
 go build -o "$OUT/dbxtop-now" .
-bins=("now:$OUT/dbxtop-now")
+bins=("now:$OUT/dbxtop-now:" "now-on-2-cores:$OUT/dbxtop-now:GOMAXPROCS=2")
 if [ -d "$OUT/before" ]; then
-	(cd "$OUT/before" && go build -o "$OUT/dbxtop-before" .) && bins+=("before:$OUT/dbxtop-before")
+	(cd "$OUT/before" && go build -o "$OUT/dbxtop-before" .) && bins+=("before:$OUT/dbxtop-before:")
 fi
 if [ -d "$OUT/round" ]; then
-	(cd "$OUT/round" && go build -o "$OUT/dbxtop-round" .) && bins+=("round-start:$OUT/dbxtop-round")
+	(cd "$OUT/round" && go build -o "$OUT/dbxtop-round" .) && bins+=("round-start:$OUT/dbxtop-round:")
 fi
 if [ -d "$OUT/prev" ]; then
-	(cd "$OUT/prev" && go build -o "$OUT/dbxtop-prev" .) && bins+=("session-start:$OUT/dbxtop-prev")
+	(cd "$OUT/prev" && go build -o "$OUT/dbxtop-prev" .) && bins+=("session-start:$OUT/dbxtop-prev:")
 fi
 hz=$(getconf CLK_TCK)
 echo "| binary | live ops | replaced | latency | TUI CPU (% of one core) | peak RSS | over |" >"$OUT/cpu-$OPS.md"
 echo "|---|---|---|---|---|---|---|" >>"$OUT/cpu-$OPS.md"
 for b in "${bins[@]}"; do
-	name=${b%%:*} bin=${b#*:}
+	name=${b%%:*} rest=${b#*:}
+	bin=${rest%%:*} envs=${rest#*:}
 	"$OUT/dbxtop-now" sim --scenario load --ops "$OPS" --load-run 20s --latency 50ms >"$OUT/sim-$name.out" 2>&1 &
 	sim=$!
 	for _ in $(seq 100); do [ -s "$OUT/sim-$name.out" ] && break; sleep 0.2; done
@@ -37,7 +40,7 @@ for b in "${bins[@]}"; do
 	token=$(head -1 "$OUT/sim-$name.out" | sed 's/.*token=\([^ ]*\).*/\1/')
 	sleep 25 # every operation started (the load scenario spreads them over 20 s)
 	sess=dbxtop-cpu-$$-$name
-	tmux new-session -d -s "$sess" -x 120 -y 40 "DATABRICKS_TOKEN=$token exec $bin --host $host"
+	tmux new-session -d -s "$sess" -x 120 -y 40 "$envs DATABRICKS_TOKEN=$token exec $bin --host $host"
 	sleep 2
 	pid=$(tmux list-panes -t "$sess" -F '#{pane_pid}')
 	t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
