@@ -103,7 +103,11 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	e.mu.Unlock()
 	token := ""
 	complete := false
-	var buf []sources.Discovered // one page's rows, reused for the next
+	buf := e.listBuf // one page's rows, reused for the next page and round
+	defer func() {
+		clear(buf) // no statement's strings kept between rounds
+		e.listBuf = buf[:0]
+	}()
 	for page := 0; page < pages; page++ {
 		type answer struct {
 			rows []sources.Discovered

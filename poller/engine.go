@@ -184,9 +184,10 @@ type Engine struct {
 	batchQ       [][]sources.Ref // chunks of the current round not yet sent
 	batchPending int             // chunks of the current round not yet answered
 	batchCalls   int64
-	listRounds   uint64 // live listing rounds started (entry.listed)
-	activity     bool   // the status source reports client activity
-	probes       int    // activity probes made
+	listRounds   uint64               // live listing rounds started (entry.listed)
+	listBuf      []sources.Discovered // a page's rows, kept for the next round (listRound only)
+	activity     bool                 // the status source reports client activity
+	probes       int                  // activity probes made
 	fresh        Freshness
 	liveN        int      // live operations, counted after merges and once a second
 	live         []*entry // those operations (some may have ended since)

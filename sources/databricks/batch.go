@@ -38,11 +38,15 @@ func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Disco
 		return nil, "", c.wrapErr(CallListQueries, err)
 	}
 	out := dst[:0]
+	if cap(out) < len(resp.Res) {
+		out = make([]sources.Discovered, 0, len(resp.Res)) // not grown row by row
+	}
 	for i := range resp.Res {
 		if d, ok := discoveredFrom(resp.Res[i].info()); ok {
 			out = append(out, d)
 		}
 	}
+	defer resp.release()
 	next := ""
 	if resp.HasNextPage {
 		next = resp.NextPageToken
@@ -90,5 +94,6 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 		}
 		out[strings.ToLower(d.Ref.StatementID)] = sources.ListedStatus(&d.Op)
 	}
+	resp.release()
 	return out, nil
 }

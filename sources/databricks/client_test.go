@@ -169,9 +169,19 @@ func FuzzDecodeHistoryPage(f *testing.F) {
 		if werr != nil || !utf8.Valid(b) {
 			return
 		}
-		if !reflect.DeepEqual(*got, want) {
+		// The pooled row array and nil against empty rows are not what
+		// a page says.
+		norm := func(p historyPage) historyPage {
+			p.rows = nil
+			if len(p.Res) == 0 {
+				p.Res = nil
+			}
+			return p
+		}
+		if !reflect.DeepEqual(norm(*got), norm(want)) {
 			t.Fatalf("decoders disagree on %q\n got %+v\nwant %+v", b, *got, want)
 		}
+		got.release()
 	})
 }
 
