@@ -129,7 +129,9 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			break // what the listing missed is looked up by id
 		}
 		now := e.clk.Now()
-		var fresh []sources.Discovered
+		// The rows of statements not followed yet, compacted in place:
+		// a row is moved only over rows already read.
+		fresh := a.rows[:0]
 		for i := range a.rows {
 			d := &a.rows[i]
 			id := discoveredID(d)
