@@ -55,4 +55,36 @@ for b in "${bins[@]}"; do
 	echo "$name: $pct % of a core over $SECS s, peak RSS $rss" >&2
 	echo "| $name | $OPS | 5 %/s | 50 ms | $pct % | $rss | ${SECS} s |" >>"$OUT/cpu-$OPS.md"
 done
+
+# Side by side at once: this tree's binary and the session start's watch
+# ONE simulator at the same time for the same 60 s, so the machine's noise
+# (±10 % between runs one after the other here) falls on both alike and
+# their ratio is the figure.
+if [ -x "$OUT/dbxtop-prev" ]; then
+	"$OUT/dbxtop-now" sim --scenario load --ops "$OPS" --load-run 20s --latency 50ms >"$OUT/sim-pair.out" 2>&1 &
+	sim=$!
+	for _ in $(seq 100); do [ -s "$OUT/sim-pair.out" ] && break; sleep 0.2; done
+	host=$(head -1 "$OUT/sim-pair.out" | sed 's/^host=\([^ ]*\).*/\1/')
+	token=$(head -1 "$OUT/sim-pair.out" | sed 's/.*token=\([^ ]*\).*/\1/')
+	sleep 25
+	sa=dbxtop-cpu-$$-pair-now sb=dbxtop-cpu-$$-pair-prev
+	tmux new-session -d -s "$sa" -x 120 -y 40 "DATABRICKS_TOKEN=$token exec $OUT/dbxtop-now --host $host"
+	tmux new-session -d -s "$sb" -x 120 -y 40 "DATABRICKS_TOKEN=$token exec $OUT/dbxtop-prev --host $host"
+	sleep 2
+	pa=$(tmux list-panes -t "$sa" -F '#{pane_pid}') pb=$(tmux list-panes -t "$sb" -F '#{pane_pid}')
+	a0=$(awk '{print $14+$15}' "/proc/$pa/stat") b0=$(awk '{print $14+$15}' "/proc/$pb/stat")
+	sleep "$SECS"
+	a1=$(awk '{print $14+$15}' "/proc/$pa/stat") b1=$(awk '{print $14+$15}' "/proc/$pb/stat")
+	tmux kill-session -t "$sa" || true
+	tmux kill-session -t "$sb" || true
+	kill "$sim" && wait "$sim" || true
+	line=$(awk -v a0="$a0" -v a1="$a1" -v b0="$b0" -v b1="$b1" -v hz="$hz" -v s="$SECS" 'BEGIN{a=100*(a1-a0)/hz/s; b=100*(b1-b0)/hz/s; printf "%.1f %% | %.1f %% | %.2f×", a, b, a/b}')
+	echo "pair: now | session-start | ratio: $line" >&2
+	{
+		echo
+		echo "| at once, one simulator ($OPS live) | now | session start | ratio |"
+		echo "|---|---|---|---|"
+		echo "| ${SECS} s | $line |"
+	} >>"$OUT/cpu-$OPS.md"
+fi
 cat "$OUT/cpu-$OPS.md"
