@@ -178,7 +178,7 @@ func (e *Engine) evalFlags() {
 			}
 		}
 		if at, ok := en.view.Until(); ok {
-			e.due.set(en, at) // a running figure: due now, looked at next time
+			e.due.set(en, at) // its next deadline; a running figure's is now: looked at next time
 		} else {
 			e.due.remove(en)
 		}
