@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -115,10 +116,10 @@ func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
 			views = append(views, v)
 		}
 		slices.SortFunc(views, func(a, b *OperationView) int {
-			if a.StatementID != b.StatementID {
-				return cmpStr(a.StatementID, b.StatementID)
+			if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
+				return c
 			}
-			return cmpStr(a.Workspace, b.Workspace)
+			return strings.Compare(a.Workspace, b.Workspace)
 		})
 		if !byStatementID(views) {
 			t.Fatal("fixture not in statement id order")
@@ -130,14 +131,4 @@ func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
 			t.Fatalf("seed %d: fast order %v, full sort %v", seed, ids(views), ids(want))
 		}
 	}
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -100,14 +100,11 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	pages := e.maxListPages(len(e.ops))
 	e.listRounds++
 	round := e.listRounds // stamps what this listing showed (entry.listed)
+	buf := e.listBuf      // one page's rows, reused for the next page and round
+	e.listBuf = nil
 	e.mu.Unlock()
 	token := ""
 	complete := false
-	buf := e.listBuf // one page's rows, reused for the next page and round
-	defer func() {
-		clear(buf) // no statement's strings kept between rounds
-		e.listBuf = buf[:0]
-	}()
 	for page := 0; page < pages; page++ {
 		type answer struct {
 			rows []sources.Discovered
@@ -163,8 +160,10 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		}
 		token = a.next
 	}
+	clear(buf) // no statement's strings kept between rounds
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.listBuf = buf[:0]
 	if complete {
 		delete(e.wsErrs, CallStatusBatch)
 	}

@@ -185,7 +185,7 @@ type Engine struct {
 	batchPending int             // chunks of the current round not yet answered
 	batchCalls   int64
 	listRounds   uint64               // live listing rounds started (entry.listed)
-	listBuf      []sources.Discovered // a page's rows, kept for the next round (listRound only)
+	listBuf      []sources.Discovered // a page's rows, kept for the next round (listRound takes it)
 	activity     bool                 // the status source reports client activity
 	probes       int                  // activity probes made
 	fresh        Freshness
