@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,9 +49,12 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
+	flag.Parse() // the watchdog reads -test.timeout
+	stop := watchdog(os.Stderr)
 	// Every child process is waited for, so no goroutine of os/exec may
 	// outlive the tests.
 	code := m.Run()
+	stop()
 	if code == 0 {
 		// opencensus (a dependency of databricks-sdk-go) starts its worker
 		// in an init function; it is not ours to stop.
@@ -58,6 +64,49 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// watchdog ends the run shortly before go test's -timeout would, naming
+// the tests still running and where they wait (this package's frames of
+// every goroutine that has any). A timed-out package otherwise ends in a
+// dump of every goroutine whose end, all a CI log may keep, shows only
+// net/http's idle connections. The returned func disarms it.
+func watchdog(w io.Writer) (stop func()) {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return func() {}
+	}
+	timeout, err := time.ParseDuration(f.Value.String())
+	if err != nil || timeout <= 0 {
+		return func() {}
+	}
+	lead := min(timeout/10, 30*time.Second)
+	t := time.AfterFunc(timeout-lead, func() {
+		fmt.Fprintf(w, "e2e: watchdog: still running %s after the start (go test -timeout %s); ending the run:\n%s", timeout-lead, timeout, ownStacks())
+		os.Exit(3)
+	})
+	return func() { t.Stop() }
+}
+
+// ownStacks is every goroutine's stack that passes through this package,
+// with only this package's frames (function and line), the test last.
+func ownStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		var own []string
+		for i := 1; i+1 < len(lines); i += 2 {
+			if strings.Contains(lines[i], "dbxtop/e2e.") {
+				own = append(own, "    "+strings.TrimSpace(lines[i])+" "+strings.TrimSpace(lines[i+1]))
+			}
+		}
+		if len(own) > 0 {
+			fmt.Fprintf(&out, "  %s\n%s\n", lines[0], strings.Join(own, "\n"))
+		}
+	}
+	return out.String()
 }
 
 // runOpts describes one run of the binary.
