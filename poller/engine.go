@@ -116,7 +116,7 @@ type entry struct {
 	op         model.Operation
 	ref        sources.Ref
 	next       time.Time // next status poll, valid while idx >= 0
-	key        int64     // its place in the poll heap, unix ns: next or earlier (pollHeap)
+	key        int64     // its place in the poll heap, stamp(next) or earlier (pollHeap)
 	idx        int       // position in the poll heap; -1 when not scheduled
 	retiredAt  time.Time // when it stopped being polled
 	seen       uint64    // the full discovery by which it was last listed (merge)
@@ -131,7 +131,7 @@ type entry struct {
 	// the engine does not keep an old view alive.
 	view    model.ViewCache
 	flagged uint64
-	// due and didx: en's place in e.due, the instant (unix ns) its view
+	// due and didx: en's place in e.due, the instant (stamp) its view
 	// may next differ with time alone; dkey is due or earlier (dueHeap).
 	due, dkey int64
 	didx      int

@@ -5,6 +5,22 @@ import (
 	"time"
 )
 
+// stampBase anchors stamp: a reading of the monotonic clock.
+var stampBase = time.Now()
+
+// stamp is t as a heap key: nanoseconds since stampBase, by the monotonic
+// clock when t has a reading of it (every time.Now does; a test clock's
+// times do not, and then by the wall clock, as their comparisons are).
+// Keys and time.Time comparisons must agree: a wall clock stepped or
+// slewed under a running engine once made a key say "due" while After
+// said "not yet", and popDue spun on it for ever with the engine's lock
+// held.
+func stamp(t time.Time) int64 { return int64(t.Sub(stampBase)) }
+
+// unstamp is the instant of key k, comparable with the times it came
+// from.
+func unstamp(k int64) time.Time { return stampBase.Add(time.Duration(k)) }
+
 // pollHeap orders followed operations by their next poll, so each loop
 // turn finds due polls in O(log n) instead of scanning 10,000 entries.
 // It is ordered by entry.key, which is entry.next or earlier: a poll put
@@ -34,7 +50,7 @@ func (h *pollHeap) Pop() any {
 }
 
 func (h *pollHeap) push(en *entry) {
-	en.key = en.next.UnixNano()
+	en.key = stamp(en.next)
 	heap.Push(h, en)
 }
 func (h *pollHeap) popMin() *entry   { return heap.Pop(h).(*entry) }
@@ -46,8 +62,8 @@ func (h *pollHeap) reschedule(en *entry) {
 	switch {
 	case en.idx < 0:
 		h.push(en)
-	case en.next.UnixNano() < en.key:
-		en.key = en.next.UnixNano()
+	case stamp(en.next) < en.key:
+		en.key = stamp(en.next)
 		heap.Fix(h, en.idx)
 	}
 }
@@ -55,10 +71,11 @@ func (h *pollHeap) reschedule(en *entry) {
 // popDue takes out the first operation whose poll is due at now, filing
 // again those whose poll was put off; nil when none is due.
 func (h *pollHeap) popDue(now time.Time) *entry {
-	for len(*h) > 0 && (*h)[0].key <= now.UnixNano() {
+	k := stamp(now)
+	for len(*h) > 0 && (*h)[0].key <= k {
 		en := (*h)[0]
-		if en.next.After(now) {
-			en.key = en.next.UnixNano()
+		if stamp(en.next) > k { // keys decide, never After: each turn moves a key past k
+			en.key = stamp(en.next)
 			heap.Fix(h, 0)
 			continue
 		}
@@ -72,7 +89,7 @@ func (h pollHeap) first() time.Time {
 	if len(h) == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, h[0].key)
+	return unstamp(h[0].key)
 }
 
 // dueHeap orders operations by the instant their view may next differ
@@ -113,7 +130,7 @@ func (h *dueHeap) remove(en *entry) {
 // set files en as due at at; a later time than its place is left for
 // popDue.
 func (h *dueHeap) set(en *entry, at time.Time) {
-	en.due = at.UnixNano()
+	en.due = stamp(at)
 	switch {
 	case en.didx < 0:
 		en.dkey = en.due
@@ -127,9 +144,10 @@ func (h *dueHeap) set(en *entry, at time.Time) {
 // popDue takes out the first operation due at now, filing again those
 // whose time was put off; nil when none is due.
 func (h *dueHeap) popDue(now time.Time) *entry {
-	for len(*h) > 0 && (*h)[0].dkey <= now.UnixNano() {
+	k := stamp(now)
+	for len(*h) > 0 && (*h)[0].dkey <= k {
 		en := (*h)[0]
-		if en.due > now.UnixNano() {
+		if en.due > k {
 			en.dkey = en.due
 			heap.Fix(h, 0)
 			continue

@@ -202,7 +202,7 @@ func (e *Engine) evalFlags() {
 		for _, en := range e.ordered() { // nothing skipped above differs
 			if _, ok := en.view.Fresh(now); ok {
 				e.verifyView(en, now)
-			} else if en.didx < 0 || en.due > now.UnixNano() {
+			} else if en.didx < 0 || en.due > stamp(now) {
 				msg := fmt.Sprintf("poller: the view of %s is due but not scheduled", en.op.StatementID)
 				viewViolation.CompareAndSwap(nil, &msg)
 			}
