@@ -29,10 +29,10 @@ func (f *fakeActor) Close(_ context.Context, id string) error {
 func TestDemoOperatorRecloseOneLeak(t *testing.T) {
 	unclosed := []model.Flag{{Kind: model.FlagUnclosed, Severity: model.SeverityWarning}}
 	f := &fakeActor{closed: make(chan string, 4), snap: model.Snapshot{Operations: []*model.OperationView{
-		{Operation: model.Operation{StatementID: "healthy", State: model.StateRunning}},
-		{Operation: model.Operation{StatementID: "tried", Close: model.CloseInfo{State: model.CloseFailed}}, Flags: unclosed},
-		{Operation: model.Operation{StatementID: "leak-1", Close: model.CloseInfo{State: model.CloseNA}}, Flags: unclosed},
-		{Operation: model.Operation{StatementID: "leak-2", Close: model.CloseInfo{State: model.CloseNA}}, Flags: unclosed},
+		{Operation: &model.Operation{StatementID: "healthy", State: model.StateRunning}},
+		{Operation: &model.Operation{StatementID: "tried", Close: model.CloseInfo{State: model.CloseFailed}}, Flags: unclosed},
+		{Operation: &model.Operation{StatementID: "leak-1", Close: model.CloseInfo{State: model.CloseNA}}, Flags: unclosed},
+		{Operation: &model.Operation{StatementID: "leak-2", Close: model.CloseInfo{State: model.CloseNA}}, Flags: unclosed},
 	}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

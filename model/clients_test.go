@@ -10,7 +10,7 @@ import (
 func TestAggregateClientsFindsTheCulprit(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	op := func(app, user string, state State, startAgo, dur time.Duration, flags ...FlagKind) *OperationView {
-		v := &OperationView{Operation: Operation{ClientApplication: app, User: user, State: state, StartedAt: now.Add(-startAgo)}}
+		v := &OperationView{Operation: &Operation{ClientApplication: app, User: user, State: state, StartedAt: now.Add(-startAgo)}}
 		if dur > 0 {
 			v.CompletedAt = v.StartedAt.Add(dur)
 		}
@@ -61,7 +61,7 @@ func TestAggregateClientsFindsTheCulprit(t *testing.T) {
 func TestMergeKeepsADownWorkspace(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	a := NamedSnapshot{Name: "a", Up: true, Snapshot: Snapshot{GeneratedAt: t0, Workspace: Workspace{Host: "http://a", Warehouses: []string{"w1"}},
-		Operations: []*OperationView{{Operation: Operation{StatementID: "1"}}, {Operation: Operation{StatementID: "2"}, Flags: []Flag{{Kind: FlagReaped, Severity: SeverityWarning}}}},
+		Operations: []*OperationView{{Operation: &Operation{StatementID: "1"}}, {Operation: &Operation{StatementID: "2"}, Flags: []Flag{{Kind: FlagReaped, Severity: SeverityWarning}}}},
 		Endpoints:  []EndpointView{{Endpoint: Endpoint{Name: "e"}}}}}
 	b := NamedSnapshot{Name: "b", Up: false, Snapshot: Snapshot{GeneratedAt: t0.Add(time.Second), Workspace: Workspace{Host: "http://b"},
 		Errors: []ErrorInfo{{Kind: KindTransport, Call: "Discover", Message: "connection refused"}}}}

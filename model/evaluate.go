@@ -256,7 +256,8 @@ func closeFailedFlag(op *Operation, now time.Time) Flag {
 // marked known without a time → unknown. The view is not cleaned of
 // hostile text; EvaluateView is (what snapshots hold).
 func NewOperationView(op Operation, now time.Time, th Thresholds) OperationView {
-	return *buildView(&op, now, th.WithDefaults()) // the one evaluation of a view (view.go)
+	normalize(&op)
+	return *buildView(&op, now, th.WithDefaults(), true) // the one evaluation of a view (view.go)
 }
 
 // normalize gives the zero values that mean "unknown" their one spelling.

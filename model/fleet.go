@@ -41,9 +41,10 @@ func Merge(parts []NamedSnapshot) Snapshot {
 			Warehouses: nonNil(slices.Clone(p.Workspace.Warehouses)),
 			Operations: len(p.Operations), Endpoints: len(p.Endpoints), Errors: []ErrorInfo{}}
 		for _, o := range p.Operations {
-			if o.Workspace != p.Name { // views are shared: copy to name the workspace
-				c := *o
-				c.Workspace = p.Name
+			if o.Workspace != p.Name { // views and operations are shared: copy both to name the workspace
+				c, op := *o, *o.Operation
+				op.Workspace = p.Name
+				c.Operation = &op
 				o = &c
 			}
 			if len(o.Flags) > 0 {

@@ -158,7 +158,7 @@ func genSnapshot(t *rapid.T) Snapshot {
 				Attempts: rapid.IntRange(0, 50).Draw(t, "ca"), LastError: genError(t, "cerr"), NextTry: genTime(t, "next")},
 			LastError: genError(t, "err"), Adopted: rapid.Bool().Draw(t, "adopted"), Gone: rapid.Bool().Draw(t, "gone"),
 		}
-		s.Operations = append(s.Operations, &OperationView{Operation: op, InactiveFor: genDurPtr(t, "inactive"),
+		s.Operations = append(s.Operations, &OperationView{Operation: &op, InactiveFor: genDurPtr(t, "inactive"),
 			ReapedIn: genDurPtr(t, "reaped"), Flags: genFlags(t, "oflags")})
 	}
 	for i, n := 0, rapid.IntRange(0, 3).Draw(t, "neps"); i < n; i++ {

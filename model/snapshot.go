@@ -55,8 +55,12 @@ type Snapshot struct {
 }
 
 // OperationView is an operation with its flags evaluated at GeneratedAt.
+// The operation is shared, never copied per view: views of one unchanged
+// operation evaluated at different times (its running figures, its flag
+// details) point at one cleaned copy, which nothing writes once a view
+// holds it (docs/model.md, "Views"). A view always has one.
 type OperationView struct {
-	Operation
+	*Operation
 	InactiveFor *time.Duration // nil if unknown
 	ReapedIn    *time.Duration // nil if unknown
 	Flags       []Flag

@@ -226,7 +226,7 @@ func (w operationWire) view() (OperationView, error) {
 		return OperationView{}, err
 	}
 	return OperationView{
-		Operation: Operation{
+		Operation: &Operation{
 			StatementID: w.StatementID, WarehouseID: w.WarehouseID, User: w.User,
 			ClientApplication: w.ClientApplication, SQL: w.SQL, State: state,
 			StartedAt: w.StartedAt.Time, CompletedAt: w.CompletedAt.Time,

@@ -22,10 +22,10 @@ func sortFixture() []*OperationView {
 	warn := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}}
 	crit := []Flag{{Kind: FlagCloseFailed, Severity: SeverityCritical}}
 	return []*OperationView{
-		{Operation: Operation{StatementID: "d", State: StateFinished, User: "Bob", WarehouseID: "w2", StartedAt: t0.Add(-time.Minute), Poll: PollStats{Retries: 1}}},
-		{Operation: Operation{StatementID: "b", State: StateRunning, User: "alice", WarehouseID: "w1", StartedAt: t0.Add(-time.Hour), Poll: PollStats{Retries: 5}}, InactiveFor: durp(time.Minute), Flags: warn},
-		{Operation: Operation{StatementID: "c", State: StatePending, User: "carol", WarehouseID: "w1"}, InactiveFor: durp(time.Hour), Flags: crit},
-		{Operation: Operation{StatementID: "a", State: StateRunning, User: "alice", WarehouseID: "w2", StartedAt: t0.Add(-2 * time.Minute), Poll: PollStats{Retries: 5}}, Flags: warn},
+		{Operation: &Operation{StatementID: "d", State: StateFinished, User: "Bob", WarehouseID: "w2", StartedAt: t0.Add(-time.Minute), Poll: PollStats{Retries: 1}}},
+		{Operation: &Operation{StatementID: "b", State: StateRunning, User: "alice", WarehouseID: "w1", StartedAt: t0.Add(-time.Hour), Poll: PollStats{Retries: 5}}, InactiveFor: durp(time.Minute), Flags: warn},
+		{Operation: &Operation{StatementID: "c", State: StatePending, User: "carol", WarehouseID: "w1"}, InactiveFor: durp(time.Hour), Flags: crit},
+		{Operation: &Operation{StatementID: "a", State: StateRunning, User: "alice", WarehouseID: "w2", StartedAt: t0.Add(-2 * time.Minute), Poll: PollStats{Retries: 5}}, Flags: warn},
 	}
 }
 
@@ -107,7 +107,7 @@ func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
 		n := seed%37 + 1
 		var views []*OperationView
 		for i := range n {
-			v := &OperationView{Operation: Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
+			v := &OperationView{Operation: &Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
 			for k, f := range kinds {
 				if (i*31+seed*17+k*13)%5 == 0 {
 					v.Flags = append(v.Flags, f)

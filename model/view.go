@@ -12,37 +12,49 @@ import "time"
 // came from the workspace is cleaned (docs/model.md, hostile text). This is
 // what snapshots hold.
 func EvaluateView(op Operation, now time.Time, th Thresholds) *OperationView {
-	v := buildView(&op, now, th.WithDefaults())
-	v.sanitize()
+	normalize(&op)
+	v := buildView(&op, now, th.WithDefaults(), true)
+	v.sanitize() // its own copy, not yet shared
 	return v
 }
 
-// viewBlock is a flagged view with the storage its pointers use, in one
-// allocation: a refresh re-evaluates every flagged operation (their
-// details count time), and one allocation instead of three is much of
-// that cost. A view without flags or figures is allocated alone.
+// opView is a new operation copy with its first view, in one allocation
+// (a changed operation needs both).
+type opView struct {
+	op Operation
+	v  OperationView
+}
+
+// viewBlock is a view with flags or running figures and the storage its
+// pointers use, in one allocation (112 bytes; the operation is shared):
+// a refresh re-evaluates every flagged operation (their details count
+// time), and one allocation instead of three is much of that cost.
 type viewBlock struct {
 	v     OperationView
 	durs  [2]time.Duration
-	flags [1]Flag // most flagged operations carry one flag; 512 bytes in all
+	flags [1]Flag // most flagged operations carry one flag
 }
 
-// buildView evaluates op (normalised) at now into a new view; th has its
-// defaults.
-func buildView(op *Operation, now time.Time, th Thresholds) *OperationView {
-	if !normal(op) {
-		n := *op
-		normalize(&n)
-		op = &n
-	}
+// buildView evaluates op, normalised, at now into a new view; th has its
+// defaults. With own, op is the caller's to give away and the view keeps
+// a copy of it; without, op is already a view's (immutable, shared) and
+// the new view points at it.
+func buildView(op *Operation, now time.Time, th Thresholds, own bool) *OperationView {
 	var buf [5]Flag
 	flags := evaluateInto(buf[:0], op, now, th)
 	in, inOK := inactiveFor(op, now)
-	if len(flags) == 0 && !inOK {
-		return &OperationView{Operation: *op}
+	if own {
+		ov := &opView{op: *op}
+		op = &ov.op
+		if len(flags) == 0 && !inOK {
+			ov.v.Operation = op
+			return &ov.v
+		}
+	} else if len(flags) == 0 && !inOK {
+		return &OperationView{Operation: op}
 	}
 	b := new(viewBlock)
-	b.v.Operation = *op // the one copy of the operation
+	b.v.Operation = op
 	v := &b.v
 	if len(flags) <= len(b.flags) {
 		v.Flags = b.flags[:copy(b.flags[:], flags):len(flags)] // capped: an append copies
@@ -99,9 +111,9 @@ func (c *ViewCache) Aged(now time.Time, th Thresholds) *OperationView {
 		return v
 	}
 	th = th.WithDefaults()
-	v := buildView(&c.view.Operation, now, th)
-	sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
-	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
+	v := buildView(c.view.Operation, now, th, false) // shares the cleaned copy
+	sanitizeFlags(v.Flags)                           // details quote proxy errors, not cleaned with the operation
+	c.view, c.at, c.until = v, now, validUntil(v.Operation, now, th)
 	c.gen++
 	return v
 }
@@ -127,7 +139,7 @@ func (c *ViewCache) Until() (time.Time, bool) {
 func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *OperationView, changed bool) {
 	th = th.WithDefaults()
 	valid := !now.Before(c.at) && (c.until.IsZero() || now.Before(c.until))
-	if c.view != nil && valid && normal(op) && *op == c.view.Operation {
+	if c.view != nil && valid && normal(op) && *op == *c.view.Operation {
 		return c.view, false // the common case, without a copy
 	}
 	if c.view != nil && cleanAs(op, c.view) {
@@ -135,15 +147,19 @@ func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *Operat
 		// (cleaning is idempotent): only the rest can have changed.
 		n := *op
 		normalize(&n)
-		if valid && n == c.view.Operation {
-			return c.view, false
+		if n == *c.view.Operation {
+			if valid {
+				return c.view, false
+			}
+			v = buildView(c.view.Operation, now, th, false) // only aged: share the copy
+		} else {
+			v = buildView(&n, now, th, true)
 		}
-		v = buildView(&n, now, th)
 		sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
 	} else {
 		v = EvaluateView(*op, now, th)
 	}
-	c.view, c.at, c.until = v, now, validUntil(&v.Operation, now, th)
+	c.view, c.at, c.until = v, now, validUntil(v.Operation, now, th)
 	c.gen++
 	return v, true
 }

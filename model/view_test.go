@@ -89,3 +89,41 @@ func TestViewCacheReusesUntilDeadline(t *testing.T) {
 		t.Fatalf("after a confirmation: changed %v, flags %v", changed, v.Flags)
 	}
 }
+
+// Views of an unchanged operation share one cleaned copy of it: a view
+// re-evaluated only because time passed (its running figures) points at
+// the copy the previous view holds, and nothing writes to it: not the
+// caller changing its own operation, not Merge naming a workspace.
+func TestViewsOfAnUnchangedOperationShareIt(t *testing.T) {
+	th := Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 10 * time.Minute, LeakAfter: 2 * time.Minute}
+	op := Operation{StatementID: "a", User: "ana", State: StateRunning, FirstSeenAt: t0, LastPollOKAt: t0,
+		ClientActivityKnown: true, ClientLastActivity: t0.Add(-2 * time.Minute)}
+	var c ViewCache
+	v0, _ := c.View(&op, t0, th)
+	v1, changed := c.View(&op, t0.Add(time.Second), th)
+	if !changed || v1 == v0 {
+		t.Fatal("a view with a running figure was not re-evaluated a second later")
+	}
+	if v1.Operation != v0.Operation {
+		t.Error("the re-evaluated view copied the unchanged operation instead of sharing it")
+	}
+	v2 := c.Aged(t0.Add(2*time.Second), th)
+	if v2 == v1 || v2.Operation != v0.Operation {
+		t.Errorf("Aged: new view %v, shares the copy %v; want true, true", v2 != v1, v2.Operation == v0.Operation)
+	}
+	if *v0.InactiveFor != 2*time.Minute || *v2.InactiveFor != 2*time.Minute+2*time.Second {
+		t.Errorf("inactive for %v then %v; want 2m0s then 2m2s", *v0.InactiveFor, *v2.InactiveFor)
+	}
+
+	op.LastPollOKAt = t0.Add(3 * time.Second) // the caller's operation changes
+	v3, changed := c.View(&op, t0.Add(3*time.Second), th)
+	if !changed || v3.Operation == v0.Operation || v0.LastPollOKAt != t0 {
+		t.Errorf("after a change: new view %v, own copy %v, old copy kept %v", changed, v3.Operation != v0.Operation, v0.LastPollOKAt == t0)
+	}
+
+	parts := []NamedSnapshot{{Name: "w1", Snapshot: Snapshot{Operations: []*OperationView{v3}}}, {Name: "w2"}}
+	m := Merge(parts)
+	if got := m.Operations[0].Workspace; got != "w1" || v3.Workspace != "" {
+		t.Errorf("Merge: merged view's workspace %q, the shared view's %q; want w1 and empty", got, v3.Workspace)
+	}
+}

@@ -40,7 +40,7 @@ func TestCursorStaysOnOperationAcrossRefresh(t *testing.T) {
 	s := fixtureSnapshot()
 	s.Operations[1].Flags = nil
 	s.Operations = append(s.Operations, &model.OperationView{
-		Operation: model.Operation{StatementID: "01ef9999-0000-4000-8000-000000000000", WarehouseID: "wh-1", State: model.StateRunning, StartedAt: fixedNow.Add(-time.Hour)},
+		Operation: &model.Operation{StatementID: "01ef9999-0000-4000-8000-000000000000", WarehouseID: "wh-1", State: model.StateRunning, StartedAt: fixedNow.Add(-time.Hour)},
 		Flags:     []model.Flag{{Kind: model.FlagInactive, Severity: model.SeverityCritical}},
 	})
 	e.setSnapshot(s)
@@ -241,7 +241,7 @@ func TestPauseFreezesOrderButNotValues(t *testing.T) {
 		}
 	}
 	newID := "01efaaaa-0000-4000-8000-000000000000"
-	s.Operations = append(s.Operations, &model.OperationView{Operation: model.Operation{StatementID: newID, State: model.StateRunning},
+	s.Operations = append(s.Operations, &model.OperationView{Operation: &model.Operation{StatementID: newID, State: model.StateRunning},
 		Flags: []model.Flag{{Kind: model.FlagStale, Severity: model.SeverityCritical}}})
 	e.setSnapshot(s)
 	refresh(m)

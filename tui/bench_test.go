@@ -15,7 +15,7 @@ func bigSnapshot(n int) model.Snapshot {
 	s := fixtureSnapshot()
 	ops := make([]*model.OperationView, n)
 	for i := range ops {
-		op := &model.OperationView{Operation: model.Operation{
+		op := &model.OperationView{Operation: &model.Operation{
 			StatementID: fmt.Sprintf("01ef%04x-%04x-4000-8000-%012x", i>>16, i&0xffff, i),
 			WarehouseID: fmt.Sprintf("wh-%d", i%4), User: fmt.Sprintf("user%d@example.com", i%97),
 			State: model.StateRunning, StartedAt: fixedNow.Add(-time.Duration(i%3600) * time.Second),

@@ -280,7 +280,7 @@ func TestMouseIsOptIn(t *testing.T) {
 func TestFlaggedBelowIsSaid(t *testing.T) {
 	s := fixtureSnapshot()
 	for i := range 40 { // many healthy young operations
-		s.Operations = append(s.Operations, &model.OperationView{Operation: model.Operation{
+		s.Operations = append(s.Operations, &model.OperationView{Operation: &model.Operation{
 			StatementID: "01ff" + strings.Repeat("0", 4) + string(rune('a'+i%26)) + string(rune('a'+i/26)), State: model.StateRunning,
 			StartedAt: fixedNow.Add(-time.Second)}})
 	}
