@@ -120,7 +120,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	}
 	en.closeFails++
 	info := ErrorInfoOf(err)
-	wait := CloseRetryWait(en.closeFails, e.pol.o.Rand())
+	wait := CloseRetryWait(int(en.closeFails), e.pol.o.Rand())
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
 	en.op.LastError, e.lastErr = info, info
@@ -184,7 +184,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 		info := ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
 	} else if !en.retired && !en.polling {
-		en.next = now
+		en.next = stamp(now)
 		e.heap.reschedule(en)
 		e.signal()
 	}

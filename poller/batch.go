@@ -306,8 +306,8 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			// Openness matters from LeakAfter after the end (UNCLOSED);
 			// before that its answer would change no flag. (An adopted or
 			// queued operation is dbxtop's to close: polled as before.)
-			if !en.queued && !op.Adopted {
-				if at := en.terminalAt.Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
+			if !en.queued && !op.Adopted && en.terminal {
+				if at := unstamp(en.terminalAt).Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
 					wait, rate = at.Sub(now), 0
 				}
 			}
@@ -325,7 +325,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 		wait = min(he.RetryAfter, maxServerWait)
 	}
 	e.setRate(en, rate)
-	en.next = now.Add(wait)
+	en.next = stamp(now.Add(wait))
 	e.heap.reschedule(en)
 }
 

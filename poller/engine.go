@@ -111,40 +111,43 @@ type Health struct {
 
 // entry is one followed operation with its scheduling state. Its flags
 // sit together at the end: with 50,000 followed operations at 10,000
-// live, its size class counts (docs/performance.md, heap per operation).
+// live, its size class counts (docs/performance.md, heap per operation):
+// 640 bytes with the allocator's 8-byte header (TestEntryFitsItsSizeClass).
 type entry struct {
-	op         model.Operation
-	ref        sources.Ref
-	next       time.Time // next status poll, valid while idx >= 0
-	key        int64     // its place in the poll heap, stamp(next) or earlier (pollHeap)
-	idx        int       // position in the poll heap; -1 when not scheduled
-	retiredAt  time.Time // when it stopped being polled
-	seen       uint64    // the full discovery by which it was last listed (merge)
-	closeFails int       // consecutive failed close rounds
-	terminalAt time.Time // first seen terminal
-	rate       float64   // expected per-operation polls per second (demand)
-	listed     uint64    // the last live listing round that showed it
-	readRound  uint64    // the RunOnce round that last read its status
+	op  model.Operation
+	ref sources.Ref
+	// Instants the engine alone reads are stamps (heap.go), 8 bytes
+	// instead of 24.
+	next       int64   // next status poll (stamp), valid while idx >= 0
+	key        int64   // its place in the poll heap, next or earlier (pollHeap)
+	idx, didx  int32   // positions in the poll heap and e.due; -1: not there
+	retiredAt  int64   // when it stopped being polled (stamp)
+	seen       uint64  // the full discovery by which it was last listed (merge)
+	terminalAt int64   // first seen terminal (stamp; valid with terminal)
+	rate       float64 // expected per-operation polls per second (demand)
+	listed     uint64  // the last live listing round that showed it
+	readRound  uint64  // the RunOnce round that last read its status
 	// view is the operation's latest evaluated view, shared with every
 	// snapshot that holds it; flagged is the generation of the view whose
 	// flags were last compared for events (evalFlags): a number, so that
 	// the engine does not keep an old view alive.
 	view    model.ViewCache
 	flagged uint64
-	// due and didx: en's place in e.due, the instant (stamp) its view
-	// may next differ with time alone; dkey is due or earlier (dueHeap).
+	// due: the instant (stamp) at which its view may next differ with
+	// time alone; dkey, its place in e.due, is due or earlier (dueHeap).
 	due, dkey int64
-	didx      int
 
-	polling bool
-	retired bool // no longer polled (closed, gone)
-	closing bool // a close attempt is in flight
-	queued  bool // in the close queue
-	deleted bool // forgotten (left e.ops; still in e.order until compacted)
-	probe   bool // an activity probe is due (batch mode)
+	polling  bool
+	retired  bool // no longer polled (closed, gone)
+	closing  bool // a close attempt is in flight
+	queued   bool // in the close queue
+	terminal bool // terminalAt is set
+	deleted  bool // forgotten (left e.ops; still in e.order until compacted)
+	probe    bool // an activity probe is due (batch mode)
 	// dirty: en.op changed since view was last brought up to date
 	// (touch); inChanged: en is in e.changed; inLive: en is in e.live.
 	dirty, inChanged, inLive bool
+	closeFails               int32 // consecutive failed close rounds
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -414,7 +417,7 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	} else {
 		// Probes and due openness polls first: they tell whether the
 		// source reports client activity.
-		e.pollWhere(ctx, func(en *entry) bool { return !en.next.After(start) })
+		e.pollWhere(ctx, func(en *entry) bool { return en.next <= stamp(start) })
 		if e.activity {
 			e.pollWhere(ctx, func(*entry) bool { return true })
 		} else {
@@ -566,7 +569,7 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	// with this generation (adopt, listRound).
 	e.gen++
 	for id, en := range e.ops {
-		if en.retired && !en.queued && en.seen != e.gen && now.Sub(en.retiredAt) > retainFor {
+		if en.retired && !en.queued && en.seen != e.gen && now.Sub(unstamp(en.retiredAt)) > retainFor {
 			delete(e.ops, id)
 			delete(e.flags, id)
 			e.due.remove(en)
@@ -612,7 +615,7 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			e.ops[id] = en
 			added = append(added, en)
 			if op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open) {
-				en.retired, en.retiredAt = true, now
+				en.retired, en.retiredAt = true, stamp(now)
 			} else if e.batchMode() && op.State != model.StateUnknown {
 				// Listed by query history: that is a confirmation. A few
 				// first operations get one poll of their own, to learn
@@ -620,11 +623,11 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 				e.confirm(en, sources.ListedStatus(&op), now)
 				if e.probes < activityProbes && !en.retired {
 					e.probes++
-					en.probe, en.next = true, now
+					en.probe, en.next = true, stamp(now)
 					e.heap.reschedule(en)
 				}
 			} else {
-				en.next = now
+				en.next = stamp(now)
 				e.heap.push(en)
 			}
 			e.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
@@ -663,8 +666,8 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 			// with a status poll now instead of at the next scheduled one.
 			// Detection becomes the earlier of the two schedules, at no
 			// extra cost for operations that keep running.
-			if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next.After(now) {
-				en.next = now
+			if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
+				en.next = stamp(now)
 				e.heap.reschedule(en)
 			}
 		}
@@ -797,7 +800,7 @@ func (e *Engine) retire(en *entry, now time.Time) {
 		e.heap.remove(en)
 	}
 	e.setRate(en, 0)
-	en.retired, en.retiredAt = true, now
+	en.retired, en.retiredAt = true, stamp(now)
 }
 
 func (e *Engine) logf(format string, args ...any) {

@@ -47,7 +47,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		// the operation. It stays scheduled, so the next round (--watch)
 		// polls it again.
 		if !en.retired && en.idx < 0 {
-			en.next = now
+			en.next = stamp(now)
 			e.heap.push(en)
 		}
 		return
@@ -122,17 +122,18 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
-	if op.State.Terminal() && en.terminalAt.IsZero() {
-		en.terminalAt = op.CompletedAt
-		if en.terminalAt.IsZero() || en.terminalAt.After(now) {
-			en.terminalAt = now
+	if op.State.Terminal() && !en.terminal {
+		at := op.CompletedAt
+		if at.IsZero() || at.After(now) {
+			at = now
 		}
+		en.terminal, en.terminalAt = true, stamp(at)
 	}
 	// A terminal operation whose openness the source cannot tell is
 	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
 	// could still matter; a known-open one is polled until it is closed
 	// or reaped, however long that takes.
-	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(en.terminalAt) > 5*e.o.Thresholds.LeakAfter+time.Minute {
+	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(unstamp(en.terminalAt)) > 5*e.o.Thresholds.LeakAfter+time.Minute {
 		closed = true
 	}
 	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
