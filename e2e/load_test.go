@@ -221,18 +221,19 @@ func TestLoad(t *testing.T) {
 	if len(steady) < 3 {
 		t.Fatalf("only %d samples in the steady window", len(steady))
 	}
-	// Growth is judged on medians of the two halves: one sample can catch
-	// a discovery page being decoded.
+	// Growth is judged on the floor of each half (its smallest sample): a
+	// leak raises the floor, while one sample can catch a discovery page
+	// being decoded or a burst of polls (the short run has two samples a
+	// half, and a median of two is the larger: a burst at 20 s once read
+	// as growth, 7.8 → 18.3 MiB, back to 9 MiB at 28 s).
 	half := len(steady) / 2
-	median := func(xs []memSample) (h uint64, g int) {
+	floor := func(xs []memSample) (h uint64, g int) {
 		hs := make([]uint64, len(xs))
 		gs := make([]int, len(xs))
 		for i, x := range xs {
 			hs[i], gs[i] = x.heap, x.goroutines
 		}
-		slices.Sort(hs)
-		slices.Sort(gs)
-		return hs[len(hs)/2], gs[len(gs)/2]
+		return slices.Min(hs), slices.Min(gs)
 	}
 	maxOf := func(xs []memSample) (h uint64, g int) {
 		for _, x := range xs {
@@ -240,10 +241,10 @@ func TestLoad(t *testing.T) {
 		}
 		return
 	}
-	h1st, g1st := median(steady[:half])
-	h2nd, g2nd := median(steady[half:])
+	h1st, g1st := floor(steady[:half])
+	h2nd, g2nd := floor(steady[half:])
 	if float64(h2nd) > 1.25*float64(h1st)+8<<20 {
-		t.Errorf("heap grows in the steady window: median %s in the first half, %s in the second", mib(h1st), mib(h2nd))
+		t.Errorf("heap grows in the steady window: at least %s in the first half, %s in the second", mib(h1st), mib(h2nd))
 	}
 	// Goroutines are bounded by what the engine may run at once, in every
 	// sample of the whole run (not a margin over the process's count,
@@ -266,7 +267,7 @@ func TestLoad(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ops=%d followed=%d run=%s\n", plan.ops, withEngine.followed, time.Since(start).Round(time.Second))
 	fmt.Fprintf(&b, "warm-up (all followed) %s; simulator alone at the end: heap %s, goroutines %d\n", warm.Round(time.Second), mib(without.heap), without.goroutines)
-	fmt.Fprintf(&b, "steady %s: heap median %s → %s (1st → 2nd half), max %s; process goroutines median %d → %d, max %d; engine goroutines max %d (bound %d)\n",
+	fmt.Fprintf(&b, "steady %s: heap floor %s → %s (1st → 2nd half), max %s; process goroutines floor %d → %d, max %d; engine goroutines max %d (bound %d)\n",
 		plan.steady, mib(h1st), mib(h2nd), mib(hMax), g1st, g2nd, gAll, engMax, maxEngineGoroutines)
 	fmt.Fprintf(&b, "engine share at the end: heap %s (%.0f B per followed op); goroutines %d → %d when stopped\n",
 		mib(uint64(max(engineHeap, 0))), perOp, withEngine.goroutines, without.goroutines)
