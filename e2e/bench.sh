@@ -111,10 +111,10 @@ else
 	echo "bench.sh: no commit $ROUND here; the round-start column is left out" >&2
 fi
 
-# And the tree the fourth session of issue 16 started from (PREV, default
-# 727e3e1): its refresh and heap benchmarks side by side, and its binary
-# is bench_cpu.sh's session-start column.
-PREV=${PREV:-727e3e1}
+# And the tree this session of issue 16 started from (PREV, default
+# 98d0875, the end of round four): its refresh and heap benchmarks side by
+# side, and its binary is bench_cpu.sh's session-start column.
+PREV=${PREV:-98d0875}
 step "issue 16: refresh and heap from $PREV (session start), side by side"
 if git cat-file -e "$PREV^{commit}" 2>/dev/null; then
 	rm -rf "$OUT/prev" && mkdir -p "$OUT/prev"

@@ -7,7 +7,7 @@
 # this tree and, when $OUT/before holds the earlier tree (bench.sh puts it
 # there), for that one too, one after the other against the same kind of
 # workspace; likewise for $OUT/round (the start of issue 16's second
-# round), and for $OUT/prev (the start of its fourth session). The tree's
+# round), and for $OUT/prev (the start of this session). The tree's
 # binary runs twice: as shipped (the TUI takes one core, GOMAXPROCS=1)
 # and with GOMAXPROCS=2, so that the table tells the engine's changes
 # from the choice of one core. Writes $OUT/cpu-$OPS.md. Loopback only.
