@@ -257,7 +257,7 @@ func closeFailedFlag(op *Operation, now time.Time) Flag {
 // hostile text; EvaluateView is (what snapshots hold).
 func NewOperationView(op Operation, now time.Time, th Thresholds) OperationView {
 	normalize(&op)
-	return *buildView(&op, now, th.WithDefaults(), true) // the one evaluation of a view (view.go)
+	return *ownView(&op, now, th.WithDefaults()) // the one evaluation of a view (view.go)
 }
 
 // normalize gives the zero values that mean "unknown" their one spelling.

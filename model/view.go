@@ -13,7 +13,7 @@ import "time"
 // what snapshots hold.
 func EvaluateView(op Operation, now time.Time, th Thresholds) *OperationView {
 	normalize(&op)
-	v := buildView(&op, now, th.WithDefaults(), true)
+	v := ownView(&op, now, th.WithDefaults())
 	v.sanitize() // its own copy, not yet shared
 	return v
 }
@@ -35,23 +35,33 @@ type viewBlock struct {
 	flags [1]Flag // most flagged operations carry one flag
 }
 
-// buildView evaluates op, normalised, at now into a new view; th has its
-// defaults. With own, op is the caller's to give away and the view keeps
-// a copy of it; without, op is already a view's (immutable, shared) and
-// the new view points at it.
-func buildView(op *Operation, now time.Time, th Thresholds, own bool) *OperationView {
+// ownView evaluates op, normalised, at now into a new view that keeps a
+// copy of it; th has its defaults. op stays the caller's: it does not
+// escape, so a caller's local copy stays on its stack.
+func ownView(op *Operation, now time.Time, th Thresholds) *OperationView {
+	ov := &opView{op: *op}
+	return evalView(&ov.op, now, th, &ov.v)
+}
+
+// shareView is ownView for an operation that is already a view's
+// (immutable, shared): the new view points at it.
+func shareView(op *Operation, now time.Time, th Thresholds) *OperationView {
+	return evalView(op, now, th, nil)
+}
+
+// evalView evaluates op, the view's own operation, at now: into plain
+// (nil: a new one) when it has no flag or running figure, else into a new
+// viewBlock.
+func evalView(op *Operation, now time.Time, th Thresholds, plain *OperationView) *OperationView {
 	var buf [5]Flag
 	flags := evaluateInto(buf[:0], op, now, th)
 	in, inOK := inactiveFor(op, now)
-	if own {
-		ov := &opView{op: *op}
-		op = &ov.op
-		if len(flags) == 0 && !inOK {
-			ov.v.Operation = op
-			return &ov.v
+	if len(flags) == 0 && !inOK {
+		if plain == nil {
+			plain = new(OperationView)
 		}
-	} else if len(flags) == 0 && !inOK {
-		return &OperationView{Operation: op}
+		plain.Operation = op
+		return plain
 	}
 	b := new(viewBlock)
 	b.v.Operation = op
@@ -111,8 +121,8 @@ func (c *ViewCache) Aged(now time.Time, th Thresholds) *OperationView {
 		return v
 	}
 	th = th.WithDefaults()
-	v := buildView(c.view.Operation, now, th, false) // shares the cleaned copy
-	sanitizeFlags(v.Flags)                           // details quote proxy errors, not cleaned with the operation
+	v := shareView(c.view.Operation, now, th) // shares the cleaned copy
+	sanitizeFlags(v.Flags)                    // details quote proxy errors, not cleaned with the operation
 	c.view, c.at, c.until = v, now, validUntil(v.Operation, now, th)
 	c.gen++
 	return v
@@ -151,9 +161,9 @@ func (c *ViewCache) View(op *Operation, now time.Time, th Thresholds) (v *Operat
 			if valid {
 				return c.view, false
 			}
-			v = buildView(c.view.Operation, now, th, false) // only aged: share the copy
+			v = shareView(c.view.Operation, now, th) // only aged: share the copy
 		} else {
-			v = buildView(&n, now, th, true)
+			v = ownView(&n, now, th)
 		}
 		sanitizeFlags(v.Flags) // details quote proxy errors, not cleaned with the operation
 	} else {
