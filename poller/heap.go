@@ -11,10 +11,10 @@ var stampBase = time.Now()
 // stamp is t as a heap key: nanoseconds since stampBase, by the monotonic
 // clock when t has a reading of it (every time.Now does; a test clock's
 // times do not, and then by the wall clock, as their comparisons are).
-// Keys and time.Time comparisons must agree: a wall clock stepped or
-// slewed under a running engine once made a key say "due" while After
-// said "not yet", and popDue spun on it for ever with the engine's lock
-// held.
+// Keys decide alone, never beside a time.Time comparison: wall and
+// monotonic readings differ by tens of nanoseconds here, and a key by
+// UnixNano that said "due" while After said "not yet" once made popDue
+// spin for ever with the engine's lock held.
 func stamp(t time.Time) int64 { return int64(t.Sub(stampBase)) }
 
 // unstamp is the instant of key k, comparable with the times it came
