@@ -53,27 +53,65 @@ func SortOperations(ops []*OperationView, key SortKey, desc bool) {
 
 // severityFirst is SortOperations by severity, most severe first, of ops
 // already in statement id order (byStatementID; an engine's order): the
-// unflagged operations keep their order, and only the flagged ones,
-// usually few, are sorted and moved to the front.
+// unflagged operations keep their order, and the flagged ones are moved
+// to the front, distributed by severity and flag count into their
+// buckets in the order they come (a stable counting sort: their order
+// within a bucket is already the tie-break's). At 100,000 flagged
+// operations a comparison sort here was a tenth of a refresh, each
+// comparison two views' flags away.
 func severityFirst(ops []*OperationView) {
+	// A bucket per (severity rank, flag count): most severe, then most
+	// flags, first. More flags than an operation can carry (a hand-built
+	// view) falls back to the comparison sort.
+	const maxFlags = 7
+	const nb = 3 * (maxFlags + 1)
+	var count [nb]int
 	nf := 0
 	for _, o := range ops {
 		if len(o.Flags) > 0 {
 			nf++
 		}
 	}
+	if nf == 0 {
+		return
+	}
 	flagged := make([]*OperationView, 0, nf)
+	buckets := make([]uint8, 0, nf)
+	sorted := true
 	w := len(ops) - 1
 	for i := len(ops) - 1; i >= 0; i-- {
-		if len(ops[i].Flags) > 0 {
-			flagged = append(flagged, ops[i])
-		} else {
-			ops[w] = ops[i]
+		o := ops[i]
+		if len(o.Flags) == 0 {
+			ops[w] = o
 			w--
+			continue
 		}
+		flagged = append(flagged, o)
+		r, n := MaxSeverity(o.Flags).Rank(), len(o.Flags)
+		if n > maxFlags || r < 0 || r > 2 {
+			sorted = false
+			buckets = append(buckets, 0)
+			continue
+		}
+		b := (2-r)*(maxFlags+1) + (maxFlags - n)
+		count[b]++
+		buckets = append(buckets, uint8(b))
 	}
-	slices.SortFunc(flagged, operationOrder(SortSeverity, true))
-	copy(ops, flagged)
+	if !sorted {
+		slices.SortFunc(flagged, operationOrder(SortSeverity, true))
+		copy(ops, flagged)
+		return
+	}
+	var next [nb]int
+	for b, at := 1, count[0]; b < nb; b++ {
+		next[b] = at
+		at += count[b]
+	}
+	for i := len(flagged) - 1; i >= 0; i-- { // flagged is in reverse id order
+		b := buckets[i]
+		ops[next[b]] = flagged[i]
+		next[b]++
+	}
 }
 
 // byStatementID reports whether ops are in the tie-break order of

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -104,13 +105,19 @@ func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
 	kinds := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}, {Kind: FlagStale, Severity: SeverityCritical},
 		{Kind: FlagUnclosed, Severity: SeverityWarning}, {Kind: FlagReaped, Severity: SeverityWarning}}
 	for seed := range 200 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 16))
 		n := seed%37 + 1
 		var views []*OperationView
 		for i := range n {
 			v := &OperationView{Operation: &Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
-			for k, f := range kinds {
-				if (i*31+seed*17+k*13)%5 == 0 {
+			for _, f := range kinds {
+				if rng.IntN(5) < 2 { // none to all four
 					v.Flags = append(v.Flags, f)
+				}
+			}
+			if seed%11 == 0 && i == n/2 { // more flags than an operation carries: the fallback
+				for range 8 {
+					v.Flags = append(v.Flags, kinds[seed%len(kinds)])
 				}
 			}
 			views = append(views, v)

@@ -498,7 +498,7 @@ func TestOrderIsComputedInTheFetchCommand(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	msg := m.fetch()().(snapMsg)
-	must(t, slices.Equal(msg.rows, m.ops.rows), "command order %v differs from %v", msg.rows, m.ops.rows)
+	must(t, slices.Equal(msg.rows.rows, m.ops.rows), "command order %v differs from %v", msg.rows.rows, m.ops.rows)
 	// The operator re-sorts while the snapshot is in flight: the stale
 	// order is not applied.
 	press(m, "s")

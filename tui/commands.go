@@ -17,7 +17,7 @@ type snapMsg struct {
 	// rows is the display order computed in the command for order, so
 	// sorting 100,000 operations never blocks the Update loop; Update
 	// recomputes it only if the operator changed the order meanwhile.
-	rows  []int
+	rows  rowOrder
 	order orderSpec
 }
 

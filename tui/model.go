@@ -236,11 +236,14 @@ func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
 
 // applySnapshotRows takes a snapshot whose display order is already
 // computed for the current orderSpec.
-func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows []int) {
+func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows rowOrder) {
 	h.LastError = model.SanitizeError(h.LastError) // the snapshot is clean, health is not
 	m.ctx.snap, m.ctx.health, m.ctx.loaded = s, h, true
 	m.refresh++
-	m.counts = countFlags(&m.ctx.snap)
+	m.counts = rows.counts // buildRows' pass counted the operations
+	for i := range s.Endpoints {
+		m.counts.add(s.Endpoints[i].Flags)
+	}
 	m.trackLastError()
 	m.ops.setRows(rows)
 }
@@ -277,18 +280,26 @@ type flagCounts struct {
 	warn, crit            map[model.FlagKind]int // operations and endpoints
 }
 
-func countFlags(s *model.Snapshot) flagCounts {
-	c := flagCounts{warn: map[model.FlagKind]int{}, crit: map[model.FlagKind]int{}}
-	c.ops = len(s.Operations)
-	add := func(fs []model.Flag) {
-		for _, f := range fs {
-			if f.Severity == model.SeverityCritical {
-				c.crit[f.Kind]++
-			} else {
-				c.warn[f.Kind]++
-			}
+func newFlagCounts() flagCounts {
+	return flagCounts{warn: map[model.FlagKind]int{}, crit: map[model.FlagKind]int{}}
+}
+
+// add counts flags by kind and severity.
+func (c *flagCounts) add(fs []model.Flag) {
+	for _, f := range fs {
+		if f.Severity == model.SeverityCritical {
+			c.crit[f.Kind]++
+		} else {
+			c.warn[f.Kind]++
 		}
 	}
+}
+
+// countFlags is the header's counts of a whole snapshot, in a pass of its
+// own (a refresh gets them from buildRows' pass instead).
+func countFlags(s *model.Snapshot) flagCounts {
+	c := newFlagCounts()
+	c.ops = len(s.Operations)
 	for i := range s.Operations {
 		op := s.Operations[i]
 		if op.State.Live() && !op.Gone {
@@ -297,12 +308,53 @@ func countFlags(s *model.Snapshot) flagCounts {
 		if len(op.Flags) > 0 {
 			c.flagged++
 		}
-		add(op.Flags)
+		c.add(op.Flags)
 	}
 	for i := range s.Endpoints {
-		add(s.Endpoints[i].Flags)
+		c.add(s.Endpoints[i].Flags)
 	}
 	return c
+}
+
+// kindCounts counts operation flags without a map operation each: the
+// kinds an operation can carry have a slot, anything else is counted in
+// the maps when the counts are handed over (into).
+type kindCounts struct {
+	warn, crit [numOpKinds]int
+	other      []model.Flag
+}
+
+var opKinds = [...]model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped}
+
+const numOpKinds = len(opKinds)
+
+func (c *kindCounts) add(fs []model.Flag) {
+next:
+	for _, f := range fs {
+		for k := range opKinds {
+			if f.Kind == opKinds[k] {
+				if f.Severity == model.SeverityCritical {
+					c.crit[k]++
+				} else {
+					c.warn[k]++
+				}
+				continue next
+			}
+		}
+		c.other = append(c.other, f)
+	}
+}
+
+func (c *kindCounts) into(fc *flagCounts) {
+	for k, kind := range opKinds {
+		if c.warn[k] > 0 {
+			fc.warn[kind] += c.warn[k]
+		}
+		if c.crit[k] > 0 {
+			fc.crit[kind] += c.crit[k]
+		}
+	}
+	fc.add(c.other)
 }
 
 // selected is the operation under the Operations cursor, or nil.

@@ -2,11 +2,9 @@ package tui
 
 import (
 	"sort"
-	"strconv"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 )
@@ -196,6 +194,10 @@ type orderSpec struct {
 	desc      bool
 	frozenGen int // 0: not paused; else which frozen order applies
 	frozen    map[string]int
+
+	// Not part of the order: what buildRows' pass also finds out.
+	glyphs   Glyphs // the flag labels' width
+	cursorID string // where the cursor is (setRows looks again if it moved)
 }
 
 // same reports whether two specs give the same order.
@@ -204,63 +206,56 @@ func (o orderSpec) same(p orderSpec) bool {
 }
 
 func (m *opsModel) orderSpec() orderSpec {
-	o := orderSpec{filter: m.filter, sort: m.sort, desc: m.desc}
+	o := orderSpec{filter: m.filter, sort: m.sort, desc: m.desc, glyphs: m.ctx.glyphs, cursorID: m.cursorID}
 	if m.paused {
 		o.frozenGen, o.frozen = m.frozenGen, m.frozen
 	}
 	return o
 }
 
-func (o orderSpec) build(ops []*model.OperationView) []int {
-	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen)
+func (o orderSpec) build(ops []*model.OperationView) rowOrder {
+	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
 }
 
-func (m *opsModel) setRows(rows []int) {
+// setRows takes a display order built for the current snapshot: what
+// buildRows' pass found is used as it is, without another pass over the
+// views (only a cursor moved since the order was built is looked up
+// again).
+func (m *opsModel) setRows(o rowOrder) {
+	m.rows, m.flagW, m.flaggedAt, m.doneHidden = o.rows, o.flagW, o.flaggedAt, o.doneHidden
+	if o.cursorID != m.cursorID {
+		o.cursorOp, o.cursorRow = m.locate(m.cursorID)
+	}
+	m.cursorRow = o.cursorRow
+	m.syncCursor(o.cursorOp)
+}
+
+// locate finds the operation with id in the snapshot (preferring one
+// that is listed) and its row: -1 for either when there is none.
+func (m *opsModel) locate(id string) (op, row int) {
+	op, row = -1, -1
+	if id == "" {
+		return op, row
+	}
 	ops := m.ctx.snap.Operations
-	m.rows = rows
-	m.cursorRow = -1
-	m.flagW, m.flaggedAt = len("FLAG")+2, m.flaggedAt[:0]
-	// Label widths per kind and severity: a few distinct ones, measured
-	// once each rather than once per flagged row.
-	type label struct {
-		kind model.FlagKind
-		sev  model.Severity
-	}
-	widths := map[label]int{}
 	for i, r := range m.rows {
-		op := ops[r]
-		if op.StatementID == m.cursorID {
-			m.cursorRow = i
-		}
-		if len(op.Flags) > 0 {
-			m.flaggedAt = append(m.flaggedAt, i)
-			f, more := worstFlag(op.Flags)
-			w, ok := widths[label{f.Kind, f.Severity}]
-			if !ok {
-				w = ansi.StringWidth(flagLabel(f, m.ctx.glyphs))
-				widths[label{f.Kind, f.Severity}] = w
-			}
-			if more > 0 {
-				w += 1 + len(strconv.Itoa(more))
-			}
-			m.flagW = max(m.flagW, min(w, 21))
+		if ops[r].StatementID == id {
+			return r, i
 		}
 	}
-	m.doneHidden = 0
-	if !m.filter.showDone {
-		for i := range ops {
-			if isDone(ops[i]) {
-				m.doneHidden++
-			}
+	for i := range ops {
+		if ops[i].StatementID == id && (op < 0 || ops[op].Gone) {
+			op = i
 		}
 	}
-	m.syncCursor()
+	return op, row
 }
 
-// syncCursor keeps the cursor on its operation. If that operation left the
-// table it says why (gone or hidden) instead of silently selecting
-// another row; the first snapshot selects the first row.
-func (m *opsModel) syncCursor() {
+// syncCursor keeps the cursor on its operation (at index op of the
+// snapshot, -1: not there). If that operation left the table it says why
+// (gone, hidden or collapsed) instead of silently selecting another row;
+// the first snapshot selects the first row.
+func (m *opsModel) syncCursor(op int) {
 	ops := m.ctx.snap.Operations
 	if m.cursorID == "" {
 		if len(m.rows) > 0 {
@@ -280,13 +275,10 @@ func (m *opsModel) syncCursor() {
 		return
 	}
 	m.missing = gone
-	for i := range ops {
-		if op := ops[i]; op.StatementID == m.cursorID && !op.Gone {
-			m.missing = hidden
-			if !m.filter.showDone && isDone(op) {
-				m.missing = collapsed
-			}
-			break
+	if op >= 0 && !ops[op].Gone {
+		m.missing = hidden
+		if !m.filter.showDone && isDone(ops[op]) {
+			m.missing = collapsed
 		}
 	}
 	m.cursorIdx = min(m.cursorIdx, max(0, len(m.rows)-1))

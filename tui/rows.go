@@ -2,8 +2,12 @@ package tui
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 )
@@ -50,14 +54,15 @@ type rowFilter struct {
 	workspace   string // "" every workspace; else only this one (w cycles)
 }
 
-func (f rowFilter) match(op *model.OperationView) bool {
+// match reports whether the filter lists op; done is isDone(op).
+func (f rowFilter) match(op *model.OperationView, done bool) bool {
 	if f.workspace != "" && op.Workspace != f.workspace {
 		return false
 	}
 	if f.flaggedOnly && len(op.Flags) == 0 {
 		return false
 	}
-	if !f.showDone && isDone(op) {
+	if !f.showDone && done {
 		return false
 	}
 	if f.text == "" {
@@ -108,15 +113,19 @@ func cmpInt(a, b int) int {
 }
 
 // rowKey is what sorting needs of one row, copied out of the (large)
-// OperationView so that sorting 100,000 rows stays in cache.
+// OperationView so that sorting 100,000 rows stays in cache, and what the
+// rows' pass after the sort needs (flagged, lw): it never goes back to
+// the views.
 type rowKey struct {
-	idx    int32
-	frozen int32 // position when paused, -1 for rows that appeared since
-	num    int64
-	str    string
-	secs   int64 // StartedAt, for ties
-	nanos  int32
-	id     string
+	idx     int32
+	frozen  int32 // position when paused, -1 for rows that appeared since
+	num     int64
+	str     string
+	secs    int64 // StartedAt, for ties
+	nanos   int32
+	lw      int16 // the flag cell's width (worst label and "+n"), 0: unflagged
+	flagged bool
+	id      string
 }
 
 func makeKey(op *model.OperationView, i int, k sortKey) rowKey {
@@ -170,21 +179,67 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// buildRows returns the indices into ops of the rows to show, in display
-// order (the comparison is total, so an unstable sort is deterministic).
-// When frozen is non-nil (pause) the frozen order wins: known ids keep
-// their place, new ones follow in sort order.
-func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int) []int {
+// rowOrder is a display order and everything the one pass over the
+// snapshot that built it learnt on the way: the header's counts, how many
+// finished rows are collapsed, the flag column's width, which rows are
+// flagged and where the cursor's operation is. Each view is read once per
+// refresh, here: at 100,000 operations every further pass over them was
+// a cache miss per view, about 10 ms each (docs/performance.md).
+type rowOrder struct {
+	rows       []int      // indices into ops, in display order
+	counts     flagCounts // every operation, whatever the filter; endpoints are the caller's
+	doneHidden int        // finished-and-closed operations collapsed (d shows them)
+	flagW      int        // widest flag label among the rows
+	flaggedAt  []int      // display indices of flagged rows, ascending
+
+	cursorID  string // the cursor this order was built for
+	cursorOp  int    // index in ops of the cursor's operation, -1: not there
+	cursorRow int    // its display index, -1: not listed
+}
+
+// buildRows returns the rows to show, in display order (the comparison
+// is total, so an unstable sort is deterministic), with what one pass
+// learnt of ops (rowOrder). When frozen is non-nil (pause) the frozen
+// order wins: known ids keep their place, new ones follow in sort order.
+func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
+	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
+	o.counts.ops = len(ops)
+	var lc labelCache
+	var cc kindCounts
 	keys := make([]rowKey, 0, len(ops))
 	for i := range ops {
-		if f.match(ops[i]) {
-			key := makeKey(ops[i], i, k)
-			if p, ok := frozen[ops[i].StatementID]; ok {
-				key.frozen = int32(p)
-			}
-			keys = append(keys, key)
+		op := ops[i]
+		// The cursor is found by its id's memory first: the views of one
+		// operation share its statement id, so no id's bytes are read
+		// (each would be a cache miss) unless this finds nothing.
+		if cursorID != "" && len(op.StatementID) == len(cursorID) && unsafe.StringData(op.StatementID) == unsafe.StringData(cursorID) {
+			o.cursorOp = i
 		}
+		if op.State.Live() && !op.Gone {
+			o.counts.running++
+		}
+		if len(op.Flags) > 0 {
+			o.counts.flagged++
+			cc.add(op.Flags)
+		}
+		done := isDone(op)
+		if done && !f.showDone {
+			o.doneHidden++
+		}
+		if !f.match(op, done) {
+			continue
+		}
+		key := makeKey(op, i, k)
+		if p, ok := frozen[op.StatementID]; ok {
+			key.frozen = int32(p)
+		}
+		if len(op.Flags) > 0 {
+			key.flagged = true
+			key.lw = int16(lc.width(op.Flags, g))
+		}
+		keys = append(keys, key)
 	}
+	cc.into(&o.counts)
 	slices.SortFunc(keys, func(a, b rowKey) int {
 		switch {
 		case a.frozen >= 0 && b.frozen >= 0:
@@ -200,9 +255,64 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 		}
 		return c
 	})
-	rows := make([]int, len(keys))
-	for i := range keys {
-		rows[i] = int(keys[i].idx)
+	if cursorID != "" && o.cursorOp < 0 {
+		// Not found by memory (a view copied its id, or it is gone):
+		// by value, preferring a listed row, as before.
+		for i := range ops {
+			if ops[i].StatementID == cursorID && (o.cursorOp < 0 || ops[o.cursorOp].Gone) {
+				o.cursorOp = i
+			}
+		}
 	}
-	return rows
+	o.rows = make([]int, len(keys))
+	if o.counts.flagged > 0 {
+		o.flaggedAt = make([]int, 0, min(o.counts.flagged, len(keys)))
+	}
+	for i := range keys {
+		kk := &keys[i]
+		o.rows[i] = int(kk.idx)
+		if int(kk.idx) == o.cursorOp {
+			o.cursorRow = i
+		}
+		if kk.flagged {
+			o.flaggedAt = append(o.flaggedAt, i)
+			o.flagW = max(o.flagW, min(int(kk.lw), 21))
+		}
+	}
+	return o
+}
+
+// labelCache measures flag labels: a few distinct ones (kind, severity)
+// in any snapshot, each measured once rather than once per flagged row.
+type labelCache struct {
+	n int
+	e [8]struct {
+		kind model.FlagKind
+		sev  model.Severity
+		w    int
+	}
+}
+
+// width is the flag cell's width for fs: its worst flag's label, and
+// "+n" for the n others.
+func (c *labelCache) width(fs []model.Flag, g Glyphs) int {
+	f, more := worstFlag(fs)
+	w := -1
+	for i := range c.n {
+		if e := &c.e[i]; e.kind == f.Kind && e.sev == f.Severity {
+			w = e.w
+			break
+		}
+	}
+	if w < 0 {
+		w = ansi.StringWidth(flagLabel(f, g))
+		if c.n < len(c.e) {
+			c.e[c.n].kind, c.e[c.n].sev, c.e[c.n].w = f.Kind, f.Severity, w
+			c.n++
+		}
+	}
+	if more > 0 {
+		w += 1 + len(strconv.Itoa(more))
+	}
+	return w
 }

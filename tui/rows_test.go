@@ -1,0 +1,98 @@
+package tui
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// TestRowOrderAgreesWithSeparatePasses: what buildRows' one pass finds
+// out on the way (counts, collapsed rows, flag column width, flagged
+// rows, the cursor) is what a pass of its own over the views gives, for
+// every sort, direction, filter and kind of cursor: one found by its
+// id's memory, one only by value (a copied id), one that is gone.
+func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
+	s := fixtureSnapshot()
+	big := bigSnapshot(300)
+	for i, op := range big.Operations {
+		if i%7 == 0 { // more than one flag: the "+n" of the width
+			op.Flags = append(op.Flags, model.Flag{Kind: model.FlagStale, Severity: model.SeverityCritical})
+		}
+	}
+	ops := append(slices.Clone(s.Operations), big.Operations...)
+	noEndpoints := model.Snapshot{Operations: ops}
+	wantCounts := countFlags(&noEndpoints)
+	filters := []rowFilter{{}, {showDone: true}, {flaggedOnly: true}, {text: "wh-1"}, {text: "select", showDone: true}}
+	var cursors []string
+	for _, i := range []int{0, 3, len(ops) / 2, len(ops) - 1} {
+		cursors = append(cursors, ops[i].StatementID, strings.Clone(ops[i].StatementID))
+	}
+	cursors = append(cursors, "", "no-such-statement")
+	for _, g := range []Glyphs{unicodeGlyphs, asciiGlyphs} {
+		for k := range numSortKeys {
+			for _, desc := range []bool{false, true} {
+				for fi, f := range filters {
+					for _, cur := range cursors {
+						name := fmt.Sprintf("sort=%s desc=%v filter=%d cursor=%q", k, desc, fi, cur)
+						o := buildRows(ops, f, k, desc, nil, g, cur)
+						checkRowOrder(t, name, ops, f, g, cur, o, wantCounts)
+					}
+				}
+			}
+		}
+	}
+}
+
+func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowFilter, g Glyphs, cur string, o rowOrder, want flagCounts) {
+	t.Helper()
+	if o.counts.ops != want.ops || o.counts.running != want.running || o.counts.flagged != want.flagged ||
+		!maps.Equal(o.counts.warn, want.warn) || !maps.Equal(o.counts.crit, want.crit) {
+		t.Fatalf("%s: counts %+v, a pass of their own %+v", name, o.counts, want)
+	}
+	done := 0
+	for _, op := range ops {
+		if isDone(op) && !f.showDone {
+			done++
+		}
+	}
+	var flaggedAt []int
+	flagW := len("FLAG") + 2
+	for i, r := range o.rows {
+		op := ops[r]
+		if !f.match(op, isDone(op)) {
+			t.Fatalf("%s: row %d (%s) does not match the filter", name, i, op.StatementID)
+		}
+		if len(op.Flags) > 0 {
+			flaggedAt = append(flaggedAt, i)
+			w, more := worstFlag(op.Flags)
+			lw := ansi.StringWidth(flagLabel(w, g))
+			if more > 0 {
+				lw += 1 + len(fmt.Sprint(more))
+			}
+			flagW = max(flagW, min(lw, 21))
+		}
+	}
+	if o.doneHidden != done || o.flagW != flagW || !slices.Equal(o.flaggedAt, flaggedAt) {
+		t.Fatalf("%s: done %d flagW %d flagged %v; separately done %d flagW %d flagged %v", name, o.doneHidden, o.flagW, o.flaggedAt, done, flagW, flaggedAt)
+	}
+	wantOp, wantRow := -1, -1
+	for i, op := range ops {
+		if cur != "" && op.StatementID == cur {
+			wantOp = i
+		}
+	}
+	for i, r := range o.rows {
+		if cur != "" && ops[r].StatementID == cur {
+			wantRow = i
+		}
+	}
+	if (wantOp < 0) != (o.cursorOp < 0) || (o.cursorOp >= 0 && ops[o.cursorOp].StatementID != cur) || o.cursorRow != wantRow {
+		t.Fatalf("%s: cursor at op %d row %d; separately op %d row %d", name, o.cursorOp, o.cursorRow, wantOp, wantRow)
+	}
+}
