@@ -13,7 +13,6 @@ require (
 	github.com/charmbracelet/x/exp/teatest v0.0.0-20251215102626-e0db08df7383
 	github.com/charmbracelet/x/term v0.2.2
 	github.com/databricks/databricks-sdk-go v0.182.0
-	github.com/goccy/go-json v0.10.5
 	github.com/google/go-querystring v1.1.0
 	github.com/mattn/go-runewidth v0.0.19
 	github.com/muesli/termenv v0.16.0

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,13 +159,26 @@ func FuzzDecodeHistoryPage(f *testing.F) {
 	f.Add([]byte(`{"res":[{"QUERY_ID":"upper","Status":"FINISHED","query_start_time_ms":null}]}`))
 	f.Add([]byte(`{"res":null,"has_next_page":false}`))
 	f.Add([]byte(`{"res":[{"query_id":"a","query_id":"b","user_name":"\ud800"}]}`))
+	f.Add([]byte(`{"res":[{"query_text":"\ud800\u0041 \udc00\ud800 \ud800\n \ud83d\ude00\u003e\u00E9 é","status":"\ud800"}]}`))
 	f.Add([]byte(`{"res":[{"query_start_time_ms":1e3}]}`))
+	// The fast decoder's edges: escapes it undoes and those it leaves to
+	// encoding/json, skipped values, what it gives up on.
+	f.Add([]byte(`{"res":[{"query_id":"q","query_text":"SELECT \"a\"\n\tFROM t\\x \/","metrics":{"a":[1,-2.5e+3,true,false,null,{"b":"c"}]},"is_final":false}]}`))
+	f.Add([]byte(`{"res":[{"query_id":"q","user_name":"\u00e9l\u00e8ve","error_message":"\ud83d\ude00 \udc00"}],"res":[{}]}`))
+	f.Add([]byte(`{"Res":[{"Query_Id":"q"}],"HAS_NEXT_PAGE":true,"n\u0065xt_page_token":"t"}`))
+	f.Add([]byte(`{"res":[null,{"query_id":null,"status":"RUNNING","query_end_time_ms":"17"},{"query_id":"\u0000"}],"next_page_token":null,"has_next_page":null}`))
+	f.Add([]byte(`{"res":[{"query_id":"a\x"}]}`))
+	f.Add([]byte(`{"res":[{"query_id":"é\n\xff"}], "x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`))
+	f.Add([]byte(` {"res":[{"query_start_time_ms":-0,"query_end_time_ms":01}]} `))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, gerr := decodeHistoryPage(b)
 		var want historyPage
 		werr := json.Unmarshal(b, &want)
 		if (gerr == nil) != (werr == nil) && werr == nil {
 			t.Fatalf("refused what encoding/json accepts: %v", gerr)
+		}
+		if gerr == nil && werr != nil {
+			t.Fatalf("accepted what encoding/json refuses (%v)", werr)
 		}
 		if werr != nil || !utf8.Valid(b) {
 			return
@@ -185,10 +199,82 @@ func FuzzDecodeHistoryPage(f *testing.F) {
 	})
 }
 
+// TestFastDecoderReadsTypicalAnswers: answers as the API and the
+// simulator send them (unknown fields, nested metrics, escaped SQL, nulls)
+// take the fast path; those outside its subset do not, and are left to
+// encoding/json.
+func TestFastDecoderReadsTypicalAnswers(t *testing.T) {
+	fast := []string{
+		`{"res":[{"query_id":"01ef","status":"RUNNING","query_text":"SELECT 1\nFROM \"t\" WHERE a \u003e 1 -- \ud83d\ude00","user_name":"a@b.c","warehouse_id":"w","endpoint_id":"w",` +
+			`"query_start_time_ms":1700000000000,"execution_end_time_ms":"1700000000001","query_end_time_ms":null,"is_final":false,` +
+			`"metrics":{"total_time_ms":12,"rows_produced_count":0,"pruned":[1.5e3,-2]},"channel_used":{"name":"CHANNEL_NAME_CURRENT"},"session_id":"s"}],` +
+			`"has_next_page":true,"next_page_token":"tok"}`,
+		`{"res":[],"has_next_page":false}`,
+		`{"res":null}`,
+		`{}`,
+	}
+	for _, s := range fast {
+		var p historyPage
+		if !decodePageFast([]byte(s), &p) {
+			t.Errorf("left to encoding/json: %s", s)
+		}
+	}
+	slow := []string{
+		`{"RES":[]}`, `{"res":[{"Query_ID":"q"}]}`, `{"res":[{"query_\u0069d":"q"}]}`, `{"res":[],"res":[]}`,
+		`{"res":[{"query_id":1}]}`, `{"res":[{"query_start_time_ms":1.5}]}`, `{"res":[]} x`, `{"res":[{"a":"\x"}]}`, `null`,
+	}
+	for _, s := range slow {
+		var p historyPage
+		if decodePageFast([]byte(s), &p) {
+			t.Errorf("the fast decoder read what it must leave to encoding/json: %s", s)
+		}
+	}
+}
+
+// TestDecodedPageOwnsItsStrings: the decoder reads the answer in place,
+// and the buffer is reused for the next page, so nothing a decoded page
+// holds may point into it: every string field of every row (found by
+// reflection, so a field added later is checked too) and the page token
+// survive the buffer being overwritten.
+func TestDecodedPageOwnsItsStrings(t *testing.T) {
+	page := []byte(`{"res":[{"query_id":"01ef-a","status":"RUNNING","query_text":"SELECT 1","user_name":"alice@example.com",` +
+		`"executed_as_user_name":"bob@example.com","warehouse_id":"wh","endpoint_id":"wh","client_application":"Databricks JDBC Driver",` +
+		`"query_start_time_ms":1700000000000,"error_message":"boom"},` +
+		`{"query_id":"01ef-b","status":"FAILED","query_text":"SELECT \"x\"\nFROM t","user_name":"alice@example.com","error_message":"Query has been timed out due to inactivity."}],` +
+		`"has_next_page":true,"next_page_token":"tok-123"}`)
+	var want historyPage
+	if err := json.Unmarshal(page, &want); err != nil {
+		t.Fatal(err)
+	}
+	buf := slices.Clone(page)
+	got, err := decodeHistoryPage(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range buf {
+		buf[i] = 'X' // the next answer read into the pooled buffer
+	}
+	if got.NextPageToken != want.NextPageToken {
+		t.Errorf("page token %q after the buffer was reused, want %q", got.NextPageToken, want.NextPageToken)
+	}
+	if len(got.Res) != len(want.Res) {
+		t.Fatalf("%d rows, want %d", len(got.Res), len(want.Res))
+	}
+	for r := range got.Res {
+		g, w := reflect.ValueOf(got.Res[r]), reflect.ValueOf(want.Res[r])
+		for f := range g.NumField() {
+			if g.Field(f).Kind() == reflect.String && g.Field(f).String() != w.Field(f).String() {
+				t.Errorf("row %d %s is %q after the buffer was reused, want %q", r, g.Type().Field(f).Name, g.Field(f).String(), w.Field(f).String())
+			}
+		}
+	}
+	got.release()
+}
+
 // A decoded page's strings have memory of their own: keeping one
 // statement id and SQL text from each of 40 pages of ~0.5 MB keeps
-// kilobytes alive, not the pages (goccy's strings point into its copy of
-// the answer until detached).
+// kilobytes alive, not the pages (the decoder's strings point into the
+// answer until detached).
 func TestDecodedPageDoesNotKeepTheAnswerAlive(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"res":[`)
