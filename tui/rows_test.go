@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -94,5 +95,40 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowF
 	}
 	if (wantOp < 0) != (o.cursorOp < 0) || (o.cursorOp >= 0 && ops[o.cursorOp].StatementID != cur) || o.cursorRow != wantRow {
 		t.Fatalf("%s: cursor at op %d row %d; separately op %d row %d", name, o.cursorOp, o.cursorRow, wantOp, wantRow)
+	}
+}
+
+// TestSortKeysIsTheGeneralOrder: the comparisons sortKeys picks for
+// speed give exactly the order of the general one (cmpKeys, reversed
+// whole when descending), ties included.
+func TestSortKeysIsTheGeneralOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 16))
+	for round := range 50 {
+		for k := range numSortKeys {
+			for _, desc := range []bool{false, true} {
+				keys := make([]rowKey, 200+round)
+				for i := range keys {
+					keys[i] = rowKey{idx: int32(i), frozen: -1, num: int64(rng.IntN(3)), secs: int64(rng.IntN(4)),
+						nanos: int32(rng.IntN(3)), id: fmt.Sprintf("id-%04d", rng.IntN(100000))}
+					if k == sortState || k == sortUser || k == sortWarehouse {
+						keys[i].str = []string{"", "a", "b"}[rng.IntN(3)]
+					}
+				}
+				want := slices.Clone(keys)
+				slices.SortStableFunc(want, func(a, b rowKey) int {
+					c := cmpKeys(&a, &b)
+					if desc {
+						c = -c
+					}
+					return c
+				})
+				sortKeys(keys, k, desc, false)
+				for i := range keys {
+					if cmpKeys(&keys[i], &want[i]) != 0 {
+						t.Fatalf("round %d sort %s desc %v: row %d is %+v, the general order has %+v", round, k, desc, i, keys[i], want[i])
+					}
+				}
+			}
+		}
 	}
 }

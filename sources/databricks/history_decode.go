@@ -42,8 +42,9 @@ type pageDecoder struct {
 	row    *historyRow
 	// Interned values: the previous row's value of each field first (rows
 	// of one page usually share them), then the page's map.
-	last [numInterned]string
-	seen map[string]string
+	last    [numInterned]string
+	seen    map[string]string
+	escaped map[string]string // escaped form → its interned text
 }
 
 // maxSkipDepth bounds nesting in skipped values; deeper answers are left
@@ -217,7 +218,22 @@ func (d *pageDecoder) stringValue(dst *string, field int) bool {
 	}
 	valid := !nonASCII || utf8.Valid(raw)
 	if esc && valid {
-		*dst = d.intern(unescape(raw), field)
+		if field < 0 {
+			*dst = unescape(raw)
+			return true
+		}
+		// Undone once a page for each distinct text (a dashboard's SQL,
+		// "a \u003e b" as some encoders write it), found by its escaped form.
+		if v, ok := d.escaped[string(raw)]; ok {
+			*dst = v
+			return true
+		}
+		v := d.intern(unescape(raw), field)
+		if d.escaped == nil {
+			d.escaped = make(map[string]string, 16)
+		}
+		d.escaped[string(raw)] = v
+		*dst = v
 		return true
 	}
 	if !valid {
