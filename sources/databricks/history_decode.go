@@ -201,9 +201,9 @@ func isHex4(b []byte) bool {
 	return true
 }
 
-// stringValue reads a string or null for a field: set is false for null
-// (encoding/json leaves the field as it was). field >= 0 interns the
-// value under that slot; -1 gives it memory of its own.
+// stringValue reads a string or null into a field; null leaves the field
+// as it was, as encoding/json does. field >= 0 interns the value under
+// that slot; -1 gives it memory of its own.
 func (d *pageDecoder) stringValue(dst *string, field int) bool {
 	if d.peek() == 'n' {
 		return d.literal("null")
