@@ -77,7 +77,7 @@ func severityFirst(ops []*OperationView) {
 	}
 	flagged := make([]*OperationView, 0, nf)
 	buckets := make([]uint8, 0, nf)
-	sorted := true
+	fits := true // every flagged view has a bucket
 	w := len(ops) - 1
 	for i := len(ops) - 1; i >= 0; i-- {
 		o := ops[i]
@@ -87,17 +87,17 @@ func severityFirst(ops []*OperationView) {
 			continue
 		}
 		flagged = append(flagged, o)
-		r, n := MaxSeverity(o.Flags).Rank(), len(o.Flags)
-		if n > maxFlags || r < 0 || r > 2 {
-			sorted = false
+		n := len(o.Flags)
+		if n > maxFlags {
+			fits = false
 			buckets = append(buckets, 0)
 			continue
 		}
-		b := (2-r)*(maxFlags+1) + (maxFlags - n)
+		b := (2-MaxSeverity(o.Flags).Rank())*(maxFlags+1) + (maxFlags - n) // Rank is 0, 1 or 2
 		count[b]++
 		buckets = append(buckets, uint8(b))
 	}
-	if !sorted {
+	if !fits {
 		slices.SortFunc(flagged, operationOrder(SortSeverity, true))
 		copy(ops, flagged)
 		return

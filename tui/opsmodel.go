@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -230,25 +231,11 @@ func (m *opsModel) setRows(o rowOrder) {
 	m.syncCursor(o.cursorOp)
 }
 
-// locate finds the operation with id in the snapshot (preferring one
-// that is listed) and its row: -1 for either when there is none.
+// locate finds the operation with id in the snapshot (findOp) and its
+// row: -1 for either when there is none.
 func (m *opsModel) locate(id string) (op, row int) {
-	op, row = -1, -1
-	if id == "" {
-		return op, row
-	}
-	ops := m.ctx.snap.Operations
-	for i, r := range m.rows {
-		if ops[r].StatementID == id {
-			return r, i
-		}
-	}
-	for i := range ops {
-		if ops[i].StatementID == id && (op < 0 || ops[op].Gone) {
-			op = i
-		}
-	}
-	return op, row
+	op = findOp(m.ctx.snap.Operations, id)
+	return op, slices.Index(m.rows, op) // rows hold no -1
 }
 
 // syncCursor keeps the cursor on its operation (at index op of the

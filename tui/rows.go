@@ -255,7 +255,6 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
 	o.counts.ops = len(ops)
 	var lc labelCache
-	var cc kindCounts
 	keys := make([]rowKey, 0, len(ops))
 	for i := range ops {
 		op := ops[i]
@@ -270,7 +269,7 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 		}
 		if len(op.Flags) > 0 {
 			o.counts.flagged++
-			cc.add(op.Flags)
+			o.counts.add(op.Flags)
 		}
 		done := isDone(op)
 		if done && !f.showDone {
@@ -289,16 +288,10 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 		}
 		keys = append(keys, key)
 	}
-	cc.into(&o.counts)
+
 	sortKeys(keys, k, desc, frozen != nil)
-	if cursorID != "" && o.cursorOp < 0 {
-		// Not found by memory (a view copied its id, or it is gone):
-		// by value, preferring a listed row, as before.
-		for i := range ops {
-			if ops[i].StatementID == cursorID && (o.cursorOp < 0 || ops[o.cursorOp].Gone) {
-				o.cursorOp = i
-			}
-		}
+	if o.cursorOp < 0 {
+		o.cursorOp = findOp(ops, cursorID) // a view copied its id, or it is gone
 	}
 	o.rows = make([]int, len(keys))
 	if o.counts.flagged > 0 {
@@ -316,6 +309,21 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 		}
 	}
 	return o
+}
+
+// findOp is the index in ops of the operation with statement id id, by
+// value, preferring one the server still has; -1 when there is none.
+func findOp(ops []*model.OperationView, id string) int {
+	at := -1
+	if id == "" {
+		return at
+	}
+	for i := range ops {
+		if ops[i].StatementID == id && (at < 0 || ops[at].Gone) {
+			at = i
+		}
+	}
+	return at
 }
 
 // labelCache measures flag labels: a few distinct ones (kind, severity)

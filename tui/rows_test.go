@@ -132,3 +132,39 @@ func TestSortKeysIsTheGeneralOrder(t *testing.T) {
 		}
 	}
 }
+
+// countFlags is the header's counts of a whole snapshot in a pass of its
+// own: what buildRows' pass must count on the way.
+func countFlags(s *model.Snapshot) flagCounts {
+	c := newFlagCounts()
+	c.ops = len(s.Operations)
+	for i := range s.Operations {
+		op := s.Operations[i]
+		if op.State.Live() && !op.Gone {
+			c.running++
+		}
+		if len(op.Flags) > 0 {
+			c.flagged++
+		}
+		c.add(op.Flags)
+	}
+	for i := range s.Endpoints {
+		c.add(s.Endpoints[i].Flags)
+	}
+	return c
+}
+
+// A cursor moved while a snapshot was in flight stays where the operator
+// put it: the order is applied (it did not change), the cursor found for
+// the old position is not.
+func TestCursorMovedDuringAFetchStaysPut(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
+	msg := m.fetch()().(snapMsg)
+	press(m, "j", "j")
+	want := m.selected()
+	must(t, want != nil && msg.rows.cursorID != want.StatementID, "the cursor did not move off the fetched position")
+	m.Update(msg)
+	got := m.selected()
+	must(t, got != nil && got.StatementID == want.StatementID && m.ops.cursorRow == 2,
+		"cursor on %v (row %d) after the snapshot, want %s at row 2", got, m.ops.cursorRow, want.StatementID)
+}

@@ -15,8 +15,8 @@ import (
 // allocated only for what a row keeps, and a value repeated from row to
 // row (user, warehouse, application, status, a dashboard's SQL) once per
 // page. It reads a strict subset of JSON and returns false for anything
-// outside it (an escape in a key, a key that only matches a field ignoring
-// case, a value of an unexpected type, deep nesting, a syntax error): the
+// outside it (an escape, a capital or a byte outside ASCII in a key, a
+// value of an unexpected type, deep nesting, a syntax error): the
 // caller then decodes the answer with encoding/json, whose verdict and
 // result stand, so the subset only has to be right, never complete.
 // FuzzDecodeHistoryPage checks that the two agree.
@@ -158,7 +158,7 @@ func (d *pageDecoder) rawString() (s []byte, escaped, nonASCII, ok bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+				if i+6 > len(b) || hex4(b[i+2:i+6]) < 0 {
 					return nil, false, false, false
 				}
 				i += 6
@@ -190,15 +190,6 @@ func special8(x uint64) uint64 {
 	quote := (q - ones) &^ q & highs
 	back := (bs - ones) &^ bs & highs
 	return ctl | quote | back | x&highs
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // stringValue reads a string or null into a field; null leaves the field
@@ -298,7 +289,7 @@ func unescape(raw []byte) string {
 	return sb.String()
 }
 
-// hex4 is the value of four hex digits (checked by rawString).
+// hex4 is the value of four hex digits, -1 when they are not.
 func hex4(b []byte) rune {
 	var r rune
 	for _, c := range b {
@@ -307,8 +298,10 @@ func hex4(b []byte) rune {
 			c -= '0'
 		case 'a' <= c && c <= 'f':
 			c -= 'a' - 10
-		default:
+		case 'A' <= c && c <= 'F':
 			c -= 'A' - 10
+		default:
+			return -1
 		}
 		r = r<<4 | rune(c)
 	}
@@ -498,29 +491,14 @@ func (d *pageDecoder) array(kind, depth int) bool {
 	}
 }
 
-var (
-	pageFields = []string{"has_next_page", "next_page_token", "res"}
-	rowFields  = []string{"query_id", "status", "query_text", "user_name", "executed_as_user_name", "warehouse_id",
-		"endpoint_id", "client_application", "query_start_time_ms", "query_end_time_ms", "execution_end_time_ms", "error_message"}
-)
-
-// unknown reports whether key, which is not exactly a name of names, is
-// no field of them even ignoring case (encoding/json's match). A key
-// without capitals matches ignoring case only what it matches exactly;
-// keys outside ASCII are left to encoding/json.
-func unknown(key []byte, names []string) bool {
-	upper := false
+// unknown reports whether key, which is no field's exact name, is no
+// field's name at all. encoding/json also matches names ignoring case
+// (and, outside ASCII, by Unicode folding): a key with a capital or a
+// byte outside ASCII is left to it, so the switches of pageField and
+// rowField stay the one list of names. The API's keys are lower case.
+func unknown(key []byte) bool {
 	for _, c := range key {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-		upper = upper || 'A' <= c && c <= 'Z'
-	}
-	if !upper {
-		return true
-	}
-	for _, n := range names {
-		if len(n) == len(key) && strings.EqualFold(n, string(key)) {
+		if 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
 			return false
 		}
 	}
@@ -554,7 +532,7 @@ func (d *pageDecoder) pageField(key []byte) bool {
 		}
 		return d.array(inRow, 0)
 	}
-	return unknown(key, pageFields) && d.skip(0)
+	return unknown(key) && d.skip(0)
 }
 
 func (d *pageDecoder) rowValue() bool {
@@ -594,5 +572,5 @@ func (d *pageDecoder) rowField(key []byte) bool {
 	case "execution_end_time_ms":
 		return d.intValue(&r.ExecutionEndTimeMs)
 	}
-	return unknown(key, rowFields) && d.skip(0)
+	return unknown(key) && d.skip(0)
 }

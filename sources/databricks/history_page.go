@@ -155,7 +155,7 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	return decodeHistoryPage(buf.Bytes()) // nothing it returns points into buf (detach)
+	return decodeHistoryPage(buf.Bytes()) // nothing it returns points into buf
 }
 
 // pageBuffers hold query-history answers while they are decoded; a page
