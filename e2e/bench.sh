@@ -112,9 +112,9 @@ else
 fi
 
 # And the tree this session of issue 16 started from (PREV, default
-# 888c51f, the end of round five): its refresh and heap benchmarks side by
+# 662ece3, the end of round six): its refresh and heap benchmarks side by
 # side, and its binary is bench_cpu.sh's session-start column.
-PREV=${PREV:-888c51f}
+PREV=${PREV:-662ece3}
 step "issue 16: refresh and heap from $PREV (session start), side by side"
 if git cat-file -e "$PREV^{commit}" 2>/dev/null; then
 	rm -rf "$OUT/prev" && mkdir -p "$OUT/prev"

@@ -2,11 +2,13 @@ package poller
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -52,7 +54,7 @@ func (w *memWorkspace) Discover(context.Context, sources.Retry) ([]sources.Disco
 	var out []sources.Discovered
 	for id, st := range w.history {
 		if !w.hidden[id] {
-			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st}, Ref: sources.Ref{StatementID: id}})
+			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st, SQL: "SELECT " + id}, Ref: sources.Ref{StatementID: id}})
 		}
 	}
 	return out, nil
@@ -344,7 +346,7 @@ type listingWorkspace struct {
 	pages    int
 }
 
-func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sources.Discovered) ([]sources.Discovered, string, error) {
+func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sources.Discovered, followed sources.Followed) ([]sources.Discovered, string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pages++
@@ -363,23 +365,34 @@ func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sourc
 			next = ids[i-1]
 			break
 		}
-		out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: w.history[id]}, Ref: sources.Ref{StatementID: id}})
+		d := sources.Discovered{Op: model.Operation{StatementID: id, State: w.history[id], SQL: "SELECT " + id}, Ref: sources.Ref{StatementID: id}}
+		if own, ok := followed(unsafe.Slice(unsafe.StringData(id), len(id))); ok { // as the client: facts only
+			d = sources.Discovered{Op: model.Operation{StatementID: own, State: d.Op.State}, Partial: true}
+		}
+		out = append(out, d)
 	}
 	return out, next, nil
 }
 
-// With a live listing, a round costs ⌈live / page⌉ requests; what the
-// listing misses (ended, or not yet listed) is looked up by id, so an end
-// is still read from history at once.
-func TestBatchLiveListing(t *testing.T) {
+// startListing runs an engine with a live listing over n running
+// operations (pages of 200, id lookups of 50), 2 s in.
+func startListing(t *testing.T, n int) (*listingWorkspace, *harness) {
 	w := &listingWorkspace{memWorkspace: newMemWorkspace(50), pageSize: 200}
-	const n = 1000
 	for i := range n {
 		w.set(opID(i), model.StateRunning)
 	}
 	h := startEngine(t, Options{Discoverer: w, Status: w, Batch: w,
 		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 20 * time.Second}})
 	h.run(2*time.Second, 100*time.Millisecond)
+	return w, h
+}
+
+// With a live listing, a round costs ⌈live / page⌉ requests; what the
+// listing misses (ended, or not yet listed) is looked up by id, so an end
+// is still read from history at once.
+func TestBatchLiveListing(t *testing.T) {
+	const n = 1000
+	w, h := startListing(t, n)
 	w.mu.Lock()
 	p0, b0 := w.pages, w.batches
 	w.mu.Unlock()
@@ -408,6 +421,9 @@ func TestBatchLiveListing(t *testing.T) {
 		if v.State.Live() && now.Sub(v.LastPollOKAt) > time.Second {
 			t.Fatalf("%s last confirmed %v ago", v.StatementID, now.Sub(v.LastPollOKAt))
 		}
+		if v.SQL == "" {
+			t.Fatalf("%s lost its text to the partial rows of later rounds", v.StatementID)
+		}
 	}
 }
 
@@ -426,7 +442,7 @@ func (w *scopedWorkspace) DiscoverScope(_ context.Context, _ sources.Retry, sc s
 	var out []sources.Discovered
 	for id, st := range w.history {
 		if !w.hidden[id] && ((st.Live() && !sc.NoLive) || (st.Terminal() && !sc.NoFinished)) {
-			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st}, Ref: sources.Ref{StatementID: id}})
+			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, State: st, SQL: "SELECT " + id}, Ref: sources.Ref{StatementID: id}})
 		}
 	}
 	return out, nil
@@ -562,6 +578,73 @@ func TestSmallDiscoveryStaysFull(t *testing.T) {
 	for i, sc := range w.scopes {
 		if sc.NoFinished {
 			t.Errorf("discovery %d of 20 rows narrowed to %+v", i, sc)
+		}
+	}
+}
+
+// Confirmations of an unchanged live state are not evaluated again for
+// flags every second: the view is built when a snapshot asks, once
+// however many confirmations came before it, and shows the latest; when
+// the confirmations stop, STALE still rises on time (its deadline, filed
+// with the view the flags were compared on, brings the operation back).
+func TestQuietConfirmationsWaitForASnapshot(t *testing.T) {
+	const n = 100
+	w, h := startListing(t, n)
+	gens := func() map[string]uint64 {
+		h.e.mu.Lock()
+		defer h.e.mu.Unlock()
+		m := map[string]uint64{}
+		for id, en := range h.e.ops {
+			m[id] = en.view.Gen()
+		}
+		return m
+	}
+	h.e.Snapshot()
+	for round := range 2 { // the second: after views a snapshot built
+		before := gens()
+		h.run(10*time.Second, 100*time.Millisecond) // ten listing rounds
+		if during := gens(); !maps.Equal(during, before) {
+			rebuilt := 0
+			for id, g := range during {
+				if g != before[id] {
+					rebuilt++
+				}
+			}
+			t.Errorf("round %d: %d of %d views built again by confirmations alone, want none before a snapshot", round, rebuilt, n)
+		}
+		now := h.clk.Now()
+		for _, v := range h.e.Snapshot().Operations {
+			if now.Sub(v.LastPollOKAt) > time.Second {
+				t.Fatalf("%s shows a confirmation %v old, want the latest (≤ 1 s)", v.StatementID, now.Sub(v.LastPollOKAt))
+			}
+		}
+		for id, g := range gens() {
+			if g != before[id]+1 {
+				t.Fatalf("round %d: %s: %d views built by one snapshot after ten confirmations, want 1", round, id, g-before[id])
+			}
+		}
+	}
+	h.drain()
+	w.mu.Lock()
+	w.throttle = 1 << 30 // from now on every call fails, and the listing shows none
+	for i := range n {
+		w.hidden[opID(i)] = true
+	}
+	w.mu.Unlock()
+	last := h.clk.Now()
+	h.run(32*time.Second, 100*time.Millisecond)
+	raised := map[string]time.Time{}
+	for _, ev := range h.drain() {
+		if ev.Kind == model.EventFlagRaised && ev.Flag.Kind == model.FlagStale {
+			raised[ev.StatementID] = ev.At
+		}
+	}
+	if len(raised) != n {
+		t.Fatalf("STALE raised for %d of %d operations no longer confirmed, want all", len(raised), n)
+	}
+	for id, at := range raised {
+		if d := at.Sub(last); d < 29*time.Second || d > 31*time.Second {
+			t.Errorf("%s: STALE raised %v after the last round, want ~30 s (InactivityWarn after its last confirmation)", id, d)
 		}
 	}
 }

@@ -135,7 +135,7 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 	for {
 		var resp *historyPage
 		err := retry(ctx, CallListQueries, func(ctx context.Context) error {
-			r, err := c.historyList(ctx, req) // encoding/json, not the SDK's slow decoder
+			r, err := c.historyList(ctx, req, nil) // encoding/json, not the SDK's slow decoder
 			resp = r
 			return c.wrapErr(CallListQueries, err)
 		})

@@ -16,6 +16,8 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/useragent"
 	"github.com/google/go-querystring/query"
+
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // historyPage is one query-history answer, decoded by decodeHistoryPage
@@ -68,6 +70,10 @@ type historyRow struct {
 	QueryEndTimeMs     flexInt `json:"query_end_time_ms"`
 	ExecutionEndTimeMs flexInt `json:"execution_end_time_ms"`
 	ErrorMessage       string  `json:"error_message"`
+
+	// partial: a followed statement's row (decodePageFast), without its
+	// descriptive fields.
+	partial bool
 }
 
 // flexInt accepts a JSON number or a number in a string, as the API's
@@ -110,7 +116,10 @@ func (r *historyRow) info() sql.QueryInfo {
 // bytes dbxtop allocated at 10,000 live statements and the largest single
 // driver of its garbage collection (docs/performance.md). Here the answer
 // is read into a pooled buffer that keeps its capacity from page to page.
-func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest) (*historyPage, error) {
+//
+// followed (nil: none) lets the rows of followed statements be partial
+// (decodePageFast).
+func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest, followed sources.Followed) (*historyPage, error) {
 	q, err := historyQuery(req)
 	if err != nil {
 		return nil, err
@@ -155,7 +164,7 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	return decodeHistoryPage(buf.Bytes()) // nothing it returns points into buf
+	return decodeHistoryPage(buf.Bytes(), followed) // nothing it returns points into buf
 }
 
 // pageBuffers hold query-history answers while they are decoded; a page
@@ -191,10 +200,12 @@ func historyQuery(req sql.ListQueryHistoryRequest) (string, error) {
 // (TestDecodedPageOwnsItsStrings). An answer outside the fast decoder's
 // subset is decoded by encoding/json, whose verdict and error stand;
 // FuzzDecodeHistoryPage checks that the two agree.
-func decodeHistoryPage(b []byte) (*historyPage, error) {
+//
+// followed is decodePageFast's; encoding/json's rows are whole.
+func decodeHistoryPage(b []byte, followed sources.Followed) (*historyPage, error) {
 	rows := rowArrays.Get().(*[]historyRow)
 	p := historyPage{Res: (*rows)[:0], rows: rows}
-	if decodePageFast(b, &p) {
+	if decodePageFast(b, &p, followed) {
 		return &p, nil
 	}
 	clear(p.Res[:cap(p.Res)]) // what the fast decoder decoded before it gave up
