@@ -101,9 +101,31 @@ func (f *Fleet) Snapshot() model.Snapshot {
 	if len(f.members) == 1 {
 		return f.members[0].Engine.Snapshot()
 	}
-	s := model.Merge(f.Snapshots())
-	s.Clients = model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
+	s := f.SnapshotWithoutClients()
+	s.Clients = f.Clients(s)
 	return s
+}
+
+// SnapshotWithoutClients is Snapshot with clients[] left out, as
+// Engine.SnapshotWithoutClients.
+func (f *Fleet) SnapshotWithoutClients() model.Snapshot {
+	if len(f.members) == 1 {
+		return f.members[0].Engine.SnapshotWithoutClients()
+	}
+	parts := make([]model.NamedSnapshot, len(f.members))
+	for i, m := range f.members {
+		parts[i] = model.NamedSnapshot{Name: m.Name, Up: m.Engine.Health().DiscoveryUp, Snapshot: m.Engine.SnapshotWithoutClients()}
+	}
+	return model.Merge(parts)
+}
+
+// Clients is the clients[] of s, one of this fleet's snapshots, as
+// Snapshot aggregates it.
+func (f *Fleet) Clients(s model.Snapshot) []model.ClientStats {
+	if len(f.members) == 1 {
+		return f.members[0].Engine.Clients(s)
+	}
+	return model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
 }
 
 // Health sums the members' health; the budget is the sum of their

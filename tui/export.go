@@ -29,9 +29,14 @@ func (m *Model) export() tea.Cmd {
 		return nil
 	}
 	snap := m.ctx.snap
+	ca, left := m.eng.(clientsApart)
+	left = left && m.ctx.clientsLeft
 	events := m.ctx.ring.newest(exportEvents, "")
 	dir, now := m.ctx.opts.ExportDir, m.ctx.opts.Now().UTC()
 	return func() tea.Msg {
+		if left { // an export holds clients[] whatever the view
+			snap.Clients = ca.Clients(snap)
+		}
 		paths, err := writeExport(dir, now, snap, events)
 		return exportDoneMsg{paths: paths, err: err}
 	}

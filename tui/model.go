@@ -59,8 +59,11 @@ type Model struct {
 
 	counts  flagCounts
 	refresh int // snapshots applied, for tests and the paused badge
-	confirm *pendingAction
-	lastErr lastErrorState
+	// clientsAsked: the snapshot (its refresh) whose clients[] were last
+	// asked for (clientsFor).
+	clientsAsked int
+	confirm      *pendingAction
+	lastErr      lastErrorState
 }
 
 // lastErrorState ages the header's last error and notices recovery: the
@@ -182,8 +185,17 @@ func (m *Model) View() string {
 	return m.frame
 }
 
-// route handles one message; keys go to handleKey.
+// route handles one message; keys go to handleKey. Whatever it was, the
+// Clients view, if it shows, gets the clients[] a snapshot left out.
 func (m *Model) route(msg tea.Msg) tea.Cmd {
+	cmd := m.routeMsg(msg)
+	if c := m.clientsFor(); c != nil {
+		return tea.Batch(cmd, c)
+	}
+	return cmd
+}
+
+func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.ctx.width, m.ctx.height = msg.Width, msg.Height
@@ -198,11 +210,18 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		} else {
 			m.applySnapshot(msg.snap, msg.health)
 		}
+		m.ctx.clientsLeft = msg.clientsLeft
 		m.endpoints.Update(msg)
 		m.clients.Update(msg)
 		return m.tick()
 	case tickMsg:
 		return m.fetch()
+	case clientsMsg:
+		if m.ctx.clientsLeft && msg.refresh == m.refresh { // else a newer snapshot came
+			m.ctx.snap.Clients, m.ctx.clientsLeft = msg.clients, false
+			m.clients.clamp()
+		}
+		return nil
 	case eventMsg:
 		if !msg.ok {
 			return nil // the engine closed its channel: it stopped
