@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -366,7 +365,7 @@ func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sourc
 			break
 		}
 		d := sources.Discovered{Op: model.Operation{StatementID: id, State: w.history[id], SQL: "SELECT " + id}, Ref: sources.Ref{StatementID: id}}
-		if own, ok := followed(unsafe.Slice(unsafe.StringData(id), len(id))); ok { // as the client: facts only
+		if own, ok := followed([]byte(id)); ok { // as the client: facts only
 			d = sources.Discovered{Op: model.Operation{StatementID: own, State: d.Op.State}, Partial: true}
 		}
 		out = append(out, d)

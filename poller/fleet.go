@@ -86,11 +86,13 @@ func (f *Fleet) Events() <-chan model.Event { return f.events }
 
 // Snapshots are the members' own snapshots, each with whether its last
 // discovery round succeeded (Up; false before the first).
-func (f *Fleet) Snapshots() []model.NamedSnapshot {
+func (f *Fleet) Snapshots() []model.NamedSnapshot { return f.named((*Engine).Snapshot) }
+
+// named is each member's snapshot as take gives it, with its name and Up.
+func (f *Fleet) named(take func(*Engine) model.Snapshot) []model.NamedSnapshot {
 	out := make([]model.NamedSnapshot, len(f.members))
 	for i, m := range f.members {
-		s := m.Engine.Snapshot()
-		out[i] = model.NamedSnapshot{Name: m.Name, Up: m.Engine.Health().DiscoveryUp, Snapshot: s}
+		out[i] = model.NamedSnapshot{Name: m.Name, Up: m.Engine.Health().DiscoveryUp, Snapshot: take(m.Engine)}
 	}
 	return out
 }
@@ -98,9 +100,6 @@ func (f *Fleet) Snapshots() []model.NamedSnapshot {
 // Snapshot merges the members' snapshots (model.Merge) with the clients[]
 // of all of them; one member's snapshot is returned as it is.
 func (f *Fleet) Snapshot() model.Snapshot {
-	if len(f.members) == 1 {
-		return f.members[0].Engine.Snapshot()
-	}
 	s := f.SnapshotWithoutClients()
 	s.Clients = f.Clients(s)
 	return s
@@ -112,11 +111,7 @@ func (f *Fleet) SnapshotWithoutClients() model.Snapshot {
 	if len(f.members) == 1 {
 		return f.members[0].Engine.SnapshotWithoutClients()
 	}
-	parts := make([]model.NamedSnapshot, len(f.members))
-	for i, m := range f.members {
-		parts[i] = model.NamedSnapshot{Name: m.Name, Up: m.Engine.Health().DiscoveryUp, Snapshot: m.Engine.SnapshotWithoutClients()}
-	}
-	return model.Merge(parts)
+	return model.Merge(f.named((*Engine).SnapshotWithoutClients))
 }
 
 // Clients is the clients[] of s, one of this fleet's snapshots, as

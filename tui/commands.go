@@ -44,9 +44,8 @@ type eventMsg struct {
 // not in Update.
 // clients[] are left out unless the Clients view shows them.
 func (m *Model) fetch() tea.Cmd {
-	e, order := m.eng, m.ops.orderSpec()
-	ca, lean := e.(clientsApart)
-	lean = lean && m.view != viewClients
+	e, ca, order := m.eng, m.lean, m.ops.orderSpec()
+	lean := ca != nil && m.view != viewClients
 	return func() tea.Msg {
 		var s model.Snapshot
 		if lean {
@@ -62,11 +61,10 @@ func (m *Model) fetch() tea.Cmd {
 // without, in a command, when the Clients view shows them (nil: nothing
 // to do, or already asked for this snapshot).
 func (m *Model) clientsFor() tea.Cmd {
-	ca, ok := m.eng.(clientsApart)
-	if !ok || !m.ctx.clientsLeft || m.view != viewClients || m.clientsAsked == m.refresh {
-		return nil
+	if !m.ctx.clientsLeft || m.view != viewClients || m.clientsAsked == m.refresh {
+		return nil // clientsLeft is only ever set with m.lean
 	}
-	s, n := m.ctx.snap, m.refresh
+	ca, s, n := m.lean, m.ctx.snap, m.refresh
 	m.clientsAsked = n
 	return func() tea.Msg { return clientsMsg{refresh: n, clients: ca.Clients(s)} }
 }

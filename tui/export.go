@@ -29,8 +29,7 @@ func (m *Model) export() tea.Cmd {
 		return nil
 	}
 	snap := m.ctx.snap
-	ca, left := m.eng.(clientsApart)
-	left = left && m.ctx.clientsLeft
+	ca, left := m.lean, m.ctx.clientsLeft // left only with m.lean
 	events := m.ctx.ring.newest(exportEvents, "")
 	dir, now := m.ctx.opts.ExportDir, m.ctx.opts.Now().UTC()
 	return func() tea.Msg {

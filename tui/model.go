@@ -44,6 +44,7 @@ type Model struct {
 
 	ctx    *programContext
 	eng    Engine
+	lean   clientsApart // eng, when it can leave clients[] out; nil otherwise
 	events <-chan model.Event
 	done   <-chan struct{} // closed by Run when the program ends
 
@@ -113,10 +114,12 @@ func newModel(e Engine, o Options) *Model {
 			start = viewID(v)
 		}
 	}
+	lean, _ := e.(clientsApart)
 	return &Model{
 		view:      start,
 		ctx:       ctx,
 		eng:       e,
+		lean:      lean,
 		events:    e.Events(),
 		ops:       ops,
 		detail:    &detailModel{ctx: ctx, ops: ops},

@@ -217,6 +217,11 @@ func (d *pageDecoder) stringValue(dst *string, field int) bool {
 	if !ok {
 		return false
 	}
+	return d.keepString(dst, field, start, raw, esc, nonASCII)
+}
+
+// keepString is stringValue for a string rawString has read from start.
+func (d *pageDecoder) keepString(dst *string, field, start int, raw []byte, esc, nonASCII bool) bool {
 	valid := !nonASCII || utf8.Valid(raw)
 	if esc && valid {
 		if field < 0 {
@@ -578,8 +583,7 @@ func (d *pageDecoder) queryID(r *historyRow) bool {
 			return true
 		}
 	}
-	d.i = start
-	return d.stringValue(&r.QueryID, -1)
+	return d.keepString(&r.QueryID, -1, start, raw, esc, nonASCII)
 }
 
 // described reads a descriptive field's string into dst, or past it in a
