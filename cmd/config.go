@@ -51,7 +51,8 @@ type WorkspaceConfig struct {
 // SnapshotConfig is `dbxtop snapshot`'s configuration.
 type SnapshotConfig struct {
 	WorkspaceConfig
-	JSON          bool
+	Output        string // table, json or yaml (-o; --json is -o json)
+	JSON          bool   // --json, kept as an alias of -o json
 	Watch         bool
 	Interval      time.Duration
 	Count         int // 0: until interrupted

@@ -257,8 +257,11 @@ func (o *observer) headerWarehouses(ctx context.Context, s model.Snapshot) []str
 }
 
 func (o *observer) print(w io.Writer, s model.Snapshot, cfg SnapshotConfig) error {
-	if cfg.JSON {
+	switch {
+	case cfg.JSON || cfg.Output == outputJSON:
 		return report.JSON(w, s)
+	case cfg.Output == outputYAML:
+		return report.YAML(w, s)
 	}
 	return report.Table(w, s, tableOptions(w, cfg))
 }

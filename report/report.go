@@ -36,10 +36,13 @@ func ExitCode(s model.Snapshot) int {
 }
 
 // JSON writes the snapshot object (docs/model.md), indented, with a trailing newline.
-func JSON(w io.Writer, s model.Snapshot) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+func JSON(w io.Writer, s model.Snapshot) error { return JSONValue(w, s) }
+
+// JSONValue writes v as indented JSON with a trailing newline.
+func JSONValue(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return fmt.Errorf("encode: %w", err)
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err

@@ -160,3 +160,12 @@ func OrDash(s string) string {
 	}
 	return s
 }
+
+// Plural is n with its noun, singular for exactly one: "1 attempt",
+// "3 attempts", "0 attempts".
+func Plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}
