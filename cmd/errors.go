@@ -71,3 +71,14 @@ func noArgs(c *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// exactArgs wants n positional arguments and says what they are when the
+// count is wrong.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s (see %s --help)", what, c.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+)
+
+// currentContextLine matches a top-level current_context assignment.
+var currentContextLine = regexp.MustCompile(`^\s*current_context\s*=`)
+
+// tableHeader matches the first line of a table ([x] or [[x]]).
+var tableHeader = regexp.MustCompile(`^\s*\[`)
+
+// SetCurrentContext makes name the file's current_context, the context
+// used when no --context is given. The file at path must exist, be valid
+// and define the context. Only the one line changes (or is added before
+// the first table), so the operator's comments and layout stay; the file
+// is replaced atomically with its permissions kept.
+func SetCurrentContext(path, name string) error {
+	f, err := Load(path, false)
+	if err != nil {
+		return err
+	}
+	if _, ok := f.Contexts[name]; !ok {
+		return fmt.Errorf("config file %s: no context %q (%s)", path, name, knownContexts(f))
+	}
+	data, err := readBounded(path)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w: %w", path, ErrUnreadable, unwrapPathError(err))
+	}
+	line := []byte("current_context = " + strconv.Quote(name))
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	out := make([][]byte, 0, len(lines)+1)
+	done := false
+	for _, l := range lines {
+		if !done && tableHeader.Match(l) {
+			out = append(out, append(append([]byte{}, line...), '\n'))
+			done = true
+		}
+		if !done && currentContextLine.Match(l) {
+			nl := []byte{}
+			if bytes.HasSuffix(l, []byte("\n")) {
+				nl = []byte("\n")
+			}
+			out = append(out, append(append([]byte{}, line...), nl...))
+			done = true
+			continue
+		}
+		out = append(out, l)
+	}
+	if !done {
+		if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+			out = append(out, []byte("\n"))
+		}
+		out = append(out, append(line, '\n'))
+	}
+	edited := bytes.Join(out, nil)
+	if _, err := Parse(edited); err != nil {
+		return fmt.Errorf("config file %s: the edit would not parse (left unchanged): %w", path, err)
+	}
+	return replaceFile(path, edited)
+}
+
+// replaceFile writes data to path through a temporary file in the same
+// directory, keeping path's permissions.
+func replaceFile(path string, data []byte) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.toml")
+	if err != nil {
+		return fmt.Errorf("config file %s: cannot write beside it: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
