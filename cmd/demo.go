@@ -53,14 +53,14 @@ within three minutes without a key pressed (REAPED, the last, at about
 		},
 	}
 	fs := c.Flags()
-	addWorkspaceFlags(fs, &ws, false)
+	addWorkspaceFlags(fs, &ws, flagsDemo)
 	addSimFlags(fs, &sim)
 	// The demo is a strict server: dbxtop's actions must use real handles
 	// (the proxy's) or the Statement Execution API, as on a real workspace.
 	sim.CheckHandleSecrets = true
 	fs.Lookup("check-handle-secrets").DefValue = "true"
 	completeSimFlags(c)
-	for _, name := range []string{"host", "profile", "http-path", "proxy"} {
+	for _, name := range []string{"host", "profile", "http-path", "proxy", "config", "context"} {
 		_ = fs.MarkHidden(name) // refused in demo; kept so the refusal can explain
 	}
 	for _, name := range []string{"inactivity-warn", "server-idle-timeout", "leak-after"} {

@@ -112,7 +112,7 @@ Try it without an account:  dbxtop demo`,
 	root.SetFlagErrorFunc(flagError)
 	root.DisableSuggestions = true
 	root.CompletionOptions.HiddenDefaultCmd = false
-	addWorkspaceFlags(root.Flags(), &cfg, true)
+	addWorkspaceFlags(root.Flags(), &cfg, flagsTUI)
 	root.AddCommand(a.newDemoCmd(), a.newSimCmd(), a.newSnapshotCmd(), a.newVersionCmd(), a.newProxyCmd())
 	root.AddCommand(a.newServeCmd(), a.newConfigCmd(), a.newAttachCmd())
 	// cobra's completion command prints its help and exits 0 for an

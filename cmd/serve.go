@@ -54,7 +54,7 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		},
 	}
 	fs := c.Flags()
-	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, true)
+	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, flagsServe)
 	fs.Var(&checkedString{p: &cfg.Listen, typ: "addr", check: checkListen}, "listen", "where to serve, host:port (port 0: a free port)")
 	cfg.Listen = serve.DefaultListen
 	fs.Var(&checkedString{p: &cfg.ServeToken, typ: "token", check: nonEmpty("the serve token"), hide: true}, "serve-token",

@@ -12,7 +12,8 @@ func (a *app) newSnapshotCmd() *cobra.Command {
 		Use:   "snapshot",
 		Short: "Observe once (or --watch) and print; for scripts and alerting",
 		Long: `Observe the workspace once and print every operation, endpoint and flag:
-a table by default, the snapshot JSON with --json. With --watch it keeps
+a table by default, the snapshot JSON with -o json (or --json), YAML with
+-o yaml. With --watch it keeps
 observing and prints one JSON line every --interval (--count times, or
 until interrupted).
 
@@ -24,12 +25,22 @@ can run it as a check:
   3  UNKNOWN   could not observe (the cause, error_code and request_id on
                stderr) or invalid arguments`,
 		Example: `  dbxtop snapshot -p prod
-  dbxtop snapshot --json --timeout 20s | jq '.operations[] | select(.flags != [])'
+  dbxtop snapshot -o json --timeout 20s | jq '.operations[] | select(.flags != [])'
   dbxtop snapshot --watch --interval 30s --count 10 >> dbxtop.jsonl
   dbxtop snapshot --capacity-probe --json`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			fs := c.Flags()
+			if cfg.JSON {
+				if fs.Changed("output") && cfg.Output != outputJSON {
+					return invalidFlag("output", cfg.Output, "--json is -o json; give one of them")
+				}
+				cfg.Output = outputJSON
+			}
+			cfg.JSON = cfg.Output == outputJSON
+			if cfg.Watch && fs.Changed("output") && cfg.Output != outputJSON {
+				return invalidFlag("output", cfg.Output, "--watch prints JSON lines")
+			}
 			if !cfg.Watch {
 				for _, name := range []string{"interval", "count"} {
 					if fs.Changed(name) {
@@ -55,13 +66,15 @@ can run it as a check:
 		},
 	}
 	fs := c.Flags()
-	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, true)
-	fs.BoolVar(&cfg.JSON, "json", false, "print the snapshot JSON (schema dbxtop.snapshot/v1) instead of a table")
+	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, flagsSnapshot)
+	addOutputFlag(fs, &cfg.Output, "the snapshot (json and yaml: schema dbxtop.snapshot/v1)")
+	fs.BoolVar(&cfg.JSON, "json", false, "the same as -o json")
 	fs.BoolVar(&cfg.Wide, "wide", false, "human table: every column, none cut (default: fit the terminal, or 100 columns)")
 	fs.BoolVar(&cfg.Watch, "watch", false, "keep observing; print one JSON line per --interval")
 	iv := newDuration(&cfg.Interval, 0, minRefresh)
 	iv.zeroOK = false
 	fs.Var(iv, "interval", "with --watch: time between lines (default: --refresh)")
+	fs.Lookup("interval").DefValue = "" // the usage names the default; pflag would add "0s"
 	fs.Var(newInt(&cfg.Count, 0, 1, 1<<31-1), "count", "with --watch: stop after N lines (default: until interrupted)")
 	fs.BoolVar(&cfg.CapacityProbe, "capacity-probe", false,
 		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")

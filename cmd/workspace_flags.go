@@ -17,10 +17,35 @@ const (
 	minThreshold = time.Second
 )
 
+// flagUse says which commands a workspace flag belongs to, so that each
+// command's --help lists only the flags it acts on.
+type flagUse uint8
+
+const (
+	// useToken: --token is the workspace's (false for demo, whose --token
+	// is the simulator's).
+	useToken flagUse = 1 << iota
+	// useTUI: the terminal flags (--mouse, --export-dir).
+	useTUI
+	// useRender: --ascii and --no-color (the TUI and snapshot's table).
+	useRender
+	// useActions: --read-only (commands that can close or cancel).
+	useActions
+)
+
+// The flag sets of each command that watches a workspace.
+const (
+	flagsTUI      = useToken | useTUI | useRender | useActions
+	flagsDemo     = useTUI | useRender | useActions
+	flagsSnapshot = useToken | useRender
+	flagsServe    = useToken | useActions
+)
+
 // addWorkspaceFlags registers the workspace flags of docs/configuration.md on fs,
-// writing into cfg (which gets the defaults). withToken is false for demo,
-// where --token is the simulator's.
-func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) {
+// writing into cfg (which gets the defaults); use picks the flags the
+// command acts on.
+func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
+	withToken := use&useToken != 0
 	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile to authenticate with (env DATABRICKS_CONFIG_PROFILE)")
 	fs.Var(&checkedString{p: &cfg.Host, typ: "url", check: checkHost}, "host",
 		"workspace URL, https://host[:port] (env DATABRICKS_HOST; http://127.0.0.1:PORT for the simulator)")
@@ -40,19 +65,29 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, withToken bool) 
 		"the server's inactivity reaper to count down to; flags turn critical at 80% of it")
 	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, minThreshold), "leak-after",
 		"flag UNCLOSED when a finished operation stays open this long (critical after 5x)")
-	fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
-	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
-	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	if use&useActions != 0 {
+		fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
+	}
+	if use&useRender != 0 {
+		fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
+		fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
+	}
+	// No back-quotes in this usage: pflag would read them as the
+	// argument's placeholder name.
 	fs.Var(&checkedString{p: &cfg.Proxy, typ: "url", check: checkProxyURL}, "proxy",
-		"admin URL of a `dbxtop proxy` the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
+		"admin URL of a dbxtop proxy the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
 			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw")
-	fs.BoolVar(&cfg.Mouse, "mouse", false, "TUI: wheel scrolls, click selects (off: terminal text selection keeps working)")
+	if use&useTUI != 0 {
+		fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects (off: terminal text selection keeps working)")
+	}
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
 	addConfigFlag(fs, &cfg.ConfigPath)
-	fs.StringArrayVar(&cfg.Contexts, "context", nil, "workspace context from the config file; repeat for several, or 'all'")
-	fs.Var(&checkedString{p: &cfg.ExportDir, typ: "dir", check: nonEmpty("the export directory")}, "export-dir",
-		"where the TUI's export (e) writes (default: export_dir in the config file, else the current directory)")
+	fs.StringArrayVar(&cfg.Contexts, "context", nil, "workspace context `name` from the config file; repeat for several, or 'all'")
+	if use&useTUI != 0 {
+		fs.Var(&checkedString{p: &cfg.ExportDir, typ: "dir", check: nonEmpty("the export directory")}, "export-dir",
+			"where the export (e) writes (default: export_dir in the config file, else the current directory)")
+	}
 	fs.Var(newDuration(&cfg.Window, config.DefaultWindow, config.MinWindow), "window",
 		"how far back the Clients view and clients[] aggregate")
 }
