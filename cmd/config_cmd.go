@@ -248,4 +248,3 @@ func (a *app) configPath(flag string) (string, bool) {
 	}
 	return p, true
 }
-
