@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -60,6 +63,84 @@ func TestConfigurationDocMatchesTheCommandLine(t *testing.T) {
 	for _, s := range scenarios {
 		if !strings.Contains(doc, "`"+s+"`") {
 			t.Errorf("docs/configuration.md's scenario list lacks `%s`", s)
+		}
+	}
+}
+
+// docCommands are the dbxtop command lines of the fenced code blocks of
+// README.md and docs/*.md, without comments, pipes, redirections and
+// environment assignments. Lines with placeholders ([flags], URL, …) are
+// synopses, not commands, and are left out.
+func docCommands(t *testing.T) map[string][]string {
+	t.Helper()
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md")
+	out := map[string][]string{}
+	placeholder := regexp.MustCompile(`\[|…|\.\.\.|<|\bURL\b|\bNAME\b|\bADDR\b|\bPATH\b|\bFILE\b|\bTOKEN\b|\$\(|\bD\b|\bN\b|^\s*dbxtop\s*$`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		lines := strings.Split(string(b), "\n")
+		for i, line := range lines {
+			// A command followed by its refusal is an example of one.
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "dbxtop: invalid") {
+				continue
+			}
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			if !fenced {
+				continue
+			}
+			line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
+			for _, cut := range []string{" #", " |", " >", " &&"} {
+				if j := strings.Index(line, cut); j >= 0 {
+					line = line[:j]
+				}
+			}
+			fields := strings.Fields(line)
+			for len(fields) > 0 && strings.Contains(fields[0], "=") {
+				fields = fields[1:] // VAR=value
+			}
+			if len(fields) == 0 || fields[0] != "dbxtop" || placeholder.MatchString(strings.Join(fields, " ")) {
+				continue
+			}
+			out[fmt.Sprintf("%s:%d", strings.TrimPrefix(f, "../"), i+1)] = fields[1:]
+		}
+	}
+	return out
+}
+
+// TestDocCommandsParse: every dbxtop command line the docs show is one
+// the binary accepts (its flags parse and validate), without running it.
+func TestDocCommandsParse(t *testing.T) {
+	cmds := docCommands(t)
+	t.Logf("%d command lines", len(cmds))
+	if len(cmds) < 10 {
+		t.Fatalf("found only %d command lines in the docs: the extractor is broken", len(cmds))
+	}
+	env := map[string]string{"HOME": t.TempDir(), "DBXTOP_PROXY_TOKEN": "t", "DBXTOP_SERVE_TOKEN": "t"}
+	for where, args := range cmds {
+		a := newApp(io.Discard, io.Discard, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		root := a.newRootCmd()
+		c, rest, err := root.Find(args)
+		if err == nil {
+			err = c.ParseFlags(rest)
+		}
+		if err == nil && c.Args != nil {
+			err = c.Args(c, c.Flags().Args())
+		}
+		if err == nil && c.PreRunE != nil {
+			err = c.PreRunE(c, c.Flags().Args())
+		}
+		// A named context or profile needs the reader's own config file:
+		// that is the reader's setup, not a doc error.
+		if err != nil && !strings.Contains(err.Error(), "no config file") {
+			t.Errorf("%s: dbxtop %s: %v", where, strings.Join(args, " "), err)
 		}
 	}
 }
