@@ -89,7 +89,8 @@ type orphanResult struct {
 	ok, failed          int // client calls that returned rows / an error
 	handles             int // statements the clients learned an id for
 	noHandle            int // statements on the server no client learned of
-	abandoned, leaked   int
+	abandoned, leaked   int // overlap: an abandoned statement that finishes stays open, leaked
+	orphaned            int // distinct statements abandoned or leaked (never more than the server ran)
 	requests, polls     int64
 	faults              map[string]int64
 	elapsed             time.Duration
@@ -97,8 +98,8 @@ type orphanResult struct {
 }
 
 func (r orphanResult) String() string {
-	return fmt.Sprintf("ORPHANS scenario=%s contender=%s n=%d sleep=%ds ok=%d errors=%d handles=%d no_handle=%d abandoned=%d leaked=%d requests=%d status_polls=%d faults=%v elapsed=%.1fs",
-		r.scenario, r.contender, r.n, r.secs, r.ok, r.failed, r.handles, r.noHandle, r.abandoned, r.leaked, r.requests, r.polls, fmtMap(r.faults), r.elapsed.Seconds())
+	return fmt.Sprintf("ORPHANS scenario=%s contender=%s n=%d sleep=%ds ok=%d errors=%d handles=%d no_handle=%d abandoned=%d leaked=%d orphaned=%d requests=%d status_polls=%d faults=%v elapsed=%.1fs",
+		r.scenario, r.contender, r.n, r.secs, r.ok, r.failed, r.handles, r.noHandle, r.abandoned, r.leaked, r.orphaned, r.requests, r.polls, fmtMap(r.faults), r.elapsed.Seconds())
 }
 
 func fmtMap(m map[string]int64) string {
@@ -184,6 +185,7 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 	close(outc)
 	r := orphanResult{scenario: sc.name, contender: c.name, n: n, secs: secs}
 	ids := map[string]bool{}
+	orphans := map[string]bool{}
 	for o := range outc {
 		if o.id != "" {
 			ids[o.id] = true
@@ -197,6 +199,7 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 				t.Errorf("statement %s: %s", o.id, o.stateAt)
 			} else if o.stateAt != "" && !isTerminal(o.stateAt) {
 				r.abandoned++
+				orphans[o.id] = true
 			}
 		} else {
 			r.ok++
@@ -214,12 +217,25 @@ func runOrphans(t *testing.T, sc orphanScenario, c contender, n, secs int) orpha
 	// Statements the server created but whose handle no client learned
 	// (the ExecuteStatement answer was lost) are orphans from birth.
 	r.noHandle = countExternal(tr, func(o truthOp) bool { return !ids[o.StatementID] })
-	r.abandoned += countExternal(tr, func(o truthOp) bool { return !ids[o.StatementID] && !isTerminal(o.State) })
+	r.abandoned += countExternal(tr, func(o truthOp) bool {
+		if !ids[o.StatementID] && !isTerminal(o.State) {
+			orphans[o.StatementID] = true
+			return true
+		}
+		return false
+	})
 	// Once the sleeps are over, count what stays open.
 	tr = waitFor(t, s, time.Duration(secs)*time.Second+30*time.Second, "every sleep over", func(tr truth) bool {
 		return countExternal(tr, func(o truthOp) bool { return !isTerminal(o.State) }) == 0
 	})
-	r.leaked = countExternal(tr, func(o truthOp) bool { return isTerminal(o.State) && o.State != "CLOSED" && o.Open })
+	r.leaked = countExternal(tr, func(o truthOp) bool {
+		if isTerminal(o.State) && o.State != "CLOSED" && o.Open {
+			orphans[o.StatementID] = true
+			return true
+		}
+		return false
+	})
+	r.orphaned = len(orphans)
 	d := getStats(t, s).minus(base)
 	r.requests = d.totalRequests()
 	r.polls = d.Requests["GetOperationStatus"]
