@@ -136,7 +136,7 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		}
 		s.typeLine("fg")
 		scr := s.waitScreen("the TUI redrawn", 15*time.Second, func(scr string) bool {
-			return strings.HasPrefix(scr, "dbxtop ") && rows(scr) >= 5 && strings.Contains(scr, "›")
+			return strings.HasPrefix(scr, "dbxtop ") && rows(scr) >= 5 && strings.Contains(scr, "❯")
 		})
 		if st := s.jobState(); strings.HasPrefix(st, "T") {
 			t.Fatalf("after fg the program's state is still %q", st)
@@ -166,7 +166,7 @@ func TestTUIOperatorInTmux(t *testing.T) {
 // cursorRow is the screen line of the selected row (marked ›), or -1.
 func cursorRow(scr string) int {
 	for i, l := range strings.Split(scr, "\n") {
-		if strings.HasPrefix(l, "›") {
+		if strings.HasPrefix(l, "❯") {
 			return i
 		}
 	}

@@ -47,10 +47,10 @@ func TestCursorStaysOnOperationAcrossRefresh(t *testing.T) {
 	refresh(m)
 	must(t, m.selected() != nil && m.selected().StatementID == idStale, "cursor moved to %v", m.ops.cursorID)
 	must(t, m.ops.cursorIdx != before, "row did not move (%d); the test proves nothing", before)
-	must(t, strings.Contains(plain(m), "› "), "no cursor marker on screen")
+	must(t, strings.Contains(plain(m), "❯ "), "no cursor marker on screen")
 	// The marked row is the stale operation's.
 	for _, l := range strings.Split(plain(m), "\n") {
-		if strings.HasPrefix(l, "› ") {
+		if strings.HasPrefix(l, "❯ ") {
 			must(t, strings.Contains(l, idStale[:8]), "marked row is %q", l)
 		}
 	}
@@ -95,7 +95,7 @@ func TestGoneOperationIsAnnouncedNotReplaced(t *testing.T) {
 	screen := plain(m)
 	must(t, strings.Contains(screen, "operation 01ef2c3b… is gone (closed or reaped)"), "no gone line:\n%s", screen)
 	must(t, m.selected() == nil, "cursor silently moved to %v", m.selected())
-	must(t, !strings.Contains(screen, "› "), "a row is marked although the operation is gone")
+	must(t, !strings.Contains(screen, "❯ "), "a row is marked although the operation is gone")
 	// An action now has no target rather than the wrong one.
 	must(t, press(m, "x") == nil && m.confirm == nil, "cancel offered with no selection")
 	// j resumes at the row that took its place.

@@ -14,6 +14,13 @@ import (
 // paste, a slow link) are that many presses; then the program's keys,
 // the row actions, and finally the current view's own keys.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if msg.Alt {
+		// No binding uses alt: an "alt+key" is Esc and a key that came
+		// in one read (Esc then Tab on a slow link), so it is both.
+		first := m.handleKey(tea.KeyMsg{Type: tea.KeyEsc})
+		msg.Alt = false
+		return tea.Batch(first, m.handleKey(msg))
+	}
 	k := &m.ctx.keys
 	if m.confirm != nil {
 		return m.answerConfirm(msg)

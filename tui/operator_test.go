@@ -312,3 +312,27 @@ func TestSelectedOperationCollapsesWhenClosed(t *testing.T) {
 	press(m, "esc")
 	must(t, strings.Contains(plain(m), "finished and was closed (d shows finished rows)"), "status:\n%s", plain(m))
 }
+
+// Esc then Tab in one read (a slow SSH link) reaches bubbletea as
+// alt+tab: both keys count, the prompt closes and the view changes.
+func TestEscThenTabInOneReadIsBoth(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "/")
+	must(t, m.current().(capturer).Capturing(), "prompt not open")
+	before := m.current()
+	m.Update(tea.KeyMsg{Type: tea.KeyTab, Alt: true})
+	must(t, !m.ops.box.active, "esc of esc+tab did not close the prompt")
+	must(t, m.current() != before, "tab of esc+tab did not switch the view")
+}
+
+// With NO_COLOR no reverse video marks the selected row, so its marker is
+// a heavy one (not a hairline ›); the frame still holds no escape.
+func TestNoColorSelectionIsVisible(t *testing.T) {
+	o := testOptions()
+	o.NoColor = true
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 80, 24)
+	press(m, "j")
+	v := m.View()
+	must(t, !strings.Contains(v, "\x1b"), "escape in a NO_COLOR frame")
+	must(t, strings.Count(v, unicodeGlyphs.Cursor+" ") == 1 && unicodeGlyphs.Cursor != "›", "the selected row is not marked with a heavy %q:\n%s", unicodeGlyphs.Cursor, v)
+}

@@ -35,7 +35,7 @@ type Styles struct {
 type Glyphs struct {
 	Crit, Warn  string // flag symbols
 	Reaper      string // before the countdown to the server reaper
-	Cursor      string // marks the selected row (readable without colour)
+	Cursor      string // marks the selected row: heavy, since without colour nothing else does
 	BarFull     string
 	BarEmpty    string
 	Ellipsis    string
@@ -49,7 +49,7 @@ type Glyphs struct {
 }
 
 var unicodeGlyphs = Glyphs{
-	Crit: "●", Warn: "▲", Reaper: "→", Cursor: "›", BarFull: "█", BarEmpty: "░",
+	Crit: "●", Warn: "▲", Reaper: "→", Cursor: "❯", BarFull: "█", BarEmpty: "░",
 	Ellipsis: "…", HelpSep: " • ", Rule: "─", Border: lipgloss.RoundedBorder(),
 	Progress: "…", VerticalSep: "│", Collapsed: "+", Cut: "»",
 }
