@@ -49,6 +49,12 @@ type KeyMap struct {
 	// enter included, answers No.
 	Confirm key.Binding
 
+	// The `/` prompt reads every key as text but these (the footer lists
+	// them while it is open).
+	PromptKeep  key.Binding // enter: close the prompt, keep the filter
+	PromptClear key.Binding // esc: close the prompt, clear the filter
+	PromptQuit  key.Binding // ctrl+c: the only way out while typing
+
 	readOnly bool
 }
 
@@ -68,8 +74,12 @@ func DefaultKeyMap() KeyMap {
 		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
 		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
-		LastErr:  key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "last error in full")),
-		Suspend:  key.NewBinding(key.WithKeys("ctrl+z"), key.WithHelp("ctrl+z", "suspend (fg resumes)")),
+
+		PromptKeep:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
+		PromptClear: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+		PromptQuit:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		LastErr:     key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "last error in full")),
+		Suspend:     key.NewBinding(key.WithKeys("ctrl+z"), key.WithHelp("ctrl+z", "suspend (fg resumes)")),
 
 		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
 		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),

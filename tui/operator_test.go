@@ -336,3 +336,19 @@ func TestNoColorSelectionIsVisible(t *testing.T) {
 	must(t, !strings.Contains(v, "\x1b"), "escape in a NO_COLOR frame")
 	must(t, strings.Count(v, unicodeGlyphs.Cursor+" ") == 1 && unicodeGlyphs.Cursor != "›", "the selected row is not marked with a heavy %q:\n%s", unicodeGlyphs.Cursor, v)
 }
+
+// While the `/` prompt is open, q and tab are text: the footer lists the
+// prompt's own keys, not "q quit".
+func TestFooterWhileTypingListsThePromptKeys(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "/")
+	lines := strings.Split(plain(m), "\n")
+	footer := lines[len(lines)-1]
+	must(t, !strings.Contains(footer, "q/ctrl+c"), "footer still offers q while typing: %q", footer)
+	for _, want := range []string{"enter keep filter", "esc clear filter", "ctrl+c quit"} {
+		must(t, strings.Contains(footer, want), "footer lacks %q: %q", want, footer)
+	}
+	press(m, "esc")
+	lines = strings.Split(plain(m), "\n")
+	must(t, strings.Contains(lines[len(lines)-1], "q/ctrl+c quit"), "footer after esc: %q", lines[len(lines)-1])
+}

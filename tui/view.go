@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/bubbles/key"
 	"slices"
 	"strings"
 
@@ -400,6 +401,10 @@ func (m *Model) shortHelp() string {
 	st, sep := &m.ctx.styles, m.ctx.glyphs.HelpSep
 	k := &m.ctx.keys
 	bs := append(m.current().ShortHelp(), k.NextView, k.Help, k.Quit)
+	if c, ok := m.current().(capturer); ok && c.Capturing() {
+		// Typing: q and tab are text now, so only the prompt's keys work.
+		bs = []key.Binding{k.PromptKeep, k.PromptClear, k.PromptQuit}
+	}
 	render := func(i int) string {
 		h := bs[i].Help()
 		return st.HelpKey.Render(h.Key) + " " + st.HelpDesc.Render(h.Desc)
