@@ -240,7 +240,7 @@ func unclosedFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
 }
 
 func closeFailedFlag(op *Operation, now time.Time) Flag {
-	d := fmt.Sprintf("dbxtop's close failed after %d attempt(s)", op.Close.Attempts)
+	d := "dbxtop's close failed after " + textfmt.Plural(int64(op.Close.Attempts), "attempt", "attempts")
 	if op.Close.LastError != nil {
 		d += ": " + op.Close.LastError.String()
 	}

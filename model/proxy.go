@@ -36,8 +36,8 @@ const ProxyCloseFailed = "close_failed"
 // clientCloseFailedFlag: the owning client's own close failed, as the
 // proxy saw it; the proxy's queue retries it.
 func clientCloseFailedFlag(p *ProxyAccount, now time.Time) Flag {
-	d := fmt.Sprintf("the client's close failed (seen by the proxy; %d client attempt(s), %d by the proxy)",
-		p.ClientCloseAttempts, p.ProxyCloseAttempts)
+	d := fmt.Sprintf("the client's close failed (seen by the proxy; %s by the client, %d by the proxy)",
+		textfmt.Plural(int64(p.ClientCloseAttempts), "attempt", "attempts"), p.ProxyCloseAttempts)
 	if p.ClientCloseError != nil {
 		d += ": " + p.ClientCloseError.String()
 	}

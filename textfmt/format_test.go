@@ -103,3 +103,11 @@ func FuzzDurationMatchesFmt(f *testing.F) {
 		}
 	})
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 orphans", 1: "1 orphan", 2: "2 orphans", -1: "-1 orphans"} {
+		if got := Plural(n, "orphan", "orphans"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -83,8 +83,8 @@ func (m *clientsModel) View() string {
 		out = append(out, st.Dim.Render("  no statements in the recent window"))
 	case cs[0].Orphans > 0 || cs[0].Leaks > 0:
 		c := cs[0]
-		out = append(out, st.Crit.Render(fmt.Sprintf("%s %s — %d orphans, %d leaks (%s)", g.Crit,
-			textfmt.Line(c.ClientApplication), c.Orphans, c.Leaks, clientWho(c))))
+		out = append(out, st.Crit.Render(fmt.Sprintf("%s %s — %s, %s (%s)", g.Crit,
+			textfmt.Line(c.ClientApplication), plural(c.Orphans, "orphan", "orphans"), plural(c.Leaks, "leak", "leaks"), clientWho(c))))
 	default:
 		out = append(out, st.OK.Render("  no client orphaned or leaked a statement in the recent window"))
 	}
@@ -112,9 +112,9 @@ func (m *clientsModel) View() string {
 
 func clientWho(c model.ClientStats) string {
 	if c.User == "" {
-		return fmt.Sprintf("%d statements", c.Statements)
+		return plural(c.Statements, "statement", "statements")
 	}
-	return fmt.Sprintf("user %s, %d statements", textfmt.Line(c.User), c.Statements)
+	return fmt.Sprintf("user %s, %s", textfmt.Line(c.User), plural(c.Statements, "statement", "statements"))
 }
 
 func rjust(s string, w int) string {

@@ -65,7 +65,7 @@ func TestClientsAggregatedOnlyWhenShown(t *testing.T) {
 	_, ok := msg.(clientsMsg)
 	must(t, ok, "switching to the Clients view asked for %T, want its clients[]", msg)
 	out = plain(m)
-	must(t, strings.Contains(out, "Databricks JDBC Driver — 1 orphans"), "Clients view after its aggregation:\n%s", out)
+	must(t, strings.Contains(out, "Databricks JDBC Driver — 1 orphan,"), "Clients view after its aggregation:\n%s", out)
 	must(t, e.clients.Load() == 1, "%d aggregations, want 1", e.clients.Load())
 
 	refresh(m) // shown: the snapshot carries them

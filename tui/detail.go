@@ -132,8 +132,9 @@ func (m *detailModel) build() []string {
 	if !op.LastPollOKAt.IsZero() {
 		last = timeAgo(op.LastPollOKAt, now)
 	}
-	field("polls", fmt.Sprintf("%d ok, %d failed, %d retries; last ok %s", op.Poll.OK, op.Poll.Failed, op.Poll.Retries, last))
-	cl := fmt.Sprintf("%s, %d attempts", textfmt.OrDash(string(op.Close.State)), op.Close.Attempts)
+	field("polls", fmt.Sprintf("%d ok, %d failed, %s; last ok %s", op.Poll.OK, op.Poll.Failed,
+		plural(op.Poll.Retries, "retry", "retries"), last))
+	cl := fmt.Sprintf("%s, %s", textfmt.OrDash(string(op.Close.State)), plural(op.Close.Attempts, "attempt", "attempts"))
 	if !op.Close.NextTry.IsZero() {
 		cl += "; next try in " + textfmt.Duration(max(op.Close.NextTry.Sub(now), 0))
 	}
@@ -149,7 +150,7 @@ func (m *detailModel) build() []string {
 			rpc = timeAgo(p.LastClientRPC, now)
 		}
 		field("last client call", rpc)
-		pc := fmt.Sprintf("%s; client %d attempt(s), proxy %d", textfmt.OrDash(p.CloseOutcome), p.ClientCloseAttempts, p.ProxyCloseAttempts)
+		pc := fmt.Sprintf("%s; client %s, proxy %d", textfmt.OrDash(p.CloseOutcome), plural(p.ClientCloseAttempts, "attempt", "attempts"), p.ProxyCloseAttempts)
 		if !p.NextTry.IsZero() {
 			pc += "; proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // shortID is the first 8 characters of a statement id and an ellipsis:
@@ -117,4 +118,9 @@ func wrapWords(s string, w int) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// plural is n and its noun, singular for exactly one.
+func plural[N ~int | ~int32 | ~int64](n N, one, many string) string {
+	return textfmt.Plural(int64(n), one, many)
 }
