@@ -84,7 +84,11 @@ func (m *detailModel) build() []string {
 	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
-	field("client idle", idleCell(m.ctx, op))
+	idle := idleCell(m.ctx, op)
+	if idle == "?" {
+		idle = "? unknown: the server does not report when the owning client last called; a dbxtop proxy in front of the clients does (--proxy)"
+	}
+	add(wrapIndent("  "+st.Dim.Render(fit("client idle", 18, ""))+idle, w, "                    ")...)
 	open := "unknown"
 	if op.Open != nil {
 		open = fmt.Sprint(*op.Open)

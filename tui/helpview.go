@@ -111,6 +111,13 @@ func (m *helpModel) build() []string {
 		// Before the legend, next to the keys it is about.
 		out = append(out, st.Badge.Render(" READ-ONLY ")+" adopt, re-close and cancel are refused; the engine refuses them too.", "")
 	}
+	out = append(out, st.Bold.Render("  Cells"))
+	for _, l := range wrapWords("? means dbxtop cannot know: the server does not say when the owning client last "+
+		"called (IDLE/REAPER) or whether another client's operation is still open (CLOSE). A dbxtop proxy in front "+
+		"of the clients sees both (--proxy). - means the column does not apply.", m.width-4) {
+		out = append(out, "  "+l)
+	}
+	out = append(out, "")
 	out = append(out, st.Bold.Render("  Flags")+st.Dim.Render("  ("+g.Crit+" CRIT = critical, "+g.Warn+" WARN = warning)"))
 	for _, f := range flagHelp {
 		text := f.means

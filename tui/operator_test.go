@@ -352,3 +352,20 @@ func TestFooterWhileTypingListsThePromptKeys(t *testing.T) {
 	lines = strings.Split(plain(m), "\n")
 	must(t, strings.Contains(lines[len(lines)-1], "q/ctrl+c quit"), "footer after esc: %q", lines[len(lines)-1])
 }
+
+// `?` is explained wherever it shows: in the help's legend and in the
+// detail of an operation whose client activity is unknown.
+func TestQuestionMarkIsExplained(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 100, 60)
+	press(m, "?")
+	must(t, strings.Contains(plain(m), "? means dbxtop cannot know"), "help does not explain ?:\n%s", plain(m))
+
+	s := fixtureSnapshot()
+	for _, op := range s.Operations {
+		op.InactiveFor, op.ReapedIn = nil, nil
+		op.State, op.Gone = model.StateRunning, false
+	}
+	m = syncModel(t, newFakeEngine(s), testOptions(), 100, 60)
+	press(m, "enter")
+	must(t, strings.Contains(plain(m), "? unknown: the server does not report"), "detail does not explain ?:\n%s", plain(m))
+}
