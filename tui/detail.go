@@ -85,10 +85,11 @@ func (m *detailModel) build() []string {
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
 	idle := idleCell(m.ctx, op)
+	field("client idle", idle)
 	if idle == "?" {
-		idle = "? unknown: the server does not report when the owning client last called; a dbxtop proxy in front of the clients does (--proxy)"
+		add(wrapIndent("                    "+st.Dim.Render("? unknown: the server does not report when the owning client last "+
+			"called; a dbxtop proxy in front of the clients does (--proxy)"), w, "                    ")...)
 	}
-	add(wrapIndent("  "+st.Dim.Render(fit("client idle", 18, ""))+idle, w, "                    ")...)
 	open := "unknown"
 	if op.Open != nil {
 		open = fmt.Sprint(*op.Open)
