@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/dbxtop/dbxtop/model"
 	"slices"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -175,4 +176,29 @@ func (m *Model) showLastError() {
 	m.detailOpen, m.view = false, viewEvents
 	m.evs.box.set(e.Call)
 	m.evs.offset = 0
+	// Newer events of the same call (flags raised since) come first:
+	// scroll to the give-up that carries this error, the newest one of
+	// its call, request id first when it has one.
+	evs, at := m.evs.matching(), -1
+	for i, ev := range evs {
+		call := ev.Call
+		if call == "" && ev.Err != nil {
+			call = ev.Err.Call
+		}
+		if ev.Kind != model.EventGiveUp || call != e.Call {
+			continue
+		}
+		if at < 0 {
+			at = i
+		}
+		if e.RequestID != "" && ev.AnyRequestID() == e.RequestID {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		m.ctx.setStatus("the give-up of "+e.Call+" has left the event list; its events are shown", false)
+		return
+	}
+	m.evs.offset = at
 }

@@ -369,3 +369,33 @@ func TestQuestionMarkIsExplained(t *testing.T) {
 	press(m, "enter")
 	must(t, strings.Contains(plain(m), "? unknown: the server does not report"), "detail does not explain ?:\n%s", plain(m))
 }
+
+// `!` lands on the give-up that carries the last error, even when newer
+// events of the same call sit above it.
+func TestBangLandsOnTheGiveUp(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	evs := fixtureEvents()
+	giveUp := evs[1]
+	e.health.LastError = giveUp.Err
+	m := syncModel(t, e, testOptions(), 120, 24)
+	for _, ev := range evs {
+		m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
+	}
+	for i := range 12 {
+		m.Update(eventMsg{evs: []model.Event{{At: fixedNow.Add(time.Duration(i) * time.Second), Kind: model.EventFlagRaised,
+			StatementID: idStale, Message: "GetOperationStatus still failing (newer)"}}, ok: true})
+	}
+	press(m, "!")
+	var first string
+	for _, l := range strings.Split(plain(m), "\n") {
+		if strings.Contains(l, "TIME") && strings.Contains(l, "KIND") {
+			first = "next"
+			continue
+		}
+		if first == "next" {
+			first = l
+			break
+		}
+	}
+	must(t, strings.Contains(first, "give-up"), "first event row after ! is not the give-up: %q\n%s", first, plain(m))
+}
