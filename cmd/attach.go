@@ -91,7 +91,7 @@ func runAttach(ctx context.Context, cfg AttachConfig, stdout, stderr io.Writer) 
 	go func() { _ = cl.Run(runCtx); close(streamDone) }()
 	snap := cl.Snapshot()
 	uiErr := tui.Run(runCtx, cl, tui.Options{
-		NoColor: cfg.NoColor, ASCII: cfg.ASCII, Mouse: cfg.Mouse, ReadOnly: cl.ReadOnly(),
+		NoColor: cfg.NoColor, ASCII: cfg.ASCII, Mouse: cfg.Mouse, ReadOnly: cl.ReadOnly(), SourceRefresh: cl.Refresh(),
 		Workspace: snap.Workspace, Version: Version,
 	}, os.Stdin, stdout)
 	stop()

@@ -29,6 +29,7 @@ type Client struct {
 	shc         *http.Client // the event stream: no overall timeout
 	events      chan model.Event
 	readOnly    bool
+	refresh     time.Duration
 
 	mu   sync.Mutex
 	last model.Snapshot
@@ -51,6 +52,9 @@ func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, e
 		return nil, err
 	}
 	c.readOnly = h.ReadOnly
+	if d, err := time.ParseDuration(h.Refresh); err == nil && d > 0 {
+		c.refresh = d
+	}
 	return c, nil
 }
 
@@ -186,6 +190,9 @@ func (c *Client) Health() poller.Health {
 
 // ReadOnly is serve's --read-only.
 func (c *Client) ReadOnly() bool { return c.readOnly }
+
+// Refresh is serve's --refresh, 0 when serve did not say.
+func (c *Client) Refresh() time.Duration { return c.refresh }
 
 func (c *Client) action(ctx context.Context, act, id string) error {
 	resp, err := c.do(ctx, http.MethodPost, "/api/v1/operations/"+id+"/"+act)

@@ -49,7 +49,10 @@ type Options struct {
 	// Tick is how often the orphan and leak counters look for new
 	// operations; 0 → 1s.
 	Tick time.Duration
-	Logf func(format string, args ...any)
+	// Refresh is the fleet's listing period (--refresh), told to attached
+	// TUIs; 0 → not told.
+	Refresh time.Duration
+	Logf    func(format string, args ...any)
 }
 
 // Server is a running `serve`.
@@ -241,8 +244,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // HealthInfo is /api/v1/health: the poller's own state, for attached TUIs.
 type HealthInfo struct {
-	ReadOnly bool       `json:"read_only"`
-	Health   HealthJSON `json:"health"`
+	ReadOnly bool `json:"read_only"`
+	// Refresh is serve's --refresh (Go syntax): the period of its listing,
+	// which an attached TUI shows instead of its own tick.
+	Refresh string     `json:"refresh,omitempty"`
+	Health  HealthJSON `json:"health"`
 }
 
 // HealthJSON is the part of poller.Health an attached TUI shows (the
@@ -278,7 +284,11 @@ func (h HealthJSON) Poller() poller.Health {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: healthJSON(s.o.Fleet.Health())})
+	info := HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: healthJSON(s.o.Fleet.Health())}
+	if s.o.Refresh > 0 {
+		info.Refresh = s.o.Refresh.String()
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // action runs adopt/close/cancel through the fleet, which refuses them in

@@ -213,7 +213,7 @@ func TestAttachClient(t *testing.T) {
 	defer func() { _ = srv.Close(context.Background()) }()
 	c := NewCounters()
 	fleet := poller.NewFleet(time.Hour, workspace(t, ctx, "live", srv.URL(), srv.Token(), c))
-	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c})
+	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c, Refresh: 7 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +232,9 @@ func TestAttachClient(t *testing.T) {
 	go func() { _ = cl.Run(ctx); done <- struct{}{} }()
 	if !cl.ReadOnly() {
 		t.Fatal("serve is read-only; the client must say so")
+	}
+	if cl.Refresh() != 7*time.Second {
+		t.Fatalf("attached client reads serve's refresh as %s, want 7s", cl.Refresh())
 	}
 	await(t, "a snapshot through serve", func() bool { return cl.Snapshot().Workspace.Host == srv.URL() })
 	await(t, "health through serve", func() bool { return cl.Health().DiscoveryUp })

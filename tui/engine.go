@@ -47,8 +47,12 @@ type Options struct {
 	ASCII    bool // no box drawing, no non-ASCII glyphs
 	ReadOnly bool // disable mutating keys (the engine refuses as well)
 	// Refresh is the UI tick: how often a snapshot is taken. 0 → 1s.
-	Refresh   time.Duration
-	Workspace model.Workspace
+	Refresh time.Duration
+	// SourceRefresh, when set, is how often the data itself is refreshed
+	// where it is polled (an attached serve's --refresh): the header shows
+	// it rather than the UI tick, which only reads serve's latest snapshot.
+	SourceRefresh time.Duration
+	Workspace     model.Workspace
 	// ExportDir is where `e` writes its files. "" → ".".
 	ExportDir string
 	// Now is the clock used for event times and export names. nil → time.Now.

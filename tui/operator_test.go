@@ -399,3 +399,12 @@ func TestBangLandsOnTheGiveUp(t *testing.T) {
 	}
 	must(t, strings.Contains(first, "give-up"), "first event row after ! is not the give-up: %q\n%s", first, plain(m))
 }
+
+// Attached to serve, the header shows serve's refresh, not the UI tick.
+func TestAttachedHeaderShowsServesRefresh(t *testing.T) {
+	o := testOptions()
+	o.SourceRefresh = 5 * time.Second
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 24)
+	head := strings.Split(plain(m), "\n")[0]
+	must(t, strings.Contains(head, "refresh 5s (serve)") && !strings.Contains(head, "refresh 1s"), "header: %q", head)
+}

@@ -197,7 +197,11 @@ func (m *Model) header() []string {
 	} else {
 		l1 = append(l1, seg{textfmt.OrDash(host), prioMid}, seg{"warehouses " + whs, prioLow})
 	}
-	l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
+	if r := m.ctx.opts.SourceRefresh; r > 0 {
+		l1 = append(l1, seg{"refresh " + r.String() + " (serve)", prioHigh})
+	} else {
+		l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
+	}
 
 	h := m.ctx.health
 	l2 := []seg{{"poller", prioCritical}, {fmt.Sprintf("followed %d", h.Followed), prioHigh},
