@@ -87,6 +87,9 @@ or --config PATH. See docs/configuration.md.`,
 			if err != nil {
 				return a.configFailure(err)
 			}
+			if w := f.Warning(); w != "" {
+				fmt.Fprintln(a.stderr, textfmt.Line(w))
+			}
 			fmt.Fprintf(a.stdout, "%s: valid (%d contexts)\n", textfmt.Line(p), len(f.ContextNames()))
 			return nil
 		},

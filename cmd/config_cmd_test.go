@@ -136,3 +136,20 @@ func TestAttachArguments(t *testing.T) {
 		t.Fatalf("attach config: %+v", got)
 	}
 }
+
+// A config others may write still loads, with one warning line naming the
+// fix, on every command that reads it.
+func TestConfigWritableByOthersWarnsOnce(t *testing.T) {
+	p := writeConfig(t, testConfig)
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "validate", "--config", p}, {"--config", p, "--context", "prod"}} {
+		h := newHooks()
+		r := h.run(t, map[string]string{"HOME": t.TempDir()}, args...)
+		want := "dbxtop: warning: config file " + p + " is writable by others (mode 0666)"
+		if r.code != 0 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "chmod go-w "+p) {
+			t.Errorf("%v: exit %d, stderr %q, want one line starting %q", args, r.code, r.stderr, want)
+		}
+	}
+}
