@@ -177,7 +177,10 @@ func (m *opsModel) emptyLines() []string {
 	case m.doneHidden > 0:
 		return []string{st.Dim.Render(fmt.Sprintf("  no live or flagged operations; %d finished and closed (d shows them)", m.doneHidden))}
 	}
-	if b := blindBanner(m.ctx, m.width); b != nil {
+	// A selection that matches no warehouse is also an error (the header's
+	// last error), but its own body says what to check, not "retrying";
+	// any other failing call is the cause to fix first.
+	if b := blindBanner(m.ctx, m.width); b != nil && !onlySelectionError(m.ctx) {
 		return b
 	}
 	if b := noWarehouses(m.ctx, m.width); b != nil {
@@ -327,4 +330,20 @@ func (m *opsModel) closeCell(op *model.OperationView) string {
 		return "adopted"
 	}
 	return "-"
+}
+
+// onlySelectionError: the snapshot's only failing call is the warehouse
+// listing, which answered but matched none of --warehouse (noWarehouses
+// says so in full).
+func onlySelectionError(ctx *programContext) bool {
+	ws := ctx.workspace()
+	if l := ws.Listing; l == nil || l.Matched > 0 || len(ws.Warehouses) == 0 {
+		return false
+	}
+	for _, e := range ctx.snap.Errors {
+		if e.Kind != model.KindTruncated && e.Call != "ListWarehouses" {
+			return false
+		}
+	}
+	return true
 }
