@@ -329,8 +329,26 @@ func (m *opsModel) closeCell(op *model.OperationView) string {
 	if op.Adopted {
 		return "adopted"
 	}
+	if opennessUnknown(op) {
+		return "?" // never "-", which reads as nothing to close (the detail says why)
+	}
 	return "-"
 }
+
+// opennessUnknown: the operation ended, and dbxtop does not know whether
+// the server still holds it (query history tells no openness; a strict
+// server refuses a handle rebuilt from the statement id).
+func opennessUnknown(op *model.OperationView) bool {
+	return op.State.Terminal() && op.State != model.StateClosed && !op.Gone && op.Open == nil
+}
+
+// Why the CLOSE and IDLE cells say "?", for the detail view.
+const (
+	whyOpenUnknown = "unknown: query history does not tell whether the server still holds an ended operation, " +
+		"and a strict server refuses a handle rebuilt from its statement id; `dbxtop proxy` on the client's path would tell (--proxy)"
+	whyIdleUnknown = "? (unknown: no server API tells when the owning client last called; " +
+		"`dbxtop proxy` on the client's path would tell (--proxy))"
+)
 
 // onlySelectionError: the snapshot's only failing call is the warehouse
 // listing, which answered but matched none of --warehouse (noWarehouses
