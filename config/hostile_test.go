@@ -45,6 +45,8 @@ func TestAbsurdNestingRefusedFast(t *testing.T) {
 		"dotted key":    strings.Repeat("a.", depth-1) + "a = 1\n",
 		"inline tables": "[contexts.p]\nhost = " + strings.Repeat("{a=", depth) + "1" + strings.Repeat("}", depth) + "\n",
 		"arrays":        "[contexts.p]\nwarehouses = " + strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth) + "\n",
+		// Not deep but many: 1 MiB of 16-deep headers took 49 s to decode.
+		"many tables": strings.Repeat("[a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p]\n", (MaxFileSize-100)/34),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var before, after runtime.MemStats

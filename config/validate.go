@@ -242,8 +242,21 @@ func keyLines(data []byte) (map[string]int, error) {
 			}
 		}
 	}
+	entries := 0
 	for p.NextExpression() {
 		e := p.Expression()
+		if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable || e.Kind == unstable.KeyValue {
+			// Decoding grows faster than the file with its tables: a file
+			// of thousands is refused before it is decoded.
+			if entries++; entries > MaxEntries {
+				line := 0
+				if it := e.Key(); it.Next() {
+					line = lineOfNode(it.Node())
+				}
+				return nil, fmt.Errorf("line %d: more than %d tables and keys; a dbxtop config holds a few dozen (see docs/configuration.md)",
+					line, MaxEntries)
+			}
+		}
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			prefix = prefix[:0]
@@ -278,6 +291,10 @@ func keyLines(data []byte) (map[string]int, error) {
 // it sits under, inline tables) may nest. dbxtop's deepest key is
 // contexts.NAME.endpoints.NAME.row_limit; a file far deeper is no config.
 const MaxKeyDepth = 16
+
+// MaxEntries bounds the tables and keys a config file may hold: a few
+// dozen contexts of a dozen settings each is far below it.
+const MaxEntries = 2000
 
 // keyParts counts a key's dotted parts, stopping past MaxKeyDepth.
 func keyParts(it unstable.Iterator) int {
