@@ -48,7 +48,8 @@ func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
 	run.zeroOK = true
 	fs.Var(run, "load-run", "scenario load: each statement runs this long, then its client replaces it (default 24h)")
 	fs.BoolVar(&cfg.CheckHandleSecrets, "check-handle-secrets", false,
-		"refuse operation handles whose secret does not match, as a strict server may (handles rebuilt from statement ids fail)")
+		"refuse operation handles whose secret does not match, as HiveServer2 does (handles rebuilt from statement ids fail);\n"+
+			"off: handles are looked up by GUID alone, which no evidence shows a real server doing (docs/simulator.md)")
 	fs.BoolVar(&cfg.OwnerActivity, "owner-activity", false,
 		"volunteer the owning client's last activity in GetOperationStatus (dbxtop's Thrift extension; no real server does)")
 	fs.Var(&negBool{p: &cfg.NoProxy}, "embedded-proxy",
