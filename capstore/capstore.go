@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -126,17 +126,19 @@ func (e *corruptError) Error() string {
 }
 
 func (s *Store) read() (map[string]map[string]model.LearnedLimit, error) {
-	fh, err := os.Open(s.path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			// Nothing there (ENOTDIR: a parent is a file; writing will say so).
-			return nil, fs.ErrNotExist
-		}
-		return nil, fmt.Errorf("cannot read %s: %w", s.path, unwrapPath(err))
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxFileSize+1))
-	if err != nil {
+	// Non-blocking, regular files only: a FIFO here would otherwise hang
+	// every command, deaf to signals.
+	b, _, err := safefile.Read(s.path, maxFileSize)
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		// Nothing there (ENOTDIR: a parent is a file; writing will say so).
+		return nil, fs.ErrNotExist
+	case errors.As(err, &tl):
+		return nil, &corruptError{s.path, fmt.Sprintf("larger than %d bytes", maxFileSize)}
+	case safefile.IsRefused(err):
+		return nil, fmt.Errorf("cannot read %s: %w", s.path, err)
+	case err != nil:
 		return nil, fmt.Errorf("cannot read %s: %w", s.path, unwrapPath(err))
 	}
 	return parse(b, s.path)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +99,13 @@ func TestBadStateFiles(t *testing.T) {
 			}
 			return p
 		}, "cannot read", "", false, false},
+		{"a FIFO (opened without blocking, refused)", func(d string) string {
+			p := filepath.Join(d, FileName)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "not a regular file (a named pipe)", "", false, false},
 		{"unwritable (parent is a file)", func(d string) string {
 			f := filepath.Join(d, "file")
 			if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ type AttachConfig struct {
 	NoColor bool
 	ASCII   bool
 	Mouse   bool
+	// Insecure allows plain HTTP to a serve that is not on loopback.
+	Insecure bool
 }
 
 // attachBody runs the TUI on a serve; a variable so the command line's
@@ -50,6 +53,9 @@ DBXTOP_SERVE_TOKEN.`,
 				return usagef("invalid serve URL %q: %s", args[0], err)
 			}
 			cfg.URL = args[0]
+			if u, err := url.Parse(cfg.URL); err == nil && u.Scheme == "http" && !serve.IsLoopbackHost(u.Hostname()) && !cfg.Insecure {
+				return usagef("refusing plain HTTP to %s: it is not loopback and the serve token would cross the network in clear; use https:// (serve --tls-cert/--tls-key) or --insecure", u.Host)
+			}
 			tok, ok := a.getenv("DBXTOP_SERVE_TOKEN")
 			if !ok || strings.TrimSpace(tok) == "" {
 				return usagef("DBXTOP_SERVE_TOKEN is not set: put serve's token (token=… on its first line) there")
@@ -69,6 +75,7 @@ DBXTOP_SERVE_TOKEN.`,
 	fs.BoolVar(&cfg.NoColor, "no-color", false, "no colours (also env NO_COLOR)")
 	fs.BoolVar(&cfg.ASCII, "ascii", false, "ASCII-only borders, bars and symbols")
 	fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow plain HTTP to a serve that is not on loopback (the token crosses the network in clear)")
 	return c
 }
 

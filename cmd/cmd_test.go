@@ -323,12 +323,30 @@ func TestSimConfig(t *testing.T) {
 	}
 	want := SimConfig{Listen: "127.0.0.1:8080", Token: "t0k", Seed: -7,
 		Faults:   "reset=0.2@GetOperationStatus, throttle=0.1,exhausted=vs-1,latency=50ms@ListQueries",
-		Scenario: "load", Warehouses: 4, IdleTimeout: 2 * time.Minute, LeakTimeout: 5 * time.Minute, Ops: 500}
+		Scenario: "load", Warehouses: 4, IdleTimeout: 2 * time.Minute, LeakTimeout: 5 * time.Minute, Ops: 500, CheckHandleSecrets: true}
 	if h.sim != want {
 		t.Errorf("sim config\n got %+v\nwant %+v", h.sim, want)
 	}
-	if r := h.run(t, nil, "sim"); r.code != 0 || h.sim != (SimConfig{Listen: "127.0.0.1:0", Scenario: "demo", Seed: 1}) {
+	// Strict by default: handle secrets are checked.
+	if r := h.run(t, nil, "sim"); r.code != 0 || h.sim != (SimConfig{Listen: "127.0.0.1:0", Scenario: "demo", Seed: 1, CheckHandleSecrets: true}) {
 		t.Errorf("sim defaults %+v", h.sim)
+	}
+}
+
+// The GUID-only handle lookup is opt-in, under either of its two names,
+// never both.
+func TestSimLenientHandlesIsOptIn(t *testing.T) {
+	for _, args := range [][]string{{"sim", "--lenient-handles"}, {"sim", "--check-handle-secrets=false"}, {"demo", "--lenient-handles"}} {
+		h := newHooks()
+		if r := h.run(t, nil, args...); r.code != 0 || h.sim.CheckHandleSecrets {
+			t.Errorf("%v: exit %d, check secrets %v, want lenient", args, r.code, h.sim.CheckHandleSecrets)
+		}
+	}
+	for _, cmd := range []string{"sim", "demo"} {
+		r := runCLI(t, nil, cmd, "--lenient-handles", "--check-handle-secrets=false")
+		if r.code != 2 || strings.TrimSpace(r.stderr) != "dbxtop: --lenient-handles is --check-handle-secrets=false: give one of them" {
+			t.Errorf("%s with both: exit %d, stderr %q", cmd, r.code, r.stderr)
+		}
 	}
 }
 

@@ -75,10 +75,11 @@ type SimConfig struct {
 	Latency     time.Duration // every answer ± 20 %
 	HistoryLag  time.Duration // query history trails the engine
 	LoadRun     time.Duration // scenario load: statement run time (0 = 24h)
-	// CheckHandleSecrets: refuse handles with a wrong secret (default on
-	// in demo, off in sim). OwnerActivity: volunteer the owner's activity
-	// (the dbxtop extension; off by default).
+	// CheckHandleSecrets: refuse handles with a wrong secret (default on);
+	// LenientHandles (--lenient-handles) turns it off. OwnerActivity:
+	// volunteer the owner's activity (the dbxtop extension; off by default).
 	CheckHandleSecrets bool
+	LenientHandles     bool
 	OwnerActivity      bool
 	// NoProxy: no embedded proxy in scenario demo (--proxy=false).
 	NoProxy bool

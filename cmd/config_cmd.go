@@ -61,6 +61,9 @@ or --config PATH. It is optional. See docs/configuration.md.`,
 			if err != nil {
 				return a.configFailure(err)
 			}
+			if w := f.Warning(); w != "" {
+				fmt.Fprintln(a.stderr, textfmt.Line(w))
+			}
 			fmt.Fprintf(a.stdout, "%s: valid (%s)\n", textfmt.Line(p), textfmt.Plural(int64(len(f.ContextNames())), "context", "contexts"))
 			return nil
 		},

@@ -125,6 +125,12 @@ func TestAttachArguments(t *testing.T) {
 		{[]string{"attach"}, nil, 2, "one argument: the serve URL"},
 		{[]string{"attach", "ftp://x"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 2, "invalid serve URL"},
 		{[]string{"attach", "http://127.0.0.1:9464"}, nil, 2, "DBXTOP_SERVE_TOKEN is not set"},
+		{[]string{"attach", "http://10.1.2.3:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 2,
+			"refusing plain HTTP to 10.1.2.3:9464: it is not loopback and the serve token would cross the network in clear; use https:// (serve --tls-cert/--tls-key) or --insecure"},
+		{[]string{"attach", "http://serve.example:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 2, "refusing plain HTTP"},
+		{[]string{"attach", "--insecure", "http://10.1.2.3:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 0, ""},
+		{[]string{"attach", "https://serve.example:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 0, ""},
+		{[]string{"attach", "http://localhost:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": "t"}, 0, ""},
 		{[]string{"attach", "http://127.0.0.1:9464"}, map[string]string{"DBXTOP_SERVE_TOKEN": " secret-tok "}, 0, ""},
 	} {
 		r := runCLI(t, tc.env, tc.args...)
@@ -134,5 +140,31 @@ func TestAttachArguments(t *testing.T) {
 	}
 	if got.URL != "http://127.0.0.1:9464" || got.Token != "secret-tok" {
 		t.Fatalf("attach config: %+v", got)
+	}
+}
+
+// A config others may write still loads, with one warning line naming the
+// fix, on every command that reads it.
+func TestConfigWritableByOthersWarnsOnce(t *testing.T) {
+	p := writeConfig(t, testConfig)
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "validate", "--config", p}, {"--config", p, "--context", "prod"}} {
+		h := newHooks()
+		r := h.run(t, map[string]string{"HOME": t.TempDir()}, args...)
+		want := "dbxtop: warning: config file " + p + " is writable by others (mode 0666)"
+		if r.code != 0 || strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "chmod go-w "+p) {
+			t.Errorf("%v: exit %d, stderr %q, want one line starting %q", args, r.code, r.stderr, want)
+		}
+	}
+}
+
+// serve refuses plain HTTP off loopback before it watches anything.
+func TestServeRefusesPlainHTTPOffLoopback(t *testing.T) {
+	r := runCLI(t, map[string]string{"DATABRICKS_TOKEN": "t"}, "serve", "--host", "https://adb-1.azuredatabricks.net", "--listen", "0.0.0.0:9464")
+	want := `dbxtop: invalid --listen "0.0.0.0:9464": is not loopback: the serve token would cross the network in clear; add --tls-cert/--tls-key (or --insecure-listen)`
+	if r.code != 2 || strings.TrimSpace(r.stderr) != want {
+		t.Fatalf("exit %d, stderr %q, want 2 and %q", r.code, r.stderr, want)
 	}
 }

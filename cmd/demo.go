@@ -55,10 +55,9 @@ within three minutes without a key pressed (REAPED, the last, at about
 	fs := c.Flags()
 	addWorkspaceFlags(fs, &ws, flagsDemo)
 	addSimFlags(fs, &sim)
-	// The demo is a strict server: dbxtop's actions must use real handles
-	// (the proxy's) or the Statement Execution API, as on a real workspace.
-	sim.CheckHandleSecrets = true
-	fs.Lookup("check-handle-secrets").DefValue = "true"
+	// The demo is a strict server (addSimFlags' default): dbxtop's actions
+	// must use real handles (the proxy's) or the Statement Execution API,
+	// as on a real workspace.
 	completeSimFlags(c)
 	for _, name := range []string{"host", "profile", "http-path", "proxy", "config", "context"} {
 		_ = fs.MarkHidden(name) // refused in demo; kept so the refusal can explain

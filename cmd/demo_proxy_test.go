@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/testenv"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources/sim"
@@ -18,9 +19,7 @@ import (
 // server refuses shows CLOSE_FAILED naming the client — on a strict
 // server that volunteers no owner activity.
 func TestDemoProxiedShare(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the demo timeline")
-	}
+	testenv.Long(t, "runs the demo timeline")
 	const speed = 10
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -76,7 +76,7 @@ func docCommands(t *testing.T) map[string][]string {
 	files, _ := filepath.Glob("../docs/*.md")
 	files = append(files, "../README.md")
 	out := map[string][]string{}
-	placeholder := regexp.MustCompile(`\[|…|\.\.\.|<|\bURL\b|\bNAME\b|\bADDR\b|\bPATH\b|\bFILE\b|\bTOKEN\b|\$\(|\bD\b|\bN\b|^\s*dbxtop\s*$`)
+	placeholder := regexp.MustCompile(`\w\|\w|\[|…|\.\.\.|<|\bURL\b|\bNAME\b|\bADDR\b|\bPATH\b|\bFILE\b|\bTOKEN\b|\$\(|\bD\b|\bN\b|^\s*dbxtop\s*$`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

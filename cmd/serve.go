@@ -21,6 +21,7 @@ type ServeConfig struct {
 	Listen          string
 	ServeToken      string // "" → random, printed on the first line
 	TLSCert, TLSKey string
+	InsecureListen  bool
 }
 
 func (a *app) newServeCmd() *cobra.Command {
@@ -37,6 +38,8 @@ func (a *app) newServeCmd() *cobra.Command {
 Every endpoint but /healthz needs "Authorization: Bearer TOKEN". The first
 line of stdout is exactly:
   listen=http://HOST:PORT token=TOKEN
+Plain HTTP is refused on an address that is not loopback (the token would
+cross the network in clear) unless --insecure-listen says otherwise.
 See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		Example: `  dbxtop serve --context prod --listen 127.0.0.1:9464
   dbxtop serve --context all --listen 0.0.0.0:9464 --tls-cert cert.pem --tls-key key.pem --read-only`,
@@ -45,6 +48,9 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 			fs := c.Flags()
 			if fs.Changed("tls-cert") != fs.Changed("tls-key") {
 				return usagef("--tls-cert and --tls-key go together")
+			}
+			if err := serve.CheckListen(cfg.Listen, cfg.TLSCert != "", cfg.InsecureListen); err != nil {
+				return invalidFlag("listen", cfg.Listen, strings.TrimPrefix(err.Error(), "listen address "+cfg.Listen+" "))
 			}
 			return a.finishWorkspace(fs, &cfg.WorkspaceConfig, false)
 		},
@@ -61,6 +67,8 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		"bearer token clients must send (default: random, printed on the first line)")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
+	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
+		"allow plain HTTP on a non-loopback address (the serve token crosses the network in clear)")
 	return c
 }
 
@@ -95,7 +103,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	}
 	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: cfg.ServeToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-		Fleet: fleet, Counters: counters, Logf: logf, Refresh: ws.Refresh})
+		Fleet: fleet, Counters: counters, Logf: logf, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+strings.TrimPrefix(err.Error(), "serve: "))
 		return exitError

@@ -315,6 +315,11 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 		if len(s.Errors) > 1 {
 			cause += fmt.Sprintf(" (and %d more errors in the output)", len(s.Errors)-1)
 		}
+		if l := s.Workspace.Listing; l != nil && l.Matched == 0 && len(s.Workspace.Warehouses) > 0 && call == databricks.CallListWarehouses {
+			// The listing answered; the selection names none of it
+			// (sources.NoMatchError): nothing failed but the ids.
+			return sources.RedactToken("dbxtop snapshot: could not observe: "+cause, cfg.Token)
+		}
 		if e.Kind == model.KindTruncated {
 			line := fmt.Sprintf("dbxtop snapshot: incomplete: %s %s [error_code=%s request_id=%s]", orUnknown(call), cause, orNone(code), orNone(reqID))
 			return sources.RedactToken(line, cfg.Token)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 	"github.com/spf13/pflag"
 )
 
@@ -99,15 +100,21 @@ func addConfigFlag(fs *pflag.FlagSet, p *string) {
 
 // loadConfig reads --config (which must exist) or the default file (which
 // need not). Errors name the file, key and line.
+// A file others may write gets its one warning line on stderr.
 func (a *app) loadConfig(path string) (*config.File, error) {
-	if path != "" {
-		return config.Load(path, false)
+	optional := path == ""
+	if optional {
+		p, err := config.Path(a.getenv)
+		if err != nil {
+			return nil, err
+		}
+		path = p
 	}
-	p, err := config.Path(a.getenv)
-	if err != nil {
-		return nil, err
+	f, err := config.Load(path, optional)
+	if err == nil && f.Warning() != "" {
+		fmt.Fprintln(a.stderr, textfmt.Line(f.Warning()))
 	}
-	return config.Load(p, true)
+	return f, err
 }
 
 // resolveConfig applies the config file under the flags: flags win, then

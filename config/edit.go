@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+
+	"github.com/dbxtop/dbxtop/internal/safefile"
 )
 
 // currentContextLine matches a top-level current_context assignment.
@@ -28,7 +30,7 @@ func SetCurrentContext(path, name string) error {
 	if _, ok := f.Contexts[name]; !ok {
 		return fmt.Errorf("config file %s: no context %q (%s)", path, name, knownContexts(f))
 	}
-	data, err := readBounded(path)
+	data, _, err := safefile.Read(path, MaxFileSize)
 	if err != nil {
 		return fmt.Errorf("config file %s: %w: %w", path, ErrUnreadable, unwrapPathError(err))
 	}

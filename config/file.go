@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/dbxtop/dbxtop/internal/safefile"
 )
 
 // MaxFileSize bounds what Load reads: a config file is a few kilobytes;
@@ -44,8 +45,9 @@ type File struct {
 	Endpoints map[string]Endpoint `toml:"endpoints"`
 	Contexts  map[string]Context  `toml:"contexts"`
 
-	path  string         // where it was read from; "" when there was none
-	lines map[string]int // dotted key → line, for messages and `config show`
+	path    string         // where it was read from; "" when there was none
+	warning string         // see Warning
+	lines   map[string]int // dotted key → line, for messages and `config show`
 }
 
 // Thresholds are the flag thresholds (the command line's
@@ -156,10 +158,13 @@ var ErrUnreadable = errors.New("unreadable")
 // error when optional is true (the default location need not exist); it
 // is when the operator named it with --config.
 func Load(path string, optional bool) (*File, error) {
-	data, err := readBounded(path)
+	data, info, err := safefile.Read(path, MaxFileSize)
 	if err != nil {
 		if optional && errors.Is(err, fs.ErrNotExist) {
 			return &File{}, nil
+		}
+		if safefile.IsRefused(err) {
+			return nil, fmt.Errorf("config file %s: %w: %w", path, ErrUnreadable, err)
 		}
 		return nil, fmt.Errorf("config file %s: %w: %w", path, ErrUnreadable, unwrapPathError(err))
 	}
@@ -168,31 +173,18 @@ func Load(path string, optional bool) (*File, error) {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	f.path = path
+	if safefile.WritableByOthers(info) {
+		// As ssh does for its config: whoever can write this file chooses
+		// the workspace (and so where the token goes).
+		f.warning = fmt.Sprintf("dbxtop: warning: config file %s is writable by others (mode %04o): whoever can write it chooses the host dbxtop sends your token to; run chmod go-w %s",
+			path, info.Mode().Perm(), path)
+	}
 	return f, nil
 }
 
-func readBounded(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, errors.New("is a directory")
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(fh, MaxFileSize+1)); err != nil {
-		return nil, err
-	}
-	if buf.Len() > MaxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes: not a dbxtop config file", MaxFileSize)
-	}
-	return buf.Bytes(), nil
-}
+// Warning is one line to print when the file is unsafe (writable by
+// others), "" otherwise.
+func (f *File) Warning() string { return f.warning }
 
 func unwrapPathError(err error) error {
 	var pe *fs.PathError

@@ -209,8 +209,22 @@ func keyLines(data []byte) (map[string]int, error) {
 	p.Reset(data)
 	var prefix []string
 	lineOfNode := func(n *unstable.Node) int { return p.Shape(n.Raw).Start.Line }
+	var tooDeep error
+	// deep refuses a key nested deeper than any dbxtop reads before it is
+	// joined: joining every prefix of a 16,000-part key costs minutes and
+	// gigabytes.
+	deep := func(n int, at *unstable.Node) bool {
+		if n > MaxKeyDepth && tooDeep == nil {
+			tooDeep = fmt.Errorf("line %d: a key nested %d or more deep; dbxtop's keys are at most %d deep (see docs/configuration.md)",
+				lineOfNode(at), n, MaxKeyDepth)
+		}
+		return tooDeep != nil
+	}
 	var walkKV func(prefix []string, kv *unstable.Node)
 	walkKV = func(prefix []string, kv *unstable.Node) {
+		if deep(len(prefix)+keyParts(kv.Key()), kv) {
+			return
+		}
 		key := append([]string(nil), prefix...)
 		it := kv.Key()
 		line := 0
@@ -228,11 +242,27 @@ func keyLines(data []byte) (map[string]int, error) {
 			}
 		}
 	}
+	entries := 0
 	for p.NextExpression() {
 		e := p.Expression()
+		if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable || e.Kind == unstable.KeyValue {
+			// Decoding grows faster than the file with its tables: a file
+			// of thousands is refused before it is decoded.
+			if entries++; entries > MaxEntries {
+				line := 0
+				if it := e.Key(); it.Next() {
+					line = lineOfNode(it.Node())
+				}
+				return nil, fmt.Errorf("line %d: more than %d tables and keys; a dbxtop config holds a few dozen (see docs/configuration.md)",
+					line, MaxEntries)
+			}
+		}
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			prefix = prefix[:0]
+			if deep(keyParts(e.Key()), e) {
+				return nil, tooDeep
+			}
 			it := e.Key()
 			for it.Next() {
 				prefix = append(prefix, string(it.Node().Data))
@@ -242,6 +272,9 @@ func keyLines(data []byte) (map[string]int, error) {
 			}
 		case unstable.KeyValue:
 			walkKV(prefix, e)
+			if tooDeep != nil {
+				return nil, tooDeep
+			}
 		}
 	}
 	if err := p.Error(); err != nil {
@@ -252,6 +285,24 @@ func keyLines(data []byte) (map[string]int, error) {
 		return nil, err
 	}
 	return lines, nil
+}
+
+// MaxKeyDepth bounds how deep a key (its dotted parts, the table header
+// it sits under, inline tables) may nest. dbxtop's deepest key is
+// contexts.NAME.endpoints.NAME.row_limit; a file far deeper is no config.
+const MaxKeyDepth = 16
+
+// MaxEntries bounds the tables and keys a config file may hold: a few
+// dozen contexts of a dozen settings each is far below it.
+const MaxEntries = 2000
+
+// keyParts counts a key's dotted parts, stopping past MaxKeyDepth.
+func keyParts(it unstable.Iterator) int {
+	n := 0
+	for it.Next() && n <= MaxKeyDepth {
+		n++
+	}
+	return n
 }
 
 // joinKey writes a dotted key, quoting parts that need it, the way

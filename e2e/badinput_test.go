@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,6 +48,22 @@ func TestBadInput(t *testing.T) {
 	garbled := filepath.Join(t.TempDir(), "garbled")
 	writeFile(t, garbled, "this is not [an ini file\n")
 
+	// Files that used to hang or explode every command: a FIFO at the
+	// config path (named, or the default one), and a 16,000-deep header.
+	fifo := filepath.Join(t.TempDir(), "config.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifoHome := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(fifoHome, ".config", "dbxtop"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(fifoHome, ".config", "dbxtop", "config.toml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(t.TempDir(), "deep.toml")
+	writeFile(t, deep, "["+strings.Repeat("a.", 15999)+"a]\n")
+
 	const wrong = "dapiWRONG0123456789abcdef"
 	cases := []badInput{
 		{name: "host scheme", args: []string{"snapshot", "--host", "ftp://x"}, code: 3,
@@ -84,6 +101,15 @@ func TestBadInput(t *testing.T) {
 			exact: `dbxtop snapshot: could not observe: databricks profile "other": config file ` + missing + ` does not exist`},
 		{name: "unreadable config file", args: []string{"snapshot", "-p", "other"}, env: []string{"DATABRICKS_CONFIG_FILE=" + garbled}, code: 3,
 			exact: `dbxtop snapshot: could not observe: databricks profile "other": cannot read config file ` + garbled + `: key-value delimiter not found: this is not [an ini file`},
+		{name: "config is a FIFO", args: []string{"snapshot", "--config", fifo}, code: 3,
+			exact: "dbxtop: config file " + fifo + ": unreadable: not a regular file (a named pipe); dbxtop reads only regular files"},
+		{name: "default config is a FIFO", args: []string{"snapshot"}, home: fifoHome, code: 3,
+			contains: []string{"config.toml: unreadable: not a regular file (a named pipe)"}},
+		{name: "config nested 16,000 deep", args: []string{"snapshot", "--config", deep}, code: 3,
+			exact: "dbxtop: config file " + deep + ": line 1: a key nested 17 or more deep; dbxtop's keys are at most 16 deep (see docs/configuration.md)"},
+		{name: "warehouse selection matching nothing", args: []string{"snapshot", "--host", s.host, "-w", "nope,typo"},
+			env: []string{"DATABRICKS_TOKEN=" + s.token}, code: 3, absent: []string{s.token},
+			contains: []string{"dbxtop snapshot: could not observe: --warehouse nope,typo matches none of the ", " SQL warehouses the workspace lists ("}},
 		{name: "duration without unit", args: []string{"snapshot", "--refresh", "5"}, code: 3,
 			exact: `dbxtop: invalid --refresh "5": missing unit: write e.g. 30s, 5m or 1h30m`},
 		{name: "duration garbage", args: []string{"--inactivity-warn", "soon"}, code: 2,

@@ -30,6 +30,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse() // testing.Short and the watchdog read the flags
+	if testing.Short() {
+		// Every test here runs the built binary in real time (about six
+		// minutes in all); -short is the quick part of the suite.
+		fmt.Println("e2e: skipped with -short (the end-to-end tests run the built binary for minutes)")
+		return 0
+	}
 	if p := os.Getenv("DBXTOP_BIN"); p != "" {
 		bin = p
 	} else {
@@ -49,7 +56,6 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
-	flag.Parse() // the watchdog reads -test.timeout
 	stop := watchdog(os.Stderr)
 	// Every child process is waited for, so no goroutine of os/exec may
 	// outlive the tests.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/testenv"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -27,10 +28,7 @@ import (
 // Prometheus's /api/v1/alerts while the simulator still runs the
 // statement (its reaper has not failed it yet).
 func TestPrometheusOrphanAlertFiresBeforeTheReaper(t *testing.T) {
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not installed: .ci/run installs Debian's prometheus package")
-	}
+	promBin := testenv.Tool(t, "prometheus")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// The reaper is far enough away that "firing before the reaper" never

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 // tmuxSeq numbers the private tmux servers of this process.
@@ -41,9 +43,7 @@ func startTmux(t *testing.T, w, h int, home, dir string, args ...string) *tmuxSe
 // environment (KEY=value).
 func startTmuxEnv(t *testing.T, w, h int, home, dir, conf string, env []string, args ...string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	testenv.Tool(t, "tmux")
 	out := t.TempDir()
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("dbxtop-e2e-%d-%d", os.Getpid(), tmuxSeq.Add(1)),
 		stderrPath: filepath.Join(out, "stderr"), statusPath: filepath.Join(out, "status")}
@@ -69,9 +69,7 @@ const shellPrompt = "e2e-shell$"
 // prompt. Commands are typed into it with typeLine.
 func startTmuxShell(t *testing.T, w, h int, home string, env []string) *tmuxSession {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	testenv.Tool(t, "tmux")
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("dbxtop-e2e-%d-%d", os.Getpid(), tmuxSeq.Add(1))}
 	cmd := append([]string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8",
 		"PS1=" + shellPrompt + " "}, env...)

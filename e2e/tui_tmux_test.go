@@ -114,6 +114,10 @@ func TestTUIOperatorInTmux(t *testing.T) {
 		s.waitScreen("the empty-selection message", 30*time.Second, func(scr string) bool {
 			return strings.Contains(strings.Join(strings.Fields(scr), " "), want) && !strings.Contains(scr, "no operations on")
 		})
+		// It is an error too (snapshot exits 3 for it), and the TUI keeps running.
+		s.waitScreen("the selection as the last error", 30*time.Second, func(scr string) bool {
+			return strings.Contains(scr, "last error") && strings.Contains(scr, "ListWarehouses: permanent: --warehouse nomatch0")
+		})
 		s.keys("q")
 		if code, stderr := s.waitExit(15 * time.Second); code != 0 {
 			t.Errorf("exit %d, stderr %q", code, stderr)

@@ -137,7 +137,9 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes snapshot JSON. Unknown keys are ignored (newer minor
 // additions); the schema, states, severities and close states are checked.
-// The summary is not read: it is recomputed from the rows.
+// The summary is not read: it is recomputed from the rows. Every string is
+// cleaned as NewSnapshot cleans (the document may come from a hostile
+// peer: terminal control sequences never reach a screen from it).
 func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	var w snapshotWire
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -167,6 +169,7 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		}
 		out.Endpoints = append(out.Endpoints, v)
 	}
+	out.cleanDecoded()
 	*s = out
 	return nil
 }

@@ -84,7 +84,31 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	_, closeCall := e.actionCalls(en.ref)
 	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
-	return e.closeAttempt(ctx, en)
+	return noHandle("close", e.closeAttempt(ctx, en))
+}
+
+// NoHandleError is an action on an operation whose handle dbxtop does not
+// hold, refused by a server that checks handle secrets (it found no
+// operation for a handle rebuilt from the statement id). Said in one line
+// with who could act, instead of a bare INVALID_HANDLE; Err is the answer.
+type NoHandleError struct {
+	Action string // "close", "cancel"
+	Err    error
+}
+
+func (e *NoHandleError) Error() string {
+	return e.Action + " refused: dbxtop does not hold this operation's handle and the server refuses one rebuilt from its statement id; " +
+		"the client that started it holds it, and so would `dbxtop proxy` on that client's path (--proxy)"
+}
+
+func (e *NoHandleError) Unwrap() error { return e.Err }
+
+// noHandle names a refusal of a rebuilt handle (sources.ErrHandleUnverified).
+func noHandle(action string, err error) error {
+	if err != nil && errors.Is(err, sources.ErrHandleUnverified) {
+		return &NoHandleError{Action: action, Err: err}
+	}
+	return err
 }
 
 // closeRound is the close queue's retry of one queued close.
@@ -176,6 +200,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
 	})
+	err = noHandle("cancel", err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()

@@ -427,9 +427,13 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 			e.pollWhere(ctx, func(*entry) bool { return true })
 		} else {
 			e.runBatch(ctx, e.o.MaxInFlight)
-			// What no listing confirmed this round is asked one by one.
+			// What no listing confirmed this round is asked one by one, and
+			// so is the openness of what ended LeakAfter ago or more by a
+			// listing's word (query history tells no openness): a one-shot
+			// snapshot would otherwise never see such a leak.
+			now := e.clk.Now()
 			e.pollWhere(ctx, func(en *entry) bool {
-				return !en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)
+				return (!en.op.State.Terminal() && en.op.LastPollOKAt.Before(start)) || e.opennessDue(en, now)
 			})
 		}
 	}
@@ -439,6 +443,15 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Unlock()
 	e.evalFlags()
 	return derr
+}
+
+// opennessDue: en ended LeakAfter ago or more, only query history has
+// spoken about it (no per-operation answer, so its openness is unknown),
+// and it is not dbxtop's own to close (e.mu held).
+func (e *Engine) opennessDue(en *entry, now time.Time) bool {
+	op := &en.op
+	return en.terminal && op.State.Terminal() && !op.Gone && op.Open == nil && !op.Adopted && !en.queued &&
+		op.StatusSource == model.StatusViaHistory && !unstamp(en.terminalAt).Add(e.o.Thresholds.LeakAfter).After(now)
 }
 
 // pollWhere polls, once each and within MaxInFlight, the scheduled

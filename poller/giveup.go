@@ -107,6 +107,10 @@ func ErrorInfoOf(err error) *model.ErrorInfo {
 			info.Message = sources.Redact(he.Message) // the server's own words
 		}
 	}
+	var nm *sources.NoMatchError
+	if errors.As(err, &nm) && info.Call == "" {
+		info.Call = nm.Call
+	}
 	var se *sources.ServerError
 	if errors.As(err, &se) {
 		info.ErrorCode = se.SQLState

@@ -40,10 +40,17 @@ const maxBody = 64 << 20
 
 // Attach checks that url is a serve that accepts token and returns a
 // client; the error says which (unreachable, wrong token, not a serve).
+//
+// The client follows no redirect: Go's client would resend the token to
+// another port of the same host (or, for a scheme change, in clear), so a
+// redirect is an error naming where it pointed.
 func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
+	own := *hc
+	own.CheckRedirect = refuseRedirect
+	hc = &own
 	shc := *hc
 	shc.Timeout = 0
 	c := &Client{base: strings.TrimRight(url, "/"), token: token, hc: hc, shc: &shc, events: make(chan model.Event, 4096)}
@@ -56,6 +63,14 @@ func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, e
 		c.refresh = d
 	}
 	return c, nil
+}
+
+// ErrRedirect is serve answering with a redirect, which attach never
+// follows.
+var ErrRedirect = errors.New("serve answered with a redirect; attach follows none (the token would go along): give serve's own URL, its first line's listen=")
+
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("%w (it pointed to %s)", ErrRedirect, textfmt.Line(req.URL.Redacted()))
 }
 
 func (c *Client) do(ctx context.Context, method, path string) (*http.Response, error) {
@@ -142,7 +157,7 @@ func (c *Client) stream(ctx context.Context) error {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("event stream: %w", err)
 		}
-		c.emit(DecodeEvent(e))
+		c.emit(model.SanitizeEvent(DecodeEvent(e)))
 	}
 	return sc.Err()
 }
@@ -185,6 +200,7 @@ func (c *Client) Health() poller.Health {
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return poller.Health{LastError: &model.ErrorInfo{Kind: model.KindTransport, Call: "attach", Message: textfmt.Line(err.Error())}}
 	}
+	h.Health.LastError = model.SanitizeError(h.Health.LastError)
 	return h.Health.Poller()
 }
 

@@ -53,6 +53,34 @@ type Options struct {
 	// TUIs; 0 → not told.
 	Refresh time.Duration
 	Logf    func(format string, args ...any)
+	// InsecureListen allows plain HTTP on an address that is not loopback
+	// (the bearer token would cross the network in clear).
+	InsecureListen bool
+}
+
+// CheckListen refuses plain HTTP on an address that is not loopback
+// unless insecure is set: every consumer sends serve its token. tls is
+// whether serve speaks TLS there (from any source of TLS configuration).
+func CheckListen(addr string, tls, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: want HOST:PORT", addr)
+	}
+	if tls || insecure || IsLoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("listen address %s is not loopback: the serve token would cross the network in clear; add --tls-cert/--tls-key (or --insecure-listen)", addr)
+}
+
+// IsLoopbackHost reports whether a URL's or address's host is this
+// machine's loopback: "localhost" or a loopback IP ("" and 0.0.0.0, every
+// interface, are not).
+func IsLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // Server is a running `serve`.
@@ -97,6 +125,9 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("serve: TLS key pair: %w", err)
 		}
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := CheckListen(o.Listen, tlsConf != nil, o.InsecureListen); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {

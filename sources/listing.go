@@ -48,6 +48,32 @@ func (e *TruncatedError) Error() string {
 
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
+// NoMatchError is a warehouse selection (--warehouse) that matches none
+// of the warehouses the workspace lists: a mistyped id, or the wrong
+// workspace. Watching it would show "no operations" forever, which reads
+// as all clear; it is reported as an error every round instead.
+type NoMatchError struct {
+	Call    string   // the listing, "ListWarehouses"
+	Given   []string // the selection
+	Visible int      // how many warehouses the listing returned
+	Listed  []string // their ids, at most MaxListedIDs
+}
+
+// MaxListedIDs bounds the warehouse ids a NoMatchError names.
+const MaxListedIDs = 10
+
+func (e *NoMatchError) Error() string {
+	listed := "none"
+	if len(e.Listed) > 0 {
+		listed = strings.Join(e.Listed, ", ")
+		if e.Visible > len(e.Listed) {
+			listed += fmt.Sprintf(" and %d more", e.Visible-len(e.Listed))
+		}
+	}
+	return fmt.Sprintf("--warehouse %s matches none of the %d SQL warehouses the workspace lists (%s): check the ids (a warehouse's Connection details show its id)",
+		strings.Join(e.Given, ","), e.Visible, listed)
+}
+
 // Pager bounds one paginated listing: a page cap, a time budget, and a
 // next_page_token that comes back (a server bug that would otherwise loop
 // until the deadline).

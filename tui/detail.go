@@ -84,17 +84,29 @@ func (m *detailModel) build() []string {
 	}
 	field("started", timeAgo(op.StartedAt, now))
 	field("completed", timeAgo(op.CompletedAt, now))
-	idle := idleCell(m.ctx, op)
-	field("client idle", idle)
-	if idle == "?" {
-		add(wrapIndent("                    "+st.Dim.Render("? unknown: the server does not report when the owning client last "+
-			"called; a dbxtop proxy in front of the clients does (--proxy)"), w, "                    ")...)
+	// A "?" in the table says why here, and what would tell.
+	long := func(k, v string) {
+		for i, ln := range wrapWords(v, w-20) {
+			if i == 0 {
+				add("  " + st.Dim.Render(fit(k, 18, "")) + ln)
+			} else {
+				add("                    " + ln)
+			}
+		}
 	}
-	open := "unknown"
-	if op.Open != nil {
-		open = fmt.Sprint(*op.Open)
+	if idle := idleCell(m.ctx, op); idle == "?" {
+		long("client idle", whyIdleUnknown)
+	} else {
+		field("client idle", idle)
 	}
-	field("open on server", open)
+	switch {
+	case op.Open != nil:
+		field("open on server", fmt.Sprint(*op.Open))
+	case opennessUnknown(op):
+		long("open on server", whyOpenUnknown)
+	default:
+		field("open on server", "unknown")
+	}
 	adopted := "no"
 	if op.Adopted {
 		adopted = "yes: dbxtop closes it when it finishes"

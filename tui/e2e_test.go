@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 // TestE2EDemoInTmux builds the real binary, runs `dbxtop demo` in a tmux
@@ -16,9 +18,7 @@ import (
 // an operator would. It skips only without tmux (.ci/run installs it); a
 // binary that does not build fails it.
 func TestE2EDemoInTmux(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("e2e: tmux not installed")
-	}
+	testenv.Tool(t, "tmux")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "dbxtop")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -177,7 +177,10 @@ func (m *opsModel) emptyLines() []string {
 	case m.doneHidden > 0:
 		return []string{st.Dim.Render(fmt.Sprintf("  no live or flagged operations; %d finished and closed (d shows them)", m.doneHidden))}
 	}
-	if b := blindBanner(m.ctx, m.width); b != nil {
+	// A selection that matches no warehouse is also an error (the header's
+	// last error), but its own body says what to check, not "retrying";
+	// any other failing call is the cause to fix first.
+	if b := blindBanner(m.ctx, m.width); b != nil && !onlySelectionError(m.ctx) {
 		return b
 	}
 	if b := noWarehouses(m.ctx, m.width); b != nil {
@@ -326,5 +329,39 @@ func (m *opsModel) closeCell(op *model.OperationView) string {
 	if op.Adopted {
 		return "adopted"
 	}
+	if opennessUnknown(op) {
+		return "?" // never "-", which reads as nothing to close (the detail says why)
+	}
 	return "-"
+}
+
+// opennessUnknown: the operation ended, and dbxtop does not know whether
+// the server still holds it (query history tells no openness; a strict
+// server refuses a handle rebuilt from the statement id).
+func opennessUnknown(op *model.OperationView) bool {
+	return op.State.Terminal() && op.State != model.StateClosed && !op.Gone && op.Open == nil
+}
+
+// Why the CLOSE and IDLE cells say "?", for the detail view.
+const (
+	whyOpenUnknown = "unknown: query history does not tell whether the server still holds an ended operation, " +
+		"and a strict server refuses a handle rebuilt from its statement id; `dbxtop proxy` on the client's path would tell (--proxy)"
+	whyIdleUnknown = "? (unknown: no server API tells when the owning client last called; " +
+		"`dbxtop proxy` on the client's path would tell (--proxy))"
+)
+
+// onlySelectionError: the snapshot's only failing call is the warehouse
+// listing, which answered but matched none of --warehouse (noWarehouses
+// says so in full).
+func onlySelectionError(ctx *programContext) bool {
+	ws := ctx.workspace()
+	if l := ws.Listing; l == nil || l.Matched > 0 || len(ws.Warehouses) == 0 {
+		return false
+	}
+	for _, e := range ctx.snap.Errors {
+		if e.Kind != model.KindTruncated && e.Call != "ListWarehouses" {
+			return false
+		}
+	}
+	return true
 }

@@ -367,7 +367,7 @@ func TestQuestionMarkIsExplained(t *testing.T) {
 	}
 	m = syncModel(t, newFakeEngine(s), testOptions(), 100, 60)
 	press(m, "enter")
-	must(t, strings.Contains(plain(m), "? unknown: the server does not report"), "detail does not explain ?:\n%s", plain(m))
+	must(t, strings.Contains(plain(m), "unknown: no server API tells when the owning client last called"), "detail does not explain ?:\n%s", plain(m))
 }
 
 // `!` lands on the give-up that carries the last error, even when newer

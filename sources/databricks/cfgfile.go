@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/dbxtop/dbxtop/internal/safefile"
 )
 
 // MaxConfigFile bounds the ~/.databrickscfg dbxtop lets the SDK read. A
@@ -60,28 +62,12 @@ func checkConfigFile(c Config) error {
 		return fmt.Errorf("config file %s: %w", shown, unwrapPath(err))
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("config file %s is not a regular file (%s); dbxtop reads only regular files", shown, fileKind(st.Mode()))
+		return fmt.Errorf("config file %s is not a regular file (%s); dbxtop reads only regular files", shown, safefile.Kind(st.Mode()))
 	}
 	if st.Size() > MaxConfigFile {
 		return fmt.Errorf("config file %s is %d bytes; dbxtop reads at most %d (a real one holds a few profiles)", shown, st.Size(), MaxConfigFile)
 	}
 	return nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "mode " + m.String()
 }
 
 func unwrapPath(err error) error {

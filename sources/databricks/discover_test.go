@@ -58,6 +58,11 @@ func TestDiscoverFiltersPagingAndMapping(t *testing.T) {
 			writeJSON(w, map[string]any{})
 		}
 	})
+	f.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		// The selection names listed warehouses (one that names none is
+		// an error: TestWarehouseListingCountsVisibleAndMatched).
+		writeJSON(w, map[string]any{"warehouses": []map[string]any{{"id": "wh1", "state": "RUNNING"}, {"id": "wh2", "state": "RUNNING"}}})
+	})
 	c := f.client(t, func(c *Config) {
 		c.Warehouses = []string{"wh1", "wh2"}
 		c.Now = func() time.Time { return now }
@@ -270,7 +275,16 @@ func TestWarehouseListingCountsVisibleAndMatched(t *testing.T) {
 		if _, ok := c.WarehouseListing(); ok {
 			t.Fatal("a listing is reported before any was made")
 		}
-		if err := c.RefreshGate(context.Background(), nil); err != nil {
+		err := c.RefreshGate(context.Background(), nil)
+		var nm *sources.NoMatchError
+		if tc.matched == 0 {
+			// A selection naming none of the listed warehouses is an
+			// error naming both (the gate is fed all the same).
+			want := "--warehouse nope matches none of the 2 SQL warehouses the workspace lists (wh1, wh2)"
+			if !errors.As(err, &nm) || !strings.HasPrefix(err.Error(), want) || nm.Call != CallListWarehouses {
+				t.Errorf("selection %v: %v, want a NoMatchError starting %q", tc.sel, err, want)
+			}
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		l, ok := c.WarehouseListing()

@@ -23,13 +23,13 @@ type Warehouse struct {
 // each request through retry, within the page cap), restricted to
 // Config.Warehouses when set.
 func (c *Client) Warehouses(ctx context.Context, retry sources.Retry) ([]Warehouse, error) {
-	ws, _, err := c.listWarehouses(ctx, retry)
+	ws, _, _, err := c.listWarehouses(ctx, retry)
 	return ws, err
 }
 
 // listWarehouses is Warehouses, also counting every warehouse listed
-// before the selection.
-func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []Warehouse, seen int, _ error) {
+// before the selection and naming the first sources.MaxListedIDs of them.
+func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []Warehouse, seen int, listed []string, _ error) {
 	if retry == nil {
 		retry = sources.Once
 	}
@@ -47,10 +47,13 @@ func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []W
 			return c.wrapErr(CallListWarehouses, c.getJSON(ctx, "/api/2.0/sql/warehouses", req, &resp))
 		})
 		if err != nil {
-			return nil, seen, err // a partial list would close the gate on warehouses it missed
+			return nil, seen, nil, err // a partial list would close the gate on warehouses it missed
 		}
 		for _, w := range resp.Warehouses {
 			seen++
+			if len(listed) < sources.MaxListedIDs {
+				listed = append(listed, w.Id)
+			}
 			if len(want) > 0 && !want[w.Id] {
 				continue
 			}
@@ -58,10 +61,10 @@ func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []W
 		}
 		more, trunc := pager.Next(resp.NextPageToken, seen)
 		if trunc != nil {
-			return nil, seen, trunc
+			return nil, seen, nil, trunc
 		}
 		if !more {
-			return out, seen, nil
+			return out, seen, listed, nil
 		}
 		req.PageToken = resp.NextPageToken
 	}
@@ -75,8 +78,12 @@ func (c *Client) Gate() *sources.WarehouseGate { return c.gate }
 // every round; the proxy calls it on its own ticker). A failure is
 // recorded in the gate (which closes once its states are too old) and
 // returned for the round's report.
+//
+// A selection (Config.Warehouses) that matches none of the listed
+// warehouses is a *sources.NoMatchError after the gate is fed: the
+// listing itself succeeded.
 func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
-	ws, seen, err := c.listWarehouses(ctx, retry)
+	ws, seen, listed, err := c.listWarehouses(ctx, retry)
 	if err != nil {
 		c.gate.Failed(err)
 		return err
@@ -86,6 +93,9 @@ func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
 		states[w.ID] = w.State
 	}
 	c.gate.Listed(states, seen)
+	if len(c.conf.Warehouses) > 0 && len(ws) == 0 {
+		return &sources.NoMatchError{Call: CallListWarehouses, Given: append([]string(nil), c.conf.Warehouses...), Visible: seen, Listed: listed}
+	}
 	return nil
 }
 

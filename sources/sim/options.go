@@ -64,8 +64,10 @@ type Options struct {
 	// (default 20s).
 	LoadPoll time.Duration
 	// CheckHandleSecrets refuses operation handles whose secret does not
-	// match (INVALID_HANDLE), as a strict server may; handles rebuilt from
+	// match (INVALID_HANDLE), as HiveServer2 does; handles rebuilt from
 	// statement ids then fail (`dbxtop sim --check-handle-secrets`).
+	// Without it handles are looked up by GUID alone, a leniency no
+	// evidence shows a real server having (docs/simulator.md).
 	CheckHandleSecrets bool
 	// OwnerActivity volunteers the owning client's last activity and the
 	// operation's openness in GetOperationStatus (the dbxtop extension of

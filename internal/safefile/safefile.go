@@ -1,0 +1,93 @@
+// Package safefile reads the small local files dbxtop trusts the least
+// (its config, the learned-limits state) without letting them hang or
+// swamp it: the open never blocks (a FIFO at the path would otherwise
+// wait for a writer forever, deaf to SIGTERM), only a regular file is
+// read, and never more than a cap.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Read returns the content of the regular file at path, at most max
+// bytes. A missing file is an error that wraps fs.ErrNotExist. The file
+// is opened without blocking and checked after the open (not by name, so
+// nothing can be swapped in between); info is the opened file's.
+func Read(path string, max int64) (data []byte, info fs.FileInfo, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err = f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, info, &NotRegularError{Kind: Kind(info.Mode())}
+	}
+	if info.Size() > max {
+		return nil, info, &TooLargeError{Size: info.Size(), Max: max}
+	}
+	// The size may grow after the stat: read one byte past the cap to see.
+	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, info, err
+	}
+	if int64(len(data)) > max {
+		return nil, info, &TooLargeError{Size: int64(len(data)), Max: max}
+	}
+	return data, info, nil
+}
+
+// NotRegularError is a path that is not a regular file.
+type NotRegularError struct{ Kind string }
+
+func (e *NotRegularError) Error() string {
+	return "not a regular file (" + e.Kind + "); dbxtop reads only regular files"
+}
+
+// TooLargeError is a file over its cap.
+type TooLargeError struct{ Size, Max int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%d bytes or more, over the %d-byte cap", e.Size, e.Max)
+}
+
+// IsRefused reports whether err is one of Read's own refusals (as
+// opposed to the operating system's).
+func IsRefused(err error) bool {
+	var nr *NotRegularError
+	var tl *TooLargeError
+	return errors.As(err, &nr) || errors.As(err, &tl)
+}
+
+// Kind names a file mode's type for a message: "a named pipe".
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
+}
+
+// WritableByOthers reports whether users other than the owner may write
+// the file (group or world write bit), as ssh checks its config.
+func WritableByOthers(info fs.FileInfo) bool {
+	return info != nil && info.Mode().Perm()&0o022 != 0
+}

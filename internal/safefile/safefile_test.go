@@ -1,0 +1,64 @@
+package safefile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestReadRefusesAFIFOWithoutBlocking(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := Read(p, 1<<20); done <- err }()
+	select {
+	case err := <-done:
+		var nr *NotRegularError
+		if !errors.As(err, &nr) || nr.Kind != "a named pipe" {
+			t.Fatalf("a FIFO: err %v, want NotRegularError naming a named pipe", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read blocked on a FIFO without a writer")
+	}
+}
+
+func TestReadRefusesDirectoriesDevicesAndLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := Read(dir, 100); err == nil || !strings.Contains(err.Error(), "a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	if _, _, err := Read("/dev/zero", 100); err == nil || !strings.Contains(err.Error(), "a character device") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 101), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(big, 100); !IsRefused(err) || !strings.Contains(err.Error(), "100-byte cap") {
+		t.Errorf("101 bytes under a 100-byte cap: %v", err)
+	}
+	if _, _, err := Read(filepath.Join(dir, "none"), 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	ok := filepath.Join(dir, "ok")
+	if err := os.WriteFile(ok, []byte("hello"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ok, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	b, info, err := Read(ok, 5)
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("a regular file at the cap: %q, %v", b, err)
+	}
+	if !WritableByOthers(info) {
+		t.Errorf("mode %v: want writable by others", info.Mode())
+	}
+}
