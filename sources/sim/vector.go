@@ -264,10 +264,18 @@ func (v *vectors) find(name string) *vendpoint {
 	return nil
 }
 
+// DeltaSyncWriteMessage is the simulator's own answer (400
+// INVALID_PARAMETER_VALUE) to upsert-data or delete-data on a Delta Sync
+// index: the SDK documents both calls as Direct Vector Access only; how a
+// real server words its refusal is not known (docs/simulator.md).
+const DeltaSyncWriteMessage = "sim: index %s is a Delta Sync index; upsert-data and delete-data serve Direct Vector Access indexes only (the simulator's own text)"
+
 // upsertResult is what one upsert did.
 type upsertResult struct {
 	found    bool
-	full     bool // refused: the endpoint is at its limit
+	itype    string // the index's type
+	sync     bool   // refused: a Delta Sync index
+	full     bool   // refused: the endpoint is at its limit
 	accepted int64
 	endpoint string
 	limit    int64
@@ -285,7 +293,11 @@ func (v *vectors) upsert(index string, n int64, forceFull func(endpoint string) 
 		return upsertResult{}
 	}
 	e := v.find(ix.endpoint)
-	r := upsertResult{found: true, endpoint: e.name, limit: e.limit}
+	r := upsertResult{found: true, itype: ix.itype, endpoint: e.name, limit: e.limit}
+	if ix.itype == "DELTA_SYNC" {
+		r.sync = true
+		return r
+	}
 	if forceFull(e.name) || e.rows() >= e.limit {
 		e.exhausted = true
 		if e.firstRefusal.IsZero() {
@@ -299,6 +311,27 @@ func (v *vectors) upsert(index string, n int64, forceFull func(endpoint string) 
 		n = room
 	}
 	ix.rows += n
+	r.accepted = n
+	return r
+}
+
+// remove deletes up to n rows from a Direct Access index (the simulator
+// keeps no keys: every key is taken to exist while rows remain).
+func (v *vectors) remove(index string, n int64) upsertResult {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.catchUp()
+	ix, ok := v.byIndex[index]
+	if !ok {
+		return upsertResult{}
+	}
+	r := upsertResult{found: true, itype: ix.itype, endpoint: ix.endpoint}
+	if ix.itype == "DELTA_SYNC" {
+		r.sync = true
+		return r
+	}
+	n = min(n, ix.rows)
+	ix.rows -= n
 	r.accepted = n
 	return r
 }

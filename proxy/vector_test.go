@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/databricks/databricks-sdk-go"
+	"github.com/databricks/databricks-sdk-go/apierr"
+	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
+
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+const (
+	directIdx = "main.support.tickets_idx"    // vs-prod, Direct Access
+	syncIdx   = "main.analytics.products_idx" // vs-analytics, Delta Sync
+)
+
+// restCall sends one index data request through the proxy as a client
+// would (the simulator's token, a client User-Agent).
+func restCall(t *testing.T, s *sim.Server, p *Server, method, path string, body string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, p.URL()+path, rd)
+	req.Header.Set("Authorization", "Bearer "+s.Token())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "ingest-job/1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func upsertBody(n int) string {
+	var rows []string
+	for i := range n {
+		rows = append(rows, `{"id":"k`+string(rune('a'+i))+`","text":"t"}`)
+	}
+	b, _ := json.Marshal(map[string]string{"inputs_json": "[" + strings.Join(rows, ",") + "]"})
+	return string(b)
+}
+
+func vectorDoc(t *testing.T, p *Server) sources.ProxyVectorDoc {
+	t.Helper()
+	var d sources.ProxyVectorDoc
+	if code := adminGet(t, p, PathVector, &d); code != http.StatusOK {
+		t.Fatalf("admin %s: HTTP %d", PathVector, code)
+	}
+	return d
+}
+
+func indexOf(d sources.ProxyVectorDoc, name string) sources.ProxyIndexWrites {
+	for _, ix := range d.Indexes {
+		if ix.Index == name {
+			return ix
+		}
+	}
+	return sources.ProxyIndexWrites{}
+}
+
+// Writes, deletes and error answers are counted from the answers; a
+// capacity refusal is reported with the server's words and request id,
+// and forwarded unchanged without --fail-fast-exhausted.
+func TestVectorWritesObserved(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{})
+	base := "/api/2.0/vector-search/indexes/"
+
+	if resp, b := restCall(t, s, p, http.MethodPost, base+directIdx+"/upsert-data", upsertBody(3)); resp.StatusCode != 200 {
+		t.Fatalf("upsert: HTTP %d %s", resp.StatusCode, b)
+	}
+	q := url.Values{"primary_keys": {"ka", "kb"}}
+	if resp, b := restCall(t, s, p, http.MethodDelete, base+directIdx+"/delete-data?"+q.Encode(), ""); resp.StatusCode != 200 {
+		t.Fatalf("delete: HTTP %d %s", resp.StatusCode, b)
+	}
+	// A Delta Sync index refuses writes (the simulator's own text).
+	resp, b := restCall(t, s, p, http.MethodPost, base+syncIdx+"/upsert-data", upsertBody(1))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "Delta Sync") {
+		t.Fatalf("upsert to Delta Sync: HTTP %d %s", resp.StatusCode, b)
+	}
+
+	d := vectorDoc(t, p)
+	ix := indexOf(d, directIdx)
+	if ix.Upserts != 1 || ix.Deletes != 1 || ix.RowsWritten != 3 || ix.RowsDeleted != 2 ||
+		ix.WrittenPerMinute != 3 || ix.DeletedPerMinute != 2 || ix.LastWriteAt.IsZero() || ix.LastUpsertAt.IsZero() {
+		t.Errorf("direct index account %+v", ix)
+	}
+	if sx := indexOf(d, syncIdx); sx.Errors["INVALID_PARAMETER_VALUE"] != 1 || sx.RowsWritten != 0 || sx.Refusals != 0 {
+		t.Errorf("delta sync index account %+v", sx)
+	}
+	if d.RESTRequests != 3 || len(d.Refusals) != 0 {
+		t.Errorf("doc %+v", d)
+	}
+
+	// The endpoint fills: the refusal is reported, the answer forwarded as is.
+	f, _ := sim.ParseFaults("exhausted=vs-prod")
+	s.SetFaults(f)
+	resp, b = restCall(t, s, p, http.MethodPost, base+directIdx+"/upsert-data", upsertBody(2))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get(HeaderRewritten) != "" ||
+		!bytes.Contains(b, []byte(`"error_code":"RESOURCE_EXHAUSTED"`)) {
+		t.Fatalf("refusal without the flag: HTTP %d %q %s", resp.StatusCode, resp.Header.Get(HeaderRewritten), b)
+	}
+	rid := resp.Header.Get("x-request-id")
+	d = vectorDoc(t, p)
+	if len(d.Refusals) != 1 {
+		t.Fatalf("refusals %+v", d.Refusals)
+	}
+	r := d.Refusals[0]
+	if r.Index != directIdx || r.Message != sim.ExhaustedMessage || r.RequestID != rid || rid == "" ||
+		r.Status != 429 || r.ErrorCode != "RESOURCE_EXHAUSTED" || r.Rewritten || r.At.IsZero() {
+		t.Errorf("refusal %+v (request id %q)", r, rid)
+	}
+	if ix := indexOf(d, directIdx); ix.Refusals != 1 || ix.LastRefusal == nil || ix.Errors["RESOURCE_EXHAUSTED"] != 1 || ix.RowsWritten != 3 {
+		t.Errorf("after the refusal %+v", ix)
+	}
+	// Nothing the proxy did is a write of its own.
+	if w := s.Stats().ObserverWrites; len(w) != 0 {
+		t.Errorf("observer writes %v", w)
+	}
+}
+
+// A 429 RESOURCE_EXHAUSTED that is not about capacity (a workspace API
+// quota) is forwarded unchanged with the flag and teaches nothing.
+func TestRateLimitExhaustedForwardedUnchanged(t *testing.T) {
+	s := startSim(t, "quota=1@UpsertDataVectorIndex")
+	p := startProxy(t, s.URL(), Options{FailFastExhausted: true})
+	resp, b := restCall(t, s, p, http.MethodPost, "/api/2.0/vector-search/indexes/"+directIdx+"/upsert-data", upsertBody(1))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get(HeaderRewritten) != "" ||
+		!bytes.Contains(b, []byte(`"error_code":"RESOURCE_EXHAUSTED"`)) || !bytes.Contains(b, []byte("quota")) {
+		t.Fatalf("HTTP %d %q %s", resp.StatusCode, resp.Header.Get(HeaderRewritten), b)
+	}
+	d := vectorDoc(t, p)
+	if ix := indexOf(d, directIdx); len(d.Refusals) != 0 || ix.Refusals != 0 || ix.Errors["RESOURCE_EXHAUSTED"] != 1 {
+		t.Errorf("doc %+v", d)
+	}
+}
+
+func sdkClient(t *testing.T, host, token string, retry int) *databricks.WorkspaceClient {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	w, err := databricks.NewWorkspaceClient(&databricks.Config{Host: host, Token: token, HTTPTransport: tr, RetryTimeoutSeconds: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// The stock SDK through the proxy with --fail-fast-exhausted: one
+// request, and the server's message is the client's error.
+func TestFailFastExhaustedStockSDK(t *testing.T) {
+	s := startSim(t, "exhausted=vs-prod")
+	p := startProxy(t, s.URL(), Options{FailFastExhausted: true})
+	// The SDK's default 5-minute retry window: a retry would show.
+	w := sdkClient(t, p.URL(), s.Token(), 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := w.VectorSearchIndexes.UpsertDataVectorIndex(ctx, vectorsearch.UpsertDataVectorIndexRequest{
+		IndexName: directIdx, InputsJson: `[{"id":"a","text":"t"}]`})
+	if err == nil || err.Error() != sim.ExhaustedMessage {
+		t.Fatalf("client error %v, want the server's message", err)
+	}
+	var ae *apierr.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != FailFastStatus || ae.ErrorCode != FailFastCode {
+		t.Errorf("API error %+v", ae)
+	}
+	if n := s.Stats().Requests["UpsertDataVectorIndex"]; n != 1 {
+		t.Errorf("the server saw %d upserts, want 1", n)
+	}
+	if d := vectorDoc(t, p); len(d.Refusals) != 1 || !d.Refusals[0].Rewritten || !d.FailFastExhausted {
+		t.Errorf("doc %+v", d)
+	}
+	// The header says what was rewritten, from what.
+	resp, b := restCall(t, s, p, http.MethodPost, "/api/2.0/vector-search/indexes/"+directIdx+"/upsert-data", upsertBody(1))
+	h := resp.Header.Get(HeaderRewritten)
+	if resp.StatusCode != FailFastStatus || !strings.HasPrefix(h, "429 RESOURCE_EXHAUSTED -> 400 QUOTA_EXCEEDED") ||
+		!bytes.Contains(b, []byte(sim.ExhaustedMessage)) || !bytes.Contains(b, []byte(`"error_code":"QUOTA_EXCEEDED"`)) {
+		t.Errorf("HTTP %d %q %s", resp.StatusCode, h, b)
+	}
+}
+
+// Without the flag the SDK's behaviour is its own: it retries the 429
+// RESOURCE_EXHAUSTED until its retry window ends.
+func TestWithoutFailFastSDKUnchanged(t *testing.T) {
+	s := startSim(t, "exhausted=vs-prod")
+	p := startProxy(t, s.URL(), Options{})
+	w := sdkClient(t, p.URL(), s.Token(), 3)
+	_, err := w.VectorSearchIndexes.UpsertDataVectorIndex(context.Background(), vectorsearch.UpsertDataVectorIndexRequest{
+		IndexName: directIdx, InputsJson: `[]`})
+	var ae *apierr.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.ErrorCode != "RESOURCE_EXHAUSTED" || err.Error() != sim.ExhaustedMessage {
+		t.Fatalf("client error %v", err)
+	}
+	if n := s.Stats().Requests["UpsertDataVectorIndex"]; n < 2 {
+		t.Errorf("the server saw %d upserts: the SDK's retries were changed", n)
+	}
+	if d := vectorDoc(t, p); len(d.Refusals) < 2 || d.Refusals[0].Rewritten {
+		t.Errorf("refusals %+v", d.Refusals)
+	}
+}
+
+func TestIsCapacityRefusal(t *testing.T) {
+	cases := []struct {
+		op     string
+		status int
+		code   string
+		msg    string
+		want   bool
+	}{
+		{"upsert", 429, "RESOURCE_EXHAUSTED", sim.ExhaustedMessage, true},
+		{"upsert", 429, "RESOURCE_EXHAUSTED", "Workspace quota exceeded for this API; the request will not succeed until usage drops.", false},
+		{"upsert", 429, "RESOURCE_EXHAUSTED", "Rate limit exceeded: endpoint capacity is fine, slow down", false},
+		{"upsert", 429, "REQUEST_LIMIT_EXCEEDED", sim.ExhaustedMessage, false},
+		{"upsert", 400, "RESOURCE_EXHAUSTED", sim.ExhaustedMessage, false},
+		{"delete", 429, "RESOURCE_EXHAUSTED", sim.ExhaustedMessage, false},
+	}
+	for _, c := range cases {
+		if got := IsCapacityRefusal(c.op, c.status, c.code, c.msg); got != c.want {
+			t.Errorf("%+v: %v", c, got)
+		}
+	}
+}
+
+func TestRewriteErrorCode(t *testing.T) {
+	in := `{ "message" : "a \"error_code\" b", "error_code" :  "RESOURCE_EXHAUSTED" ,"details":[{"x":1}]}`
+	got, ok := rewriteErrorCode([]byte(in), "QUOTA_EXCEEDED")
+	want := `{ "message" : "a \"error_code\" b", "error_code" :  "QUOTA_EXCEEDED" ,"details":[{"x":1}]}`
+	if !ok || string(got) != want {
+		t.Errorf("got %s %v", got, ok)
+	}
+	for _, bad := range []string{``, `[]`, `{"error_code":7}`, `{"message":"x"}`, `{"error_code":`} {
+		if _, ok := rewriteErrorCode([]byte(bad), "X"); ok {
+			t.Errorf("%q rewritten", bad)
+		}
+	}
+}
+
+// FuzzRewriteErrorCode: the body of a server answer is remote input.
+func FuzzRewriteErrorCode(f *testing.F) {
+	f.Add([]byte(`{"error_code":"RESOURCE_EXHAUSTED","message":"m"}`))
+	f.Add([]byte(`{"a":{"error_code":"x"},"error_code":"y"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, ok := rewriteErrorCode(b, "QUOTA_EXCEEDED")
+		if !ok {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			if json.Valid(b) {
+				t.Fatalf("valid %q became invalid %q", b, out)
+			}
+			return
+		}
+		if json.Valid(b) && string(m["error_code"]) != `"QUOTA_EXCEEDED"` {
+			t.Fatalf("%q -> %q", b, out)
+		}
+	})
+}
+
+func TestVectorDataPath(t *testing.T) {
+	for _, c := range []struct{ m, p, ix, op string }{
+		{"POST", "/api/2.0/vector-search/indexes/a.b.c/upsert-data", "a.b.c", "upsert"},
+		{"DELETE", "/api/2.0/vector-search/indexes/a.b.c/delete-data", "a.b.c", "delete"},
+		{"GET", "/api/2.0/vector-search/indexes/a.b.c/upsert-data", "", ""},
+		{"POST", "/api/2.0/vector-search/indexes/a.b.c/query", "", ""},
+		{"POST", "/api/2.0/vector-search/indexes//upsert-data", "", ""},
+	} {
+		ix, op, _ := vectorDataPath(c.m, c.p)
+		if ix != c.ix || op != c.op {
+			t.Errorf("%s %s: %q %q", c.m, c.p, ix, op)
+		}
+	}
+}
