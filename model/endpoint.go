@@ -28,11 +28,15 @@ type Endpoint struct {
 	ConfigLimit    int64
 	Learned        *LearnedLimit
 
-	Exhausted  bool // the server answered RESOURCE_EXHAUSTED
-	LastError  *ErrorInfo
-	Samples    []Sample // successive (time, rows) observations, oldest first
-	ObservedAt time.Time
-	Workspace  string // the watched workspace (context) when several are watched
+	Exhausted bool // the server answered RESOURCE_EXHAUSTED
+	// ExhaustedVia is whose write was refused: LearnedViaProbe or
+	// LearnedViaProxy (a client's upsert a dbxtop proxy saw; LastError
+	// then carries the server's words and request id).
+	ExhaustedVia string
+	LastError    *ErrorInfo
+	Samples      []Sample // successive (time, rows) observations, oldest first
+	ObservedAt   time.Time
+	Workspace    string // the watched workspace (context) when several are watched
 	// ListingError is set while endpoint listings fail: the endpoint is
 	// the last one known, as of ObservedAt, kept until a listing succeeds.
 	ListingError *ErrorInfo
