@@ -16,6 +16,7 @@ import (
 	"github.com/databricks/databricks-sdk-go/apierr"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -153,7 +154,7 @@ func TestRateLimitExhaustedForwardedUnchanged(t *testing.T) {
 	}
 }
 
-func sdkClient(t *testing.T, host, token string, retry int) *databricks.WorkspaceClient {
+func sdkClient(t testing.TB, host, token string, retry int) *databricks.WorkspaceClient {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
@@ -287,5 +288,31 @@ func TestVectorDataPath(t *testing.T) {
 		if ix != c.ix || op != c.op {
 			t.Errorf("%s %s: %q %q", c.m, c.p, ix, op)
 		}
+	}
+}
+
+// A refusal marks the endpoint holding the index until a later upsert to
+// any of its indexes succeeds; other endpoints are untouched.
+func TestApplyRefusals(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	ref := &sources.ProxyRefusal{Index: "a", At: t0, Status: 429, ErrorCode: "RESOURCE_EXHAUSTED", Message: "Endpoint capacity has reached capacity limit.\x1b[2J", RequestID: "rid-1"}
+	doc := sources.ProxyVectorDoc{Indexes: []sources.ProxyIndexWrites{
+		{Index: "a", LastUpsertAt: t0.Add(-time.Minute), LastRefusal: ref},
+		{Index: "b", LastUpsertAt: t0.Add(-2 * time.Minute)},
+	}}
+	ep := model.Endpoint{Name: "e1", Indexes: []model.Index{{Name: "a"}, {Name: "b"}}}
+	other := model.Endpoint{Name: "e2", Indexes: []model.Index{{Name: "c"}}}
+	applyRefusals(&ep, &doc)
+	applyRefusals(&other, &doc)
+	if !ep.Exhausted || ep.ExhaustedVia != model.LearnedViaProxy || ep.LastError == nil || ep.LastError.RequestID != "rid-1" ||
+		strings.ContainsRune(ep.LastError.Message, 0x1b) || other.Exhausted {
+		t.Fatalf("after the refusal: %+v %+v", ep, other)
+	}
+	// A later accepted upsert to another index of the endpoint: it took rows again.
+	doc.Indexes[1].LastUpsertAt = t0.Add(time.Second)
+	ep2 := model.Endpoint{Name: "e1", Indexes: ep.Indexes}
+	applyRefusals(&ep2, &doc)
+	if ep2.Exhausted || ep2.LastError != nil {
+		t.Fatalf("after a later accepted upsert: %+v", ep2)
 	}
 }
