@@ -63,7 +63,7 @@ type Options struct {
 		Running(warehouseID string) (bool, string)
 	}
 	// FailFastExhausted answers a Vector Search capacity refusal with a
-	// status the SDKs do not retry (proxy/vector.go, docs/proxy.md).
+	// status the SDKs do not retry (proxy/vector.go, docs/proxy-vector.md).
 	FailFastExhausted bool
 }
 

@@ -20,7 +20,7 @@ import (
 // PathVector is the admin API's account of Vector Search index writes.
 const PathVector = "/v1/vector"
 
-// The REST leg's bounds (docs/proxy.md "Vector Search writes").
+// The REST leg's bounds (docs/proxy-vector.md).
 const (
 	// maxVectorAnswer: how much of an index data answer is read to count
 	// it. Answers are a status and a count (and failed keys); a larger one
@@ -42,7 +42,7 @@ const (
 	// FailFastStatus and FailFastCode are what a capacity refusal becomes:
 	// databricks-sdk-go maps an error by error_code before its status and
 	// retries RESOURCE_EXHAUSTED at any status, so both change; 400
-	// QUOTA_EXCEEDED is not in its retry rules (docs/proxy.md).
+	// QUOTA_EXCEEDED is not in its retry rules (docs/proxy-vector.md).
 	FailFastStatus = http.StatusBadRequest
 	FailFastCode   = "QUOTA_EXCEEDED"
 )
@@ -78,7 +78,7 @@ func vectorDataPath(method, path string) (index, op string, ok bool) {
 // the endpoint's capacity. databricks-sdk-go names RESOURCE_EXHAUSTED
 // "per-user rate limiting" too, and a workspace's API quota answers with
 // the same status and code; only the message tells them apart
-// (docs/proxy.md lists the texts).
+// (docs/proxy-vector.md lists the texts).
 func IsCapacityRefusal(op string, status int, code, message string) bool {
 	if op != "upsert" || status != http.StatusTooManyRequests || code != "RESOURCE_EXHAUSTED" {
 		return false

@@ -3,7 +3,7 @@ package sources
 import "time"
 
 // ProxyVectorDoc is what `dbxtop proxy` saw of the Vector Search index
-// writes it forwarded (admin API GET /v1/vector, docs/proxy.md): per index
+// writes it forwarded (admin API GET /v1/vector, docs/proxy-vector.md): per index
 // the rows written and deleted, and every capacity refusal. Counts come
 // from the server's answers, never from request bodies.
 type ProxyVectorDoc struct {
