@@ -85,7 +85,7 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 
 // engineOptions is the one place the engine's options are built from a
 // connection and the workspace flags; each command then changes what it
-// does differently (the demo probes, a snapshot only observes).
+// does differently (a snapshot only observes).
 func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
 	return poller.Options{
 		// With --proxy, discovery, status and actions carry the proxy's

@@ -316,3 +316,48 @@ func TestApplyRefusals(t *testing.T) {
 		t.Fatalf("after a later accepted upsert: %+v", ep2)
 	}
 }
+
+// sim --scenario vector-incident with the embedded proxy: the writer's
+// last writes go through the proxy, which reports the first refusal with
+// the server's words; the bulk fill stayed in-process.
+func TestIncidentWriterRefusedThroughProxy(t *testing.T) {
+	var p *Server
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioVectorIncident, Speed: 10, Seed: 7,
+		Proxy: func(up string) (string, error) {
+			p = startProxy(t, up, Options{})
+			return p.URL(), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	waitFor(t, "the writer's refusal", time.Minute, func() bool {
+		w := s.Stats().Writer
+		return w != nil && w.BatchesRefused == 1
+	})
+	d := vectorDoc(t, p)
+	if len(d.Refusals) != 1 || d.Refusals[0].Message != sim.ExhaustedMessage || d.Refusals[0].RequestID == "" ||
+		!strings.HasPrefix(d.Refusals[0].Index, "reg.docs.") {
+		t.Fatalf("refusals %+v", d.Refusals)
+	}
+	var written int64
+	for _, ix := range d.Indexes {
+		written += ix.RowsWritten
+	}
+	st := s.Stats()
+	ups := st.Requests["UpsertDataVectorIndex"]
+	// 30 s of timeline at 3,534 rows/s went over HTTP (about 106,000
+	// rows); the other 318,000 stayed in-process.
+	if written < 90_000 || written > 120_000 || ups < 10 || len(st.ObserverWrites) != 0 {
+		t.Errorf("over HTTP: %d rows in %d upserts; observer writes %v", written, ups, st.ObserverWrites)
+	}
+	for _, e := range s.Truth().Endpoints {
+		if e.Name == sim.IncidentEndpoint && (e.Rows != sim.IncidentRowLimit || !e.Exhausted) {
+			t.Errorf("endpoint %+v", e)
+		}
+	}
+}

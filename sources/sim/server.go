@@ -135,6 +135,15 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if w != nil {
 		w.run(wctx)
 	}
+	if s.proxyURL != "" && s.vec.writer != nil {
+		// The incident writer's last writes go over HTTP through the proxy.
+		s.vec.handOver(WriterOverHTTP)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.incidentWriter(wctx)
+		}()
+	}
 	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
 	return s, nil
 }

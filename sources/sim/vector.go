@@ -78,6 +78,10 @@ type writer struct {
 	refused     int64 // batches refused with RESOURCE_EXHAUSTED
 	next        int   // index that gets the next batch
 	stoppedAt   time.Time
+	// handover, when > 0, is the batch from which the writer's upserts go
+	// over HTTP through the embedded proxy (incidentWriter); the lazy
+	// in-process fill stops there.
+	handover int64
 }
 
 // vectors is the Vector Search side: endpoints, their indexes and rows.
@@ -145,6 +149,63 @@ func newVectors(clock Clock, scenario string, speed float64) *vectors {
 	return v
 }
 
+// due is the number of batches the writer's timeline has reached by now.
+func (w *writer) due(now time.Time) int64 {
+	return int64(math.Floor(now.Sub(w.start).Seconds() * w.speed * w.batchesPerS))
+}
+
+// handOver makes the writer's last d of timeline before the endpoint is
+// full go over HTTP (Server.incidentWriter): the bulk fill stays
+// in-process, the writes that meet the refusal are real requests.
+func (v *vectors) handOver(d time.Duration) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := v.writer
+	if w == nil {
+		return
+	}
+	e := v.find(w.endpoint)
+	total := (e.limit - e.rows()) / IncidentBatch
+	w.handover = max(1, total-int64(d.Seconds()*w.batchesPerS))
+}
+
+// writerNext is what the HTTP writer sends now: the index that gets it
+// and how many batches are due; ok false once the writer has stopped.
+func (v *vectors) writerNext() (index string, batches int64, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.catchUp()
+	w := v.writer
+	if w == nil || !w.stoppedAt.IsZero() {
+		return "", 0, false
+	}
+	e := v.find(w.endpoint)
+	n := w.due(v.clock.Now()) - w.applied
+	if n <= 0 {
+		return "", 0, true
+	}
+	ix := e.indexes[w.next]
+	w.next = (w.next + 1) % len(e.indexes)
+	return ix.name, n, true
+}
+
+// writerDone records the answer to the HTTP writer's upsert: the rows
+// the server accepted, or its refusal (the writer stops, as the
+// incident's client gave up).
+func (v *vectors) writerDone(accepted int64, refused bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := v.writer
+	if w == nil {
+		return
+	}
+	w.applied += accepted / IncidentBatch
+	if refused {
+		w.refused++
+		w.stoppedAt = v.clock.Now()
+	}
+}
+
 // IngestEndpoint is the endpoint the demo's ingest client fills.
 const IngestEndpoint = "vs-prod"
 
@@ -156,7 +217,10 @@ func (v *vectors) catchUp() {
 		return
 	}
 	now := v.clock.Now()
-	due := int64(math.Floor(now.Sub(w.start).Seconds() * w.speed * w.batchesPerS))
+	due := w.due(now)
+	if w.handover > 0 {
+		due = min(due, w.handover)
+	}
 	e := v.find(w.endpoint)
 	for n := due - w.applied; n > 0; {
 		room := (e.limit - e.rows()) / IncidentBatch
