@@ -73,7 +73,8 @@ func (m *MergedCapacity) Endpoints(ctx context.Context, retry sources.Retry) ([]
 	return eps, nil
 }
 
-// applyRefusals marks ep exhausted when the latest capacity refusal on
+// applyRefusals sums the proxy's account of ep's indexes into
+// ep.Proxied, and marks ep exhausted when the latest capacity refusal on
 // one of its indexes came after the latest successful upsert to any of
 // them (a later accepted write means the endpoint took rows again).
 func applyRefusals(ep *model.Endpoint, d *sources.ProxyVectorDoc) {
@@ -83,10 +84,18 @@ func applyRefusals(ep *model.Endpoint, d *sources.ProxyVectorDoc) {
 	}
 	var refusal *sources.ProxyRefusal
 	var lastOK time.Time
+	pw := &model.ProxiedWrites{}
+	ep.Proxied = pw
 	for i := range d.Indexes {
 		w := &d.Indexes[i]
 		if !mine[w.Index] {
 			continue
+		}
+		pw.CapacityRefusals += w.Refusals
+		pw.WrittenPerMin += w.WrittenPerMinute
+		pw.DeletedPerMin += w.DeletedPerMinute
+		if w.LastWriteAt.After(pw.LastWriteAt) {
+			pw.LastWriteAt = w.LastWriteAt
 		}
 		if w.LastUpsertAt.After(lastOK) {
 			lastOK = w.LastUpsertAt
