@@ -18,6 +18,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	dbx "github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
@@ -203,9 +204,46 @@ func TestFailFastExhaustedStockSDK(t *testing.T) {
 func TestWithoutFailFastSDKUnchanged(t *testing.T) {
 	s := startSim(t, "exhausted=vs-prod")
 	p := startProxy(t, s.URL(), Options{})
-	w := sdkClient(t, p.URL(), s.Token(), 3)
-	_, err := w.VectorSearchIndexes.UpsertDataVectorIndex(context.Background(), vectorsearch.UpsertDataVectorIndexRequest{
-		IndexName: directIdx, InputsJson: `[]`})
+	// A 10 s retry window: long enough for dbxtop's round to run while
+	// the client still retries, on a loaded machine too.
+	w := sdkClient(t, p.URL(), s.Token(), 10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.VectorSearchIndexes.UpsertDataVectorIndex(context.Background(), vectorsearch.UpsertDataVectorIndexRequest{
+			IndexName: directIdx, InputsJson: `[]`})
+		done <- err
+	}()
+	// While the client still retries, dbxtop's next capacity round after
+	// the first refusal flags the endpoint, with no write of its own.
+	waitFor(t, "the first refusal", 10*time.Second, func() bool { return len(p.Vector().Refusals) > 0 })
+	rest, err := databricksREST(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rest.CloseIdleConnections()
+	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CloseIdleConnections()
+	eps, err := MergeCapacity(admin, rest).Endpoints(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		if (ep.Name == "vs-prod") != ep.Exhausted || ep.Name == "vs-prod" && ep.ExhaustedVia != model.LearnedViaProxy {
+			t.Errorf("%s: exhausted %v via %q", ep.Name, ep.Exhausted, ep.ExhaustedVia)
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("the client stopped before dbxtop's round: the test proves nothing")
+	default:
+	}
+	err = <-done
+	if s.Stats().ObserverRequests["UpsertDataVectorIndex"] != 0 {
+		t.Errorf("dbxtop wrote")
+	}
 	var ae *apierr.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 429 || ae.ErrorCode != "RESOURCE_EXHAUSTED" || err.Error() != sim.ExhaustedMessage {
 		t.Fatalf("client error %v", err)
@@ -360,4 +398,8 @@ func TestIncidentWriterRefusedThroughProxy(t *testing.T) {
 			t.Errorf("endpoint %+v", e)
 		}
 	}
+}
+
+func databricksREST(s *sim.Server) (*dbx.Client, error) {
+	return dbx.New(context.Background(), dbx.Config{Host: s.URL(), Token: s.Token(), UserAgent: "dbxtop/test"})
 }
