@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -402,4 +404,51 @@ func TestIncidentWriterRefusedThroughProxy(t *testing.T) {
 
 func databricksREST(s *sim.Server) (*dbx.Client, error) {
 	return dbx.New(context.Background(), dbx.Config{Host: s.URL(), Token: s.Token(), UserAgent: "dbxtop/test"})
+}
+
+// A gzip-encoded refusal is read for observation and, rewritten, reaches
+// the client decoded; an answer over the read bound is forwarded whole
+// and counted as undecoded.
+func TestVectorAnswersEncodedOrLarge(t *testing.T) {
+	big := `{"status":"SUCCESS","result":{"success_row_count":1,"failed_primary_keys":["` + strings.Repeat("k", maxVectorAnswer) + `"]}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "big") {
+			_, _ = io.WriteString(w, big)
+			return
+		}
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		_, _ = io.WriteString(zw, `{"error_code":"RESOURCE_EXHAUSTED","message":"`+sim.ExhaustedMessage+`","details":[{"@type":"type.googleapis.com/google.rpc.RequestInfo","request_id":"rid-gz"}]}`)
+		_ = zw.Close()
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write(zb.Bytes())
+	}))
+	defer up.Close()
+	p := startProxy(t, up.URL, Options{FailFastExhausted: true})
+	do := func(path string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, p.URL()+path, strings.NewReader(`{}`))
+		req.Header.Set("Accept-Encoding", "gzip") // as Go and Node clients send it
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := do("/api/2.0/vector-search/indexes/a.b.gz/upsert-data")
+	if resp.StatusCode != FailFastStatus || resp.Header.Get("Content-Encoding") != "" ||
+		!bytes.Contains(b, []byte(`"error_code":"QUOTA_EXCEEDED"`)) || !bytes.Contains(b, []byte("rid-gz")) {
+		t.Fatalf("gzip refusal: HTTP %d %q %s", resp.StatusCode, resp.Header.Get("Content-Encoding"), b)
+	}
+	resp, b = do("/api/2.0/vector-search/indexes/a.b.big/upsert-data")
+	if resp.StatusCode != 200 || string(b) != big {
+		t.Fatalf("large answer: HTTP %d, %d bytes (want %d, unchanged)", resp.StatusCode, len(b), len(big))
+	}
+	d := vectorDoc(t, p)
+	if d.Undecoded != 1 || len(d.Refusals) != 1 || d.Refusals[0].RequestID != "rid-gz" || indexOf(d, "a.b.big").Upserts != 1 {
+		t.Errorf("doc %+v", d)
+	}
 }
