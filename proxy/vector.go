@@ -347,12 +347,15 @@ func decodeContent(enc string, b []byte) ([]byte, bool) {
 }
 
 // rewriteErrorCode replaces the value of the top-level "error_code" of a
-// JSON object, leaving every other byte as the server sent it.
+// JSON object (every occurrence: a decoder keeps the last), leaving every
+// other byte as the server sent it.
 func rewriteErrorCode(body []byte, code string) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, false
 	}
+	type span struct{ from, to int }
+	var spans []span
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -369,17 +372,23 @@ func rewriteErrorCode(body []byte, code string) ([]byte, bool) {
 		}
 		to := int(dec.InputOffset())
 		start := bytes.IndexByte(body[from:to], '"')
-		if start < 0 {
+		if start < 0 || raw[0] != '"' {
 			return nil, false
 		}
-		start += from
-		q, _ := json.Marshal(code)
-		out := make([]byte, 0, len(body)+len(q))
-		out = append(out, body[:start]...)
-		out = append(out, q...)
-		return append(out, body[to:]...), true
+		spans = append(spans, span{from + start, to})
 	}
-	return nil, false
+	if len(spans) == 0 {
+		return nil, false
+	}
+	q, _ := json.Marshal(code)
+	out := make([]byte, 0, len(body)+len(spans)*len(q))
+	last := 0
+	for _, sp := range spans {
+		out = append(out, body[last:sp.from]...)
+		out = append(out, q...)
+		last = sp.to
+	}
+	return append(out, body[last:]...), true
 }
 
 func (p *Proxy) serveVector(w http.ResponseWriter, _ *http.Request) {

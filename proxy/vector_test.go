@@ -287,6 +287,9 @@ func TestRewriteErrorCode(t *testing.T) {
 	if !ok || string(got) != want {
 		t.Errorf("got %s %v", got, ok)
 	}
+	if got, ok := rewriteErrorCode([]byte(`{"error_code":"A","error_code":"B"}`), "Q"); !ok || string(got) != `{"error_code":"Q","error_code":"Q"}` {
+		t.Errorf("duplicate keys: %s %v", got, ok)
+	}
 	for _, bad := range []string{``, `[]`, `{"error_code":7}`, `{"message":"x"}`, `{"error_code":`} {
 		if _, ok := rewriteErrorCode([]byte(bad), "X"); ok {
 			t.Errorf("%q rewritten", bad)
@@ -298,6 +301,7 @@ func TestRewriteErrorCode(t *testing.T) {
 func FuzzRewriteErrorCode(f *testing.F) {
 	f.Add([]byte(`{"error_code":"RESOURCE_EXHAUSTED","message":"m"}`))
 	f.Add([]byte(`{"a":{"error_code":"x"},"error_code":"y"}`))
+	f.Add([]byte(`{"error_code":"a","message":"m","error_code":"b"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out, ok := rewriteErrorCode(b, "QUOTA_EXCEEDED")
 		if !ok {
