@@ -204,6 +204,7 @@ func TestFailFastExhaustedStockSDK(t *testing.T) {
 // Without the flag the SDK's behaviour is its own: it retries the 429
 // RESOURCE_EXHAUSTED until its retry window ends.
 func TestWithoutFailFastSDKUnchanged(t *testing.T) {
+	t.Parallel() // waits out the SDK's retry window
 	s := startSim(t, "exhausted=vs-prod")
 	p := startProxy(t, s.URL(), Options{})
 	// A 10 s retry window: long enough for dbxtop's round to run while
@@ -365,6 +366,7 @@ func TestApplyRefusals(t *testing.T) {
 // last writes go through the proxy, which reports the first refusal with
 // the server's words; the bulk fill stayed in-process.
 func TestIncidentWriterRefusedThroughProxy(t *testing.T) {
+	t.Parallel() // waits out the scenario's timeline
 	var p *Server
 	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioVectorIncident, Speed: 10, Seed: 7,
 		Proxy: func(up string) (string, error) {
