@@ -425,18 +425,6 @@ func (w *workload) ingest(ctx context.Context) {
 		batch := int(rate * now.Sub(last).Seconds() * w.speed)
 		last = now
 		batch = max(1, min(batch, 10_000)) // bounded: big bodies would slow the next round further
-		var b strings.Builder
-		b.WriteByte('[')
-		for i := 0; i < batch; i++ {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(`{"id":`)
-			b.WriteString(strconv.FormatInt(next, 10))
-			b.WriteString(`,"text":"ticket"}`)
-			next++
-		}
-		b.WriteByte(']')
 		base := w.s.url
 		if w.s.proxyURL != "" {
 			// With the embedded proxy, the bulk of the fill stays
@@ -451,6 +439,18 @@ func (w *workload) ingest(ctx context.Context) {
 			}
 			base = w.s.proxyURL
 		}
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := 0; i < batch; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"id":`)
+			b.WriteString(strconv.FormatInt(next, 10))
+			b.WriteString(`,"text":"ticket"}`)
+			next++
+		}
+		b.WriteByte(']')
 		body, _ := json.Marshal(map[string]string{"inputs_json": b.String()})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost,
 			base+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", bytes.NewReader(body))
