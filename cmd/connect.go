@@ -23,6 +23,9 @@ type conn struct {
 	// or with --proxy the proxy's facts merged in (proxy.Merge).
 	disc    sources.Discoverer
 	actions sources.ActionSource
+	// capacity lists Vector Search endpoints: the REST client, or with
+	// --proxy the refusals the proxy saw merged in (proxy.MergeCapacity).
+	capacity sources.CapacitySource
 }
 
 // connect resolves the workspace's auth and builds its sources. It makes
@@ -39,7 +42,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	if err != nil {
 		return nil, err
 	}
-	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest}
+	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}
 	defer func() {
 		if ws.Proxy != "" && err == nil {
 			err = c.withProxy(ws, ua)
@@ -65,7 +68,8 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 
 // withProxy merges a proxy's facts into the sources (--proxy): INACTIVE
 // from the client's last call, CLOSE_FAILED for a client's failed close,
-// operations only the proxy saw, and close/cancel with the real handle.
+// operations only the proxy saw, close/cancel with the real handle, and
+// EXHAUSTED from a client's refused upsert (proxy.MergeCapacity).
 func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 	admin, err := proxy.NewAdminClient(ws.Proxy, ws.ProxyToken, ua)
 	if err != nil {
@@ -73,13 +77,15 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 	}
 	m := proxy.Merge(admin, c.disc, c.status, c.actions)
 	c.disc, c.status, c.actions = m, m, m
-	c.idle = append(c.idle, m)
+	mc := proxy.MergeCapacity(admin, c.capacity)
+	c.capacity = mc
+	c.idle = append(c.idle, m, mc)
 	return nil
 }
 
 // engineOptions is the one place the engine's options are built from a
 // connection and the workspace flags; each command then changes what it
-// does differently (the demo probes, a snapshot only observes).
+// does differently (a snapshot only observes).
 func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
 	return poller.Options{
 		// With --proxy, discovery, status and actions carry the proxy's
@@ -95,7 +101,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		// --proxy, an operation the proxy saw is acted on through it, with
 		// its real handle.
 		Actions:    c.actions,
-		Capacity:   c.rest,
+		Capacity:   c.capacity,
 		Settle:     c.rest,
 		Thresholds: ws.Thresholds,
 		Refresh:    ws.Refresh,

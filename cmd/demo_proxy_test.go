@@ -78,4 +78,25 @@ func TestDemoProxiedShare(t *testing.T) {
 	if st := px.srv.Stats(); st.Requests == 0 || st.ClosesQueued == 0 {
 		t.Errorf("proxy stats %+v", st)
 	}
+	// The ingest client's refusal reached dbxtop through the proxy:
+	// vs-prod EXHAUSTED via the proxy, and no write of dbxtop's (the
+	// incident writer's is proven in proxy/vector_test.go, at its own pace).
+	var via string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && via == ""; time.Sleep(200 * time.Millisecond) {
+		eps, err := c.capacity.Endpoints(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range eps {
+			if ep.Name == sim.IngestEndpoint && ep.Exhausted && ep.LastError != nil && ep.LastError.RequestID != "" {
+				via = ep.ExhaustedVia
+			}
+		}
+	}
+	if via != model.LearnedViaProxy {
+		t.Errorf("%s exhausted via %q, want via the proxy", sim.IngestEndpoint, via)
+	}
+	if w := srv.Stats().ObserverWrites; len(w) != 0 {
+		t.Errorf("dbxtop wrote to indexes: %v", w)
+	}
 }

@@ -20,13 +20,6 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 	}
 	opts := c.engineOptions(ws, logf)
 	opts.Policy = pol
-	if simulated {
-		// The demo probes its endpoints (one empty upsert per endpoint per
-		// refresh) so that a full one shows the server's own
-		// RESOURCE_EXHAUSTED message and request id; on a real workspace
-		// probing stays opt-in (snapshot --capacity-probe).
-		opts.Probe = true
-	}
 	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
 		// A simulator that looks operations up by GUID alone (demo with
 		// --check-handle-secrets=false): Thrift actions are exact there

@@ -23,9 +23,12 @@ type ProxyConfig struct {
 	AdminToken     string // "" → random, printed on the first line
 	Heal           bool
 	CloseAbandoned time.Duration // 0: off
-	TLSCert        string
-	TLSKey         string
-	InsecureListen bool
+	// FailFastExhausted rewrites a Vector Search capacity refusal to a
+	// status the SDKs do not retry (docs/proxy-vector.md).
+	FailFastExhausted bool
+	TLSCert           string
+	TLSKey            string
+	InsecureListen    bool
 	// Profile and Token: the proxy's own workspace credentials, used only
 	// when it holds no client's (docs/proxy.md).
 	Profile string
@@ -108,6 +111,9 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	abandoned.zeroOK = true
 	fs.Var(abandoned, "close-abandoned",
 		"close (cancelling first if running) an operation whose client has not called it or its session for this long (default off)")
+	fs.BoolVar(&cfg.FailFastExhausted, "fail-fast-exhausted", false,
+		"answer a Vector Search upsert refused for endpoint capacity (429 RESOURCE_EXHAUSTED about capacity, nothing else)\n"+
+			"with 400 QUOTA_EXCEEDED and the same message, so SDKs stop retrying it (docs/proxy-vector.md)")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: nonEmpty("the certificate file")}, "tls-cert", "serve clients and the admin API over TLS with this certificate (PEM)")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: nonEmpty("the key file")}, "tls-key", "the private key of --tls-cert (PEM)")
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
@@ -163,7 +169,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 	}
 	defer closeLog()
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
-		UserAgent: "dbxtop-proxy/" + Version, Logf: logf}
+		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logf: logf}
 	if c.Profile != "" || c.Token != "" {
 		ws, err := databricks.New(ctx, databricks.Config{Profile: c.Profile, Host: c.Upstream, Token: c.Token, UserAgent: "dbxtop-proxy/" + Version})
 		if err != nil {

@@ -34,5 +34,9 @@ func (e *embeddedProxy) close() {
 	_ = e.srv.Close(ctx)
 }
 
-// wantsEmbeddedProxy: scenario demo runs one unless --embedded-proxy=false.
-func (c SimConfig) wantsEmbeddedProxy() bool { return c.Scenario == "demo" && !c.NoProxy }
+// wantsEmbeddedProxy: scenarios demo and vector-incident run one unless
+// --embedded-proxy=false (the vector writes that meet the refusal go
+// through it).
+func (c SimConfig) wantsEmbeddedProxy() bool {
+	return (c.Scenario == "demo" || c.Scenario == "vector-incident") && !c.NoProxy
+}

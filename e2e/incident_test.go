@@ -129,9 +129,10 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 	}
 	// After the refusal: the learned limit replaces the published one.
 	a := r.afterExhausted
-	wantWhy := fmt.Sprintf("limit learned %s from RESOURCE_EXHAUSTED at 1,984,112 rows (over the published ≈2 M)",
+	wantWhy := fmt.Sprintf("limit learned %s from RESOURCE_EXHAUSTED at 1,984,112 rows, answering dbxtop's empty probe upsert, request ",
 		(start.Add(r.exhaustedAt)).Format("2006-01-02 15:04 UTC"))
-	if a.RowLimit != sim.IncidentRowLimit || a.RowLimitSource != model.LimitLearned || a.RowLimitWhy != wantWhy {
+	if a.RowLimit != sim.IncidentRowLimit || a.RowLimitSource != model.LimitLearned || !strings.HasPrefix(a.RowLimitWhy, wantWhy) ||
+		!strings.HasSuffix(a.RowLimitWhy, " (over the published ≈2 M)") {
 		t.Errorf("after the refusal: limit %d from %q (%q), want %d learned (%q)", a.RowLimit, a.RowLimitSource, a.RowLimitWhy, sim.IncidentRowLimit, wantWhy)
 	}
 	if a.LastError == nil || a.LastError.HTTPStatus != 429 || a.LastError.ErrorCode != "RESOURCE_EXHAUSTED" || a.LastError.RequestID == "" ||

@@ -28,11 +28,18 @@ type Endpoint struct {
 	ConfigLimit    int64
 	Learned        *LearnedLimit
 
-	Exhausted  bool // the server answered RESOURCE_EXHAUSTED
-	LastError  *ErrorInfo
-	Samples    []Sample // successive (time, rows) observations, oldest first
-	ObservedAt time.Time
-	Workspace  string // the watched workspace (context) when several are watched
+	Exhausted bool // the server answered RESOURCE_EXHAUSTED
+	// ExhaustedVia is whose write was refused: LearnedViaProbe or
+	// LearnedViaProxy (a client's upsert a dbxtop proxy saw; LastError
+	// then carries the server's words and request id).
+	ExhaustedVia string
+	LastError    *ErrorInfo
+	Samples      []Sample // successive (time, rows) observations, oldest first
+	ObservedAt   time.Time
+	Workspace    string // the watched workspace (context) when several are watched
+	// Proxied is what a dbxtop proxy saw of the clients' writes to the
+	// endpoint's indexes (--proxy); nil without a proxy.
+	Proxied *ProxiedWrites
 	// ListingError is set while endpoint listings fail: the endpoint is
 	// the last one known, as of ObservedAt, kept until a listing succeeds.
 	ListingError *ErrorInfo
@@ -52,4 +59,14 @@ type Index struct {
 type Sample struct {
 	At   time.Time
 	Rows int64
+}
+
+// ProxiedWrites sums a proxy's account of the writes to an endpoint's
+// indexes (docs/proxy-vector.md): capacity refusals since the proxy
+// started, and rows written and deleted over the last minute.
+type ProxiedWrites struct {
+	CapacityRefusals int64
+	WrittenPerMin    float64
+	DeletedPerMin    float64
+	LastWriteAt      time.Time
 }

@@ -60,6 +60,36 @@ type LearnedLimit struct {
 	Rows      int64     `json:"rows"`
 	At        time.Time `json:"at"`
 	RequestID string    `json:"request_id,omitempty"`
+	// Via is whose write the server refused: LearnedViaProbe (dbxtop's
+	// empty upsert) or LearnedViaProxy (a client's upsert that dbxtop
+	// proxy saw); "" in files written before it was recorded.
+	Via string `json:"via,omitempty"`
+}
+
+// Where a learned limit came from (LearnedLimit.Via).
+const (
+	LearnedViaProbe = "probe"
+	LearnedViaProxy = "proxy"
+)
+
+// learnedWhy is a learned limit's reason: when, at how many rows, and
+// whose refused write taught it, with the request id.
+func learnedWhy(l *LearnedLimit) string {
+	why := fmt.Sprintf("limit learned %s from RESOURCE_EXHAUSTED at %s rows",
+		l.At.UTC().Format("2006-01-02 15:04 UTC"), textfmt.Count(l.Rows))
+	var whose string
+	switch l.Via {
+	case LearnedViaProbe:
+		whose = "answering dbxtop's empty probe upsert"
+	case LearnedViaProxy:
+		whose = "answering a client's upsert seen by dbxtop proxy"
+	default:
+		return why
+	}
+	if l.RequestID != "" {
+		whose += ", request " + textfmt.Line(l.RequestID)
+	}
+	return why + ", " + whose
 }
 
 // DefaultRowLimit is the published capacity of an endpoint type for Delta
@@ -186,8 +216,7 @@ func ResolveRowLimit(ep Endpoint) (int64, LimitSource, string) {
 	}
 	var cs []cand
 	if l := ep.Learned; l != nil && l.Rows > 0 {
-		cs = append(cs, cand{l.Rows, LimitLearned, fmt.Sprintf("limit learned %s from RESOURCE_EXHAUSTED at %s rows",
-			l.At.UTC().Format("2006-01-02 15:04 UTC"), textfmt.Count(l.Rows))})
+		cs = append(cs, cand{l.Rows, LimitLearned, learnedWhy(l)})
 	}
 	if ep.ConfigLimit > 0 {
 		cs = append(cs, cand{ep.ConfigLimit, LimitConfig, textfmt.Count(ep.ConfigLimit) + ": config file"})
@@ -251,13 +280,13 @@ const (
 // rows above the learned figure mean the endpoint accepted writes past it
 // (rows deleted then a new quota, or a resize), so the figure is
 // forgotten and the next refusal learns again.
-func UpdateLearned(prev *LearnedLimit, rows int64, exhausted bool, requestID string, now time.Time) (*LearnedLimit, LearnOutcome) {
+func UpdateLearned(prev *LearnedLimit, rows int64, exhausted bool, requestID, via string, now time.Time) (*LearnedLimit, LearnOutcome) {
 	switch {
 	case exhausted && rows > 0:
 		if prev != nil && prev.Rows == rows {
 			return prev, LearnKeep
 		}
-		return &LearnedLimit{Rows: rows, At: now, RequestID: requestID}, LearnNew
+		return &LearnedLimit{Rows: rows, At: now, RequestID: requestID, Via: via}, LearnNew
 	case prev != nil && rows > prev.Rows:
 		return nil, LearnForget
 	}

@@ -112,7 +112,7 @@ func TestUpdateLearned(t *testing.T) {
 		{"a refusal at zero rows teaches nothing", nil, 0, true, nil, LearnKeep},
 	}
 	for _, c := range cases {
-		got, out := UpdateLearned(c.prev, c.rows, c.exhausted, "r", t1)
+		got, out := UpdateLearned(c.prev, c.rows, c.exhausted, "r", "", t1)
 		if out != c.outcome || (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
 			t.Errorf("%s: got %+v %v, want %+v %v", c.name, got, out, c.want, c.outcome)
 		}

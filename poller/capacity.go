@@ -89,16 +89,28 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		old, known := prev[ep.Name]
 		ep.Samples = model.AppendSample(old.Samples, model.Sample{At: now, Rows: rows})
 		ep.ObservedAt = now
+		// A source that reads a proxy reports a client's refused write
+		// itself (proxy.MergeCapacity): Exhausted, ExhaustedVia, LastError.
+		refused := ep.Exhausted && ep.ExhaustedVia == model.LearnedViaProxy
 		ep.Exhausted = false
-		if perr := probes[i]; perr != nil && ctx.Err() == nil {
+		perr := probes[i]
+		if errors.Is(perr, sources.ErrProbeSkipped) {
+			if !known {
+				e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: perr.Error()})
+			}
+			perr = nil
+		}
+		if perr != nil && ctx.Err() == nil {
 			ep.LastError = ErrorInfoOf(perr)
 			var he *sources.HTTPError
 			// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
 			// index quota) stays the last error: the model flags it as such.
 			if errors.As(perr, &he) && he.ErrorCode == "RESOURCE_EXHAUSTED" {
-				ep.Exhausted = true
+				ep.Exhausted, ep.ExhaustedVia = true, model.LearnedViaProbe
 			}
-		} else if ep.LastError == nil && old.LastError != nil && !e.o.Probe {
+		} else if refused {
+			ep.Exhausted = true
+		} else if ep.LastError == nil && old.LastError != nil && !e.o.Probe && old.ExhaustedVia != model.LearnedViaProxy {
 			ep.LastError, ep.Exhausted = old.LastError, old.Exhausted
 		}
 		e.learn(ep, rows, now)
@@ -133,14 +145,14 @@ func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
 	if ep.Exhausted && ep.LastError != nil {
 		rid = ep.LastError.RequestID
 	}
-	l, out := model.UpdateLearned(prev, rows, ep.Exhausted, rid, now)
+	l, out := model.UpdateLearned(prev, rows, ep.Exhausted, rid, ep.ExhaustedVia, now)
 	ep.Learned = l
 	var serr error
 	switch out {
 	case model.LearnNew:
 		serr = store.SetLearned(ep.Name, l)
 		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, RequestID: rid,
-			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, textfmt.Count(rows))})
+			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, textfmt.Count(rows)) + learnedFrom(ep.ExhaustedVia)})
 	case model.LearnForget:
 		serr = store.SetLearned(ep.Name, nil)
 		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
@@ -152,4 +164,15 @@ func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
 		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
 			Message: fmt.Sprintf("%s: learned limit kept in memory only (state file: %v)", ep.Name, serr)})
 	}
+}
+
+// learnedFrom says whose refused write taught a limit, for its event.
+func learnedFrom(via string) string {
+	switch via {
+	case model.LearnedViaProxy:
+		return " (a client's upsert seen by dbxtop proxy)"
+	case model.LearnedViaProbe:
+		return " (dbxtop's probe)"
+	}
+	return ""
 }

@@ -174,7 +174,7 @@ func TestEngineCapacityProbeExhausted(t *testing.T) {
 			if strings.Contains(ev.Message, "EXHAUSTED: endpoint vs-1 is full") {
 				capEv++
 			}
-			if ev.Message == "vs-1: limit learned from RESOURCE_EXHAUSTED at 1,000 rows" {
+			if ev.Message == "vs-1: limit learned from RESOURCE_EXHAUSTED at 1,000 rows (dbxtop's probe)" {
 				learnEv++
 			}
 		}
@@ -220,7 +220,7 @@ func TestEngineLearnsAndForgetsRowLimits(t *testing.T) {
 	h.run(5*time.Second, 100*time.Millisecond)
 	v := h.e.Snapshot().Endpoints[0]
 	if v.RowLimit != 1000 || v.RowLimitSource != model.LimitLearned || store.Learned("vs-1") == nil ||
-		!strings.HasPrefix(v.RowLimitWhy, "limit learned ") || !strings.Contains(v.RowLimitWhy, "at 1,000 rows (over the config 4,000)") {
+		!strings.HasPrefix(v.RowLimitWhy, "limit learned ") || !strings.Contains(v.RowLimitWhy, "at 1,000 rows, answering dbxtop's empty probe upsert, request req-full (over the config 4,000)") {
 		t.Fatalf("after the refusal: %d %q %q, stored %+v", v.RowLimit, v.RowLimitSource, v.RowLimitWhy, store.Learned("vs-1"))
 	}
 	// Rows deleted: the learned figure stays.

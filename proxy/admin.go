@@ -55,6 +55,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, h)
 	})
+	mux.HandleFunc("GET "+PathVector, p.serveVector)
 	act := func(do func(*Proxy, *http.Request, string) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			id := r.PathValue("id")

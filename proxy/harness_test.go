@@ -14,7 +14,7 @@ import (
 
 // startSim starts a quiet simulator (no workload): only what the test's
 // clients execute.
-func startSim(t *testing.T, faults string) *sim.Server {
+func startSim(t testing.TB, faults string) *sim.Server {
 	t.Helper()
 	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Faults: faults, Seed: 7})
 	if err != nil {
@@ -29,7 +29,7 @@ func startSim(t *testing.T, faults string) *sim.Server {
 }
 
 // startProxy starts a proxy in front of upstream on free loopback ports.
-func startProxy(t *testing.T, upstream string, o Options) *Server {
+func startProxy(t testing.TB, upstream string, o Options) *Server {
 	t.Helper()
 	o.Upstream = upstream
 	if o.Tick == 0 {

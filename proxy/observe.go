@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,9 @@ type observer struct{ p *Proxy }
 
 func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.p
+	if strings.HasPrefix(req.URL.Path, "/api/") {
+		return t.restRoundTrip(req) // REST: forwarded unchanged (vector.go)
+	}
 	if req.Method != http.MethodPost || req.Body == nil || req.Body == http.NoBody {
 		p.stats.untouched.Add(1)
 		return p.up.RoundTrip(req)

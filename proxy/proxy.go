@@ -62,6 +62,9 @@ type Options struct {
 	Gate interface {
 		Running(warehouseID string) (bool, string)
 	}
+	// FailFastExhausted answers a Vector Search capacity refusal with a
+	// status the SDKs do not retry (proxy/vector.go, docs/proxy-vector.md).
+	FailFastExhausted bool
 }
 
 // HealLimits are the proxy's per-call limits in the project's retry
@@ -107,6 +110,7 @@ type Proxy struct {
 	clk      poller.Clock
 	st       *store
 	stats    counters
+	vec      vectorState // the REST leg's Vector Search writes (vector.go)
 	started  time.Time
 	wg       sync.WaitGroup
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).

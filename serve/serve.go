@@ -140,7 +140,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, ln: ln, token: []byte(o.Token), hub: newHub(), reg: prometheus.NewRegistry()}
 	s.url = scheme + "://" + ln.Addr().String()
-	s.reg.MustRegister(newCollector(o.Fleet), o.Counters)
+	s.reg.MustRegister(newCollector(o.Fleet), newProxiedCollector(o.Fleet), o.Counters)
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// ErrProbeSkipped means the capacity probe sent nothing to an endpoint
+// (it holds no Direct Vector Access index: upserts serve only those);
+// the error's text says why.
+var ErrProbeSkipped = errors.New("capacity probe skipped")
+
 // ErrHandleGone means the server no longer has the operation (closed,
 // reaped, or never existed): Thrift INVALID_HANDLE or REST
 // RESOURCE_DOES_NOT_EXIST. Closing such an operation is done.

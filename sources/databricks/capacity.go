@@ -118,9 +118,7 @@ func (c *Client) Endpoints(ctx context.Context, retry sources.Retry) ([]model.En
 			return nil, err
 		}
 		ep.Indexes = ixs
-		if len(ixs) > 0 {
-			first[info.Name] = ixs[0].Name
-		}
+		first[info.Name] = firstDirect(ixs)
 		ep.ObservedAt = now
 		ep.Samples = []model.Sample{{At: now, Rows: ep.TotalRows()}}
 		out = append(out, ep.WithRowLimit())
@@ -184,25 +182,39 @@ func (c *Client) indexNames(ctx context.Context, retry sources.Retry, endpoint s
 }
 
 // Probe sends one empty upsert (inputs_json "[]") to the endpoint's first
-// index: a full endpoint answers 429 RESOURCE_EXHAUSTED within that one
-// request, returned as a *sources.HTTPError for the engine to mark the
-// endpoint. An endpoint without indexes has nothing to probe (nil).
+// Direct Vector Access index (the only kind upsert-data serves; Delta Sync
+// indexes are written by their pipeline). Whether a real full endpoint
+// refuses an empty upsert is not known (docs/capacity.md); the simulator
+// does. A refusal is returned as a *sources.HTTPError for the engine to
+// mark the endpoint; an endpoint without such an index is skipped with
+// sources.ErrProbeSkipped, and nothing is sent.
 func (c *Client) Probe(ctx context.Context, endpoint string) error {
 	c.mu.Lock()
 	index, ok := c.firstIndex[endpoint]
 	c.mu.Unlock()
 	if !ok {
-		names, err := c.indexNames(ctx, sources.Once, endpoint)
+		ixs, err := c.endpointIndexes(ctx, sources.Once, endpoint)
 		if err != nil {
 			return err
 		}
-		if len(names) == 0 {
-			return nil
-		}
-		index = names[0]
+		index = firstDirect(ixs)
+	}
+	if index == "" {
+		return fmt.Errorf("%w: %s holds no Direct Vector Access index (upserts serve only those; Delta Sync indexes are written by their pipeline)",
+			sources.ErrProbeSkipped, endpoint)
 	}
 	_, err := c.indexes.UpsertDataVectorIndex(ctx, vectorsearch.UpsertDataVectorIndexRequest{IndexName: index, InputsJson: "[]"})
 	return c.wrapErr(CallUpsertData, err)
+}
+
+// firstDirect is the first Direct Vector Access index ("" when none).
+func firstDirect(ixs []model.Index) string {
+	for _, ix := range ixs {
+		if ix.Type == model.IndexDirectAccess {
+			return ix.Name
+		}
+	}
+	return ""
 }
 
 func endpointFrom(info endpointInfo) model.Endpoint {

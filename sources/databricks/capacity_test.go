@@ -53,6 +53,8 @@ func vsWorkspace(t *testing.T) (*fakeWS, *[]string) {
 		f.handle("GET /api/2.0/vector-search/indexes/"+name, func(w http.ResponseWriter, r *http.Request) {
 			body := map[string]any{"name": name, "status": map[string]any{"indexed_row_count": n, "ready": n != 23, "message": "ok " + name}}
 			switch name {
+			case "main.v.full_idx":
+				body["index_type"] = "DIRECT_ACCESS"
 			case "main.v.a":
 				body["index_type"] = "DELTA_SYNC"
 				body["delta_sync_index_spec"] = map[string]any{"embedding_vector_columns": []map[string]any{{"name": "v", "embedding_dimension": 1536}}}

@@ -97,7 +97,7 @@ type Client struct {
 	gate           *sources.WarehouseGate // fed by Discover (ListWarehouses)
 
 	mu         sync.Mutex
-	firstIndex map[string]string // endpoint → first index seen, for Probe
+	firstIndex map[string]string // endpoint → first Direct Access index ("" none), for Probe
 }
 
 // New resolves configuration and credentials and builds the client. It

@@ -173,13 +173,9 @@ func TestSnapshotUnknownProfile(t *testing.T) {
 }
 
 func TestSnapshotCapacityProbe(t *testing.T) {
-	probe := startSim(t, sim.Options{})
-	var full string
-	for name := range probe.EndpointRowLimits() {
-		if full == "" || name < full {
-			full = name
-		}
-	}
+	// vs-prod holds Direct Access indexes; vs-analytics only a Delta Sync
+	// one, which the probe must skip.
+	const full = "vs-prod"
 	s := startSim(t, sim.Options{Faults: "exhausted=" + full})
 	before := s.Stats().Requests["UpsertDataVectorIndex"]
 	r := snapshot(t, "--host", s.URL(), "--json", "--capacity-probe")
@@ -187,8 +183,11 @@ func TestSnapshotCapacityProbe(t *testing.T) {
 		t.Fatalf("exit %d, want 2 (an exhausted endpoint is critical)\nstderr: %s\n%s", r.code, r.stderr, r.stdout)
 	}
 	upserts := s.Stats().Requests["UpsertDataVectorIndex"] - before
-	if upserts != int64(len(s.EndpointRowLimits())) {
-		t.Errorf("%d upserts, want exactly one per endpoint (%d)", upserts, len(s.EndpointRowLimits()))
+	if want := int64(len(s.EndpointRowLimits()) - 1); upserts != want {
+		t.Errorf("%d upserts, want exactly one per endpoint with a Direct Access index (%d)", upserts, want)
+	}
+	if w := s.Stats().ObserverWrites; w["DELTA_SYNC"] != 0 || w["DIRECT_ACCESS"] != upserts {
+		t.Errorf("observer writes by index type %v", w)
 	}
 	snap := decode(t, r.stdout)
 	var found bool
@@ -205,6 +204,9 @@ func TestSnapshotCapacityProbe(t *testing.T) {
 		}
 		if ep.LastError == nil || ep.LastError.ErrorCode != "RESOURCE_EXHAUSTED" || ep.LastError.RequestID == "" || ep.LastError.Message == "" {
 			t.Errorf("%s: server message and request id missing: %+v", full, ep.LastError)
+		}
+		if ep.RowLimitSource != model.LimitLearned || !strings.Contains(ep.RowLimitWhy, "answering dbxtop's empty probe upsert, request ") {
+			t.Errorf("%s: limit %q %q, want learned from the probe", full, ep.RowLimitSource, ep.RowLimitWhy)
 		}
 	}
 	if !found {

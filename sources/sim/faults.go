@@ -75,7 +75,7 @@ var ThriftCalls = []string{
 var RESTCalls = []string{
 	"ListQueries", "GetStatement", "CancelExecution", "CloseStatement",
 	"ListWarehouses", "ListEndpoints", "GetEndpoint", "ListIndexes", "GetIndex",
-	"UpsertDataVectorIndex",
+	"UpsertDataVectorIndex", "DeleteDataVectorIndex",
 }
 
 var knownCalls = func() map[string]bool {

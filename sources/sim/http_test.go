@@ -328,10 +328,15 @@ func TestUpsertFillsEndpointToResourceExhausted(t *testing.T) {
 		}
 	}
 	// exhausted=ENDPOINT makes another endpoint full now.
-	s.SetFaults(Faults{{Kind: FaultExhausted, Endpoint: "vs-analytics"}})
-	r = mustDo(t, c, "POST", s.URL()+"/api/2.0/vector-search/indexes/main.analytics.products_idx/upsert-data", s.Token(), "", `{"inputs_json":"[]"}`)
+	s.SetFaults(Faults{{Kind: FaultExhausted, Endpoint: "vs-prod"}})
+	r = mustDo(t, c, "POST", s.URL()+"/api/2.0/vector-search/indexes/main.support.tickets_idx/upsert-data", s.Token(), "", `{"inputs_json":"[]"}`)
 	if r.status != 429 || !strings.Contains(string(r.body), "RESOURCE_EXHAUSTED") {
 		t.Errorf("exhausted fault: %d %s", r.status, r.body)
+	}
+	// A Delta Sync index takes no upserts (the simulator's own answer).
+	r = mustDo(t, c, "POST", s.URL()+"/api/2.0/vector-search/indexes/main.analytics.products_idx/upsert-data", s.Token(), "", `{"inputs_json":"[]"}`)
+	if r.status != 400 || !strings.Contains(string(r.body), "INVALID_PARAMETER_VALUE") || !strings.Contains(string(r.body), "Delta Sync") {
+		t.Errorf("Delta Sync upsert: %d %s", r.status, r.body)
 	}
 	if s.Stats().Faults["exhausted"] != 1 {
 		t.Errorf("faults %v", s.Stats().Faults)

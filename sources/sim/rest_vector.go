@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -194,9 +195,12 @@ func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
 		forced = s.inj.exhausted(ep)
 		return forced
 	})
+	s.countObserverWrite(r, res)
 	switch {
 	case !res.found:
 		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
+	case res.sync:
+		badParam(w, fmt.Sprintf(DeltaSyncWriteMessage, r.PathValue("name")))
 	case res.full:
 		if forced {
 			s.count(&s.faults, FaultExhausted)
@@ -208,5 +212,63 @@ func (s *Server) upsert(w http.ResponseWriter, r *http.Request) {
 			status = "PARTIAL_SUCCESS"
 		}
 		writeJSON(w, map[string]any{"status": status, "result": map[string]any{"success_row_count": res.accepted}})
+	}
+}
+
+// countObserverWrite counts an observer's index data request by the
+// index's type (/sim/v1/stats observer_writes).
+func (s *Server) countObserverWrite(r *http.Request, res upsertResult) {
+	if res.found && isObserver(r.Header.Get("User-Agent")) {
+		s.count(&s.observerWrites, res.itype)
+	}
+}
+
+// maxDeleteKeys bounds one delete-data request's primary keys.
+const maxDeleteKeys = 100_000
+
+// deleteData is delete-data: DELETE with primary_keys in the query
+// (databricks-sdk-go), or POST {"primary_keys": […]}.
+func (s *Server) deleteData(w http.ResponseWriter, r *http.Request) {
+	keys := r.URL.Query()["primary_keys"]
+	if r.Method == http.MethodPost {
+		var req struct {
+			PrimaryKeys []string `json:"primary_keys"`
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpsertBody))
+		if err != nil {
+			badParam(w, "reading the request body: "+err.Error())
+			return
+		}
+		if len(body) > 0 {
+			if err := json.Unmarshal(body, &req); err != nil {
+				badParam(w, "request body is not JSON: "+err.Error())
+				return
+			}
+		}
+		keys = append(keys, req.PrimaryKeys...)
+	}
+	if len(keys) > maxDeleteKeys {
+		badParam(w, fmt.Sprintf("primary_keys: at most %d keys per request", maxDeleteKeys))
+		return
+	}
+	res := s.vec.remove(r.PathValue("name"), int64(len(keys)))
+	s.countObserverWrite(r, res)
+	switch {
+	case !res.found:
+		writeAPIError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Vector search index "+r.PathValue("name")+" does not exist.")
+	case res.sync:
+		badParam(w, fmt.Sprintf(DeltaSyncWriteMessage, r.PathValue("name")))
+	default:
+		status := "SUCCESS"
+		var failed []string
+		if res.accepted < int64(len(keys)) {
+			status = "PARTIAL_SUCCESS"
+			failed = keys[res.accepted:]
+		}
+		result := map[string]any{"success_row_count": res.accepted}
+		if len(failed) > 0 {
+			result["failed_primary_keys"] = failed
+		}
+		writeJSON(w, map[string]any{"status": status, "result": result})
 	}
 }

@@ -27,6 +27,10 @@ func (s *Server) routes() http.Handler {
 	rest("GET /api/2.0/vector-search/indexes", "ListIndexes", s.listIndexes)
 	rest("GET /api/2.0/vector-search/indexes/{name}", "GetIndex", s.getIndex)
 	rest("POST /api/2.0/vector-search/indexes/{name}/upsert-data", "UpsertDataVectorIndex", s.upsert)
+	// databricks-sdk-go v0.182.0 sends DELETE with ?primary_keys=…; older
+	// clients POST {"primary_keys": […]}.
+	rest("DELETE /api/2.0/vector-search/indexes/{name}/delete-data", "DeleteDataVectorIndex", s.deleteData)
+	rest("POST /api/2.0/vector-search/indexes/{name}/delete-data", "DeleteDataVectorIndex", s.deleteData)
 
 	intro := func(pattern, call string, h http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,10 @@ type Server struct {
 	// machine is oversubscribed).
 	requests sync.Map
 	observer sync.Map // the subset of requests made by observers (dbxtop)
-	faults   sync.Map
+	// observerWrites counts observers' index data requests (upsert-data,
+	// delete-data) by index type: dbxtop must never write to Delta Sync.
+	observerWrites sync.Map
+	faults         sync.Map
 
 	latMu  sync.Mutex
 	latRNG *rand.Rand // jitter of Options.Latency
@@ -131,6 +134,15 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}()
 	if w != nil {
 		w.run(wctx)
+	}
+	if s.proxyURL != "" && s.vec.writer != nil {
+		// The incident writer's last writes go over HTTP through the proxy.
+		s.vec.handOver(WriterOverHTTP)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.incidentWriter(wctx)
+		}()
 	}
 	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
 	return s, nil
@@ -435,7 +447,11 @@ type Stats struct {
 	// User-Agent with a dbxtop/ or dbxtop-proxy/ token), by call name: what
 	// dbxtop itself cost the workspace, apart from the simulated clients.
 	ObserverRequests map[string]int64 `json:"observer_requests"`
-	Faults           map[string]int64 `json:"faults"`
+	// ObserverWrites counts observers' upsert-data and delete-data
+	// requests by the index's type (DIRECT_ACCESS, DELTA_SYNC), whatever
+	// the answer (an addition beyond the Databricks API).
+	ObserverWrites map[string]int64 `json:"observer_writes"`
+	Faults         map[string]int64 `json:"faults"`
 	// WarehouseStarts counts stopped warehouses started by a Thrift
 	// request, by who sent it (an addition beyond the Databricks API).
 	WarehouseStarts WarehouseStarts `json:"warehouse_starts"`
@@ -477,7 +493,7 @@ type TruthEndpoint struct {
 // Stats returns the /sim/v1/stats document.
 func (s *Server) Stats() Stats {
 	return Stats{Operations: s.store.stats(), Requests: snapshot(&s.requests),
-		ObserverRequests: snapshot(&s.observer), Faults: snapshot(&s.faults), Writer: s.vec.writerStats(),
+		ObserverRequests: snapshot(&s.observer), ObserverWrites: snapshot(&s.observerWrites), Faults: snapshot(&s.faults), Writer: s.vec.writerStats(),
 		WarehouseStarts: WarehouseStarts{Observer: s.starts.Observer.Load(), Clients: s.starts.Clients.Load()}}
 }
 

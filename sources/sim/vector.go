@@ -78,6 +78,10 @@ type writer struct {
 	refused     int64 // batches refused with RESOURCE_EXHAUSTED
 	next        int   // index that gets the next batch
 	stoppedAt   time.Time
+	// handover, when > 0, is the batch from which the writer's upserts go
+	// over HTTP through the embedded proxy (incidentWriter); the lazy
+	// in-process fill stops there.
+	handover int64
 }
 
 // vectors is the Vector Search side: endpoints, their indexes and rows.
@@ -145,6 +149,63 @@ func newVectors(clock Clock, scenario string, speed float64) *vectors {
 	return v
 }
 
+// due is the number of batches the writer's timeline has reached by now.
+func (w *writer) due(now time.Time) int64 {
+	return int64(math.Floor(now.Sub(w.start).Seconds() * w.speed * w.batchesPerS))
+}
+
+// handOver makes the writer's last d of timeline before the endpoint is
+// full go over HTTP (Server.incidentWriter): the bulk fill stays
+// in-process, the writes that meet the refusal are real requests.
+func (v *vectors) handOver(d time.Duration) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := v.writer
+	if w == nil {
+		return
+	}
+	e := v.find(w.endpoint)
+	total := (e.limit - e.rows()) / IncidentBatch
+	w.handover = max(1, total-int64(d.Seconds()*w.batchesPerS))
+}
+
+// writerNext is what the HTTP writer sends now: the index that gets it
+// and how many batches are due; ok false once the writer has stopped.
+func (v *vectors) writerNext() (index string, batches int64, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.catchUp()
+	w := v.writer
+	if w == nil || !w.stoppedAt.IsZero() {
+		return "", 0, false
+	}
+	e := v.find(w.endpoint)
+	n := w.due(v.clock.Now()) - w.applied
+	if n <= 0 {
+		return "", 0, true
+	}
+	ix := e.indexes[w.next]
+	w.next = (w.next + 1) % len(e.indexes)
+	return ix.name, n, true
+}
+
+// writerDone records the answer to the HTTP writer's upsert: the rows
+// the server accepted, or its refusal (the writer stops, as the
+// incident's client gave up).
+func (v *vectors) writerDone(accepted int64, refused bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := v.writer
+	if w == nil {
+		return
+	}
+	w.applied += accepted / IncidentBatch
+	if refused {
+		w.refused++
+		w.stoppedAt = v.clock.Now()
+	}
+}
+
 // IngestEndpoint is the endpoint the demo's ingest client fills.
 const IngestEndpoint = "vs-prod"
 
@@ -156,7 +217,10 @@ func (v *vectors) catchUp() {
 		return
 	}
 	now := v.clock.Now()
-	due := int64(math.Floor(now.Sub(w.start).Seconds() * w.speed * w.batchesPerS))
+	due := w.due(now)
+	if w.handover > 0 {
+		due = min(due, w.handover)
+	}
 	e := v.find(w.endpoint)
 	for n := due - w.applied; n > 0; {
 		room := (e.limit - e.rows()) / IncidentBatch
@@ -264,10 +328,18 @@ func (v *vectors) find(name string) *vendpoint {
 	return nil
 }
 
+// DeltaSyncWriteMessage is the simulator's own answer (400
+// INVALID_PARAMETER_VALUE) to upsert-data or delete-data on a Delta Sync
+// index: the SDK documents both calls as Direct Vector Access only; how a
+// real server words its refusal is not known (docs/simulator.md).
+const DeltaSyncWriteMessage = "sim: index %s is a Delta Sync index; upsert-data and delete-data serve Direct Vector Access indexes only (the simulator's own text)"
+
 // upsertResult is what one upsert did.
 type upsertResult struct {
 	found    bool
-	full     bool // refused: the endpoint is at its limit
+	itype    string // the index's type
+	sync     bool   // refused: a Delta Sync index
+	full     bool   // refused: the endpoint is at its limit
 	accepted int64
 	endpoint string
 	limit    int64
@@ -285,7 +357,11 @@ func (v *vectors) upsert(index string, n int64, forceFull func(endpoint string) 
 		return upsertResult{}
 	}
 	e := v.find(ix.endpoint)
-	r := upsertResult{found: true, endpoint: e.name, limit: e.limit}
+	r := upsertResult{found: true, itype: ix.itype, endpoint: e.name, limit: e.limit}
+	if ix.itype == "DELTA_SYNC" {
+		r.sync = true
+		return r
+	}
 	if forceFull(e.name) || e.rows() >= e.limit {
 		e.exhausted = true
 		if e.firstRefusal.IsZero() {
@@ -299,6 +375,27 @@ func (v *vectors) upsert(index string, n int64, forceFull func(endpoint string) 
 		n = room
 	}
 	ix.rows += n
+	r.accepted = n
+	return r
+}
+
+// remove deletes up to n rows from a Direct Access index (the simulator
+// keeps no keys: every key is taken to exist while rows remain).
+func (v *vectors) remove(index string, n int64) upsertResult {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.catchUp()
+	ix, ok := v.byIndex[index]
+	if !ok {
+		return upsertResult{}
+	}
+	r := upsertResult{found: true, itype: ix.itype, endpoint: ix.endpoint}
+	if ix.itype == "DELTA_SYNC" {
+		r.sync = true
+		return r
+	}
+	n = min(n, ix.rows)
+	ix.rows -= n
 	r.accepted = n
 	return r
 }

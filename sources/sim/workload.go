@@ -425,6 +425,20 @@ func (w *workload) ingest(ctx context.Context) {
 		batch := int(rate * now.Sub(last).Seconds() * w.speed)
 		last = now
 		batch = max(1, min(batch, 10_000)) // bounded: big bodies would slow the next round further
+		base := w.s.url
+		if w.s.proxyURL != "" {
+			// With the embedded proxy, the bulk of the fill stays
+			// in-process and the last WriterOverHTTP of it (and the
+			// refusal) are real requests through the proxy.
+			if cur, _ := w.s.vec.endpoint(IngestEndpoint); float64(cur.Limit-cur.Rows)/rate > WriterOverHTTP.Seconds() {
+				w.s.vec.upsert(index, int64(batch), func(string) bool { return false })
+				if !sleep(ctx, w.d(time.Second)) {
+					return
+				}
+				continue
+			}
+			base = w.s.proxyURL
+		}
 		var b strings.Builder
 		b.WriteByte('[')
 		for i := 0; i < batch; i++ {
@@ -439,7 +453,7 @@ func (w *workload) ingest(ctx context.Context) {
 		b.WriteByte(']')
 		body, _ := json.Marshal(map[string]string{"inputs_json": b.String()})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost,
-			w.s.url+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", bytes.NewReader(body))
+			base+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+w.s.token)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("User-Agent", SimClientUA(KindIngest))

@@ -328,12 +328,9 @@ func TestSDKVectorSearch(t *testing.T) {
 // RESOURCE_EXHAUSTED and returns the index to upsert into.
 func exhaustedIndex(t testing.TB) (*sim.Server, string, string) {
 	t.Helper()
-	probe := startSim(t, "")
-	tr := getTruth(t, probe)
-	if len(tr.Endpoints) == 0 {
-		t.Fatal("truth lists no vector search endpoints")
-	}
-	ep := tr.Endpoints[0].Name
+	// vs-prod holds Direct Access indexes: upserts serve only those (the
+	// simulator refuses writes to a Delta Sync index).
+	ep := "vs-prod"
 	s := startSim(t, "exhausted="+ep)
 	w := workspaceClient(t, s, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
