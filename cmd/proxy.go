@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +34,13 @@ type ProxyConfig struct {
 	Profile string
 	Token   string
 	LogFile string
+	// LogFormat is text or json (stderr, or --log-file).
+	LogFormat         string
+	ActAs             string
+	ForceShortWindow  bool
+	RetainFinished    time.Duration
+	MaxOperations     int
+	ServerIdleTimeout time.Duration
 }
 
 // onOff is a --flag=on|off boolean.
@@ -116,7 +126,20 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(&checkedString{p: &cfg.Token, typ: "token", check: nonEmpty("the token"), hide: true}, "token",
 		"token for the proxy's own calls; prefer env DATABRICKS_TOKEN")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
-		"append the proxy's actions (heals, queued closes, abandonment) to this file (never a token)")
+		"append the proxy's log to this file instead of stderr (never a token or SQL text)")
+	cfg.LogFormat, cfg.ActAs = "text", proxy.ActAsClient
+	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "text|json", check: oneOf("text", "json")}, "log-format",
+		"log records as text or json lines (log/slog)")
+	fs.Var(&checkedString{p: &cfg.ActAs, typ: "client|proxy", check: oneOf(proxy.ActAsClient, proxy.ActAsProxy)}, "act-as",
+		"whose credentials the proxy's own calls use: the owning client's (held in memory for its session only) or the proxy's (--profile/DATABRICKS_TOKEN)")
+	fs.BoolVar(&cfg.ForceShortWindow, "force-short-window", false,
+		"accept a --close-abandoned window under 30s (a client's own pauses may be longer)")
+	fs.Var(newDuration(&cfg.RetainFinished, proxy.DefaultRetainFinished, time.Second), "retain-finished",
+		"keep a finished operation this long for dbxtop to see how it ended")
+	fs.Var(newInt(&cfg.MaxOperations, proxy.DefaultMaxOperations, 1, 10_000_000), "max-operations",
+		"operations (and sessions) held at most; the oldest finished go first, and when all are open new ones are forwarded but not recorded")
+	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
+		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
 }
 
 func checkProxyURL(s string) error {
@@ -146,24 +169,35 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 			return invalidFlag(name, fs.Lookup(name).Value.String(), strings.TrimPrefix(err.Error(), "listen address "+fs.Lookup(name).Value.String()+" "))
 		}
 	}
+	if cfg.CloseAbandoned > 0 && cfg.CloseAbandoned < proxy.MinCloseAbandoned && !cfg.ForceShortWindow {
+		return invalidFlag("close-abandoned", cfg.CloseAbandoned.String(),
+			fmt.Sprintf("is under %s: a live client's own pause between pages or polls could get its operation closed; add --force-short-window if you mean it", proxy.MinCloseAbandoned))
+	}
 	if fs.Changed("token") {
 		fmt.Fprintln(a.stderr, "dbxtop proxy: warning: --token is visible to other users in the process list; set DATABRICKS_TOKEN instead")
 	} else if tok, ok := a.getenv("DATABRICKS_TOKEN"); ok {
 		cfg.Token = strings.TrimSpace(tok)
+	}
+	if cfg.ActAs == proxy.ActAsProxy && cfg.Profile == "" && cfg.Token == "" {
+		return usagef("--act-as proxy needs the proxy's own credentials: --profile or DATABRICKS_TOKEN")
 	}
 	return nil
 }
 
 // serveProxy is `dbxtop proxy`: serve until interrupted.
 func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) int {
-	logf, closeLog, err := openLog(c.LogFile, c.Token, "proxy")
+	logger, closeLog, err := proxyLogger(c, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop proxy: "+sources.RedactToken(err.Error(), c.Token))
 		return 1
 	}
 	defer closeLog()
+	logf := func(format string, args ...any) {
+		logger.Info(sources.RedactToken(fmt.Sprintf(format, args...), c.Token))
+	}
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
-		UserAgent: "dbxtop-proxy/" + Version, Logf: logf}
+		UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
+		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout}
 	if c.Profile != "" || c.Token != "" {
 		ws, err := databricks.New(ctx, databricks.Config{Profile: c.Profile, Host: c.Upstream, Token: c.Token, UserAgent: "dbxtop-proxy/" + Version})
 		if err != nil {
@@ -197,4 +231,40 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		return 1
 	}
 	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), srv.Close, stdout, stderr)
+}
+
+// proxyLogger is the proxy's structured log: text or JSON lines on
+// stderr, or appended to --log-file (0600). The proxy never hands it a
+// token or SQL text; the workspace token is redacted once more here.
+func proxyLogger(c ProxyConfig, stderr io.Writer) (*slog.Logger, func(), error) {
+	w, closeW := stderr, func() {}
+	if c.LogFile != "" {
+		f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open --log-file: %w", err)
+		}
+		w, closeW = f, func() { _ = f.Close() }
+	}
+	w = &redactWriter{w: w, token: c.Token}
+	var h slog.Handler = slog.NewTextHandler(w, nil)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, nil)
+	}
+	return slog.New(h).With("component", "proxy"), closeW, nil
+}
+
+// redactWriter removes the proxy's own token from every record.
+type redactWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	token string
+}
+
+func (r *redactWriter) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := io.WriteString(r.w, sources.RedactToken(string(b), r.token)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -26,6 +26,10 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--tls-cert", "c.pem"}, "go together"},
 		{[]string{"proxy", "--upstream", "https://x", "--heal", "maybe"}, "want on or off"},
 		{[]string{"proxy", "--upstream", "https://x", "--close-abandoned", "5"}, "missing unit"},
+		{[]string{"proxy", "--upstream", "https://x", "--close-abandoned", "5s"}, "--force-short-window"},
+		{[]string{"proxy", "--upstream", "https://x", "--act-as", "proxy"}, "needs the proxy's own credentials"},
+		{[]string{"proxy", "--upstream", "https://x", "--act-as", "root"}, "must be one of client, proxy"},
+		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -24,7 +25,14 @@ type ServeOptions struct {
 	// InsecureListen allows plain HTTP on a non-loopback address (clients'
 	// tokens would cross the network in clear).
 	InsecureListen bool
+	// ReadTimeout bounds reading one client request, headers and body
+	// (default DefaultReadTimeout): a client trickling its body is cut.
+	ReadTimeout time.Duration
 }
+
+// DefaultReadTimeout bounds reading a client's request: a Thrift request
+// is small (the largest is an ExecuteStatement's SQL text).
+const DefaultReadTimeout = 60 * time.Second
 
 // Server is a running proxy: the client listener, the admin listener and
 // the close queue.
@@ -114,18 +122,21 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 		url:      scheme + "://" + ln.Addr().String(),
 		adminURL: scheme + "://" + aln.Addr().String(),
 	}
-	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}
+	if so.ReadTimeout <= 0 {
+		so.ReadTimeout = DefaultReadTimeout
+	}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute}
 	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
-		serve(s.srv, ln, o.Logf)
+		serve(s.srv, ln, p.log)
 	}()
 	go func() {
 		defer s.wg.Done()
-		serve(s.admin, aln, o.Logf)
+		serve(s.admin, aln, p.log)
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -134,9 +145,9 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	return s, nil
 }
 
-func serve(srv *http.Server, ln net.Listener, logf func(string, ...any)) {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logf != nil {
-		logf("proxy: serve %s: %v", ln.Addr(), err)
+func serve(srv *http.Server, ln net.Listener, log *slog.Logger) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "addr", ln.Addr().String(), "err", err.Error())
 	}
 }
 
