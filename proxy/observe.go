@@ -169,6 +169,9 @@ func (t *observer) attempt(actx context.Context, req *http.Request, call string,
 	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	tr := p.up
+	if !healable[call] {
+		tr = p.recent
+	}
 	if fresh {
 		tr = p.fresh
 		p.stats.freshConns.Add(1)

@@ -76,6 +76,10 @@ type Options struct {
 	// (--server-idle-timeout, default 430 s): an operation with result
 	// pages left to fetch is not closed for abandonment before it.
 	ServerIdleTimeout time.Duration
+	// UpstreamIdleTimeout retires a pooled upstream connection idle this
+	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
+	// before the server or a load balancer closes it under a request.
+	UpstreamIdleTimeout time.Duration
 	// Gate says whether a warehouse is RUNNING (a *sources.WarehouseGate
 	// fed by ListWarehouses). The proxy's own Thrift calls (its close
 	// queue, abandonment, dbxtop's close and cancel) go only to running
@@ -127,6 +131,18 @@ const (
 // (docs/proxy.md "The close queue").
 const DefaultCloseDefer = 20 * time.Second
 
+// DefaultUpstreamIdleTimeout is under the 60 s idle timeout common to
+// cloud load balancers (AWS ALB's default; Azure's is 4 min): a pooled
+// connection is retired before one could close it.
+const DefaultUpstreamIdleTimeout = 50 * time.Second
+
+// recentIdle: a connection idle longer than this is not reused for a call
+// that must not be repeated; maxIdlePerHost: pooled connections kept.
+const (
+	recentIdle     = 2 * time.Second
+	maxIdlePerHost = 256
+)
+
 // DefaultServerIdleTimeout is the server's inactivity reaper dbxtop
 // counts down to (docs/configuration.md, --server-idle-timeout).
 const DefaultServerIdleTimeout = 430 * time.Second
@@ -146,6 +162,7 @@ type Proxy struct {
 	rp       *httputil.ReverseProxy
 	up       *http.Transport // pooled
 	fresh    *http.Transport // no keep-alive: a healing retry never reuses a stale connection
+	recent   *http.Transport // idle connections kept only moments: for calls never repeated
 	pol      *poller.Policy
 	own      *thrift.Client
 	clk      poller.Clock
@@ -185,6 +202,9 @@ func New(o Options) (*Proxy, error) {
 	if o.CloseDefer <= 0 {
 		o.CloseDefer = DefaultCloseDefer
 	}
+	if o.UpstreamIdleTimeout <= 0 {
+		o.UpstreamIdleTimeout = DefaultUpstreamIdleTimeout
+	}
 	if o.ServerIdleTimeout <= 0 {
 		o.ServerIdleTimeout = DefaultServerIdleTimeout
 	}
@@ -205,8 +225,23 @@ func New(o Options) (*Proxy, error) {
 	if p.up == nil {
 		p.up = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	// Pooled connections are retired before the server's or load
+	// balancer's idle timeout would close them under a request; enough are
+	// kept for the clients behind the proxy (the default of 2 per host
+	// churns a new connection for most requests under load).
+	p.up.IdleConnTimeout = o.UpstreamIdleTimeout
+	if p.up.MaxIdleConnsPerHost < maxIdlePerHost {
+		p.up.MaxIdleConnsPerHost = maxIdlePerHost
+	}
+	if p.up.MaxIdleConns != 0 && p.up.MaxIdleConns < maxIdlePerHost {
+		p.up.MaxIdleConns = maxIdlePerHost
+	}
 	p.fresh = p.up.Clone()
 	p.fresh.DisableKeepAlives = true
+	// Calls that must not be repeated (ExecuteStatement, OpenSession,
+	// FetchResults) reuse only a connection that answered moments ago.
+	p.recent = p.up.Clone()
+	p.recent.IdleConnTimeout = recentIdle
 	po := o.Policy
 	po.Clock = o.Clock
 	if po.Base <= 0 {
@@ -333,6 +368,7 @@ func (p *Proxy) Run(ctx context.Context) {
 func (p *Proxy) CloseIdleConnections() {
 	p.up.CloseIdleConnections()
 	p.fresh.CloseIdleConnections()
+	p.recent.CloseIdleConnections()
 }
 
 // logfWriter turns slog's text lines into Logf calls (nil: discarded).
