@@ -145,6 +145,9 @@ type reply struct {
 	moreRows bool
 	// directClosed: ExecuteStatement's direct results closed the operation.
 	directClosed bool
+	// why an answer was not read (its encoding), for the operation's
+	// unobserved reason.
+	why string
 }
 
 // statusErr turns a non-success TStatus into the error dbxtop's own

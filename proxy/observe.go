@@ -12,10 +12,13 @@ import (
 	"sync"
 	"time"
 
+	athrift "github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
 )
 
 // Bounds on what the proxy reads of a body to observe it. Bodies are
@@ -252,14 +255,96 @@ func (p *Proxy) observeResponse(rq request, tr tracked, resp *http.Response, att
 	if rq.call == "" {
 		return resp
 	}
+	if rq.call == "CloseOperation" && rq.opID != "" {
+		return p.observeClose(rq, tr, resp)
+	}
 	limit := replyPrefix
 	if rq.call == "FetchResults" {
 		limit = fetchReplyPrefix
 	}
+	h := resp.Header.Clone()
 	resp.Body = &teeBody{rc: resp.Body, limit: limit, done: func(prefix []byte, complete bool) {
-		p.observeReply(rq, tr, decodeReply(rq.call, prefix), complete)
+		plain, ok := decodeBody(h, prefix, limit)
+		if !ok {
+			p.observeReply(rq, tr, reply{why: "answered in Content-Encoding " + clean(h.Get("Content-Encoding")) + ", which the proxy cannot decode"}, complete)
+			return
+		}
+		p.observeReply(rq, tr, decodeReply(rq.call, plain), complete)
 	}}
 	return resp
+}
+
+// observeClose reads a client's CloseOperation answer whole (it is a few
+// bytes) so that, when the server says INVALID_HANDLE for exactly the
+// handle and secret the proxy itself closed, with the credentials the
+// server accepted for it, the client is told its close succeeded: the
+// proxy's close was the client's, made for it. Every other answer goes
+// back as it came.
+func (p *Proxy) observeClose(rq request, tr tracked, resp *http.Response) *http.Response {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+	if err != nil || len(b) > maxErrorBody {
+		// Not a close answer the proxy can judge: streamed on as it is.
+		resp.Body = &teeBody{rc: struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}, limit: maxErrorBody, done: func(prefix []byte, complete bool) {
+			p.observeReply(rq, tr, reply{}, complete)
+		}}
+		return resp
+	}
+	_ = resp.Body.Close()
+	plain, decodable := decodeBody(resp.Header, b, maxErrorBody)
+	r := reply{}
+	if decodable {
+		r = decodeReply(rq.call, plain)
+	}
+	if out := p.closedByProxyAnswer(rq, r, plain); out != nil {
+		b = out
+		resp.Header.Del("Content-Encoding")
+		r = decodeReply(rq.call, out)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.Header.Del("Transfer-Encoding")
+	p.observeReply(rq, tr, r, true)
+	return resp
+}
+
+// closedByProxyAnswer is a successful CloseOperation answer to replace
+// r, or nil when r is not INVALID_HANDLE for a handle the proxy closed
+// for this very client.
+func (p *Proxy) closedByProxyAnswer(rq request, r reply, body []byte) []byte {
+	if !r.ok || r.status == nil || r.status.StatusCode != tc.TStatusCode_INVALID_HANDLE_STATUS {
+		return nil
+	}
+	p.st.mu.Lock()
+	o, owned := p.owned(rq)
+	ok := o != nil && owned && o.closedByProxy
+	if ok {
+		now := p.clk.Now()
+		o.event(now, "client-close-answered", "the client's CloseOperation got INVALID_HANDLE for the handle the proxy had closed for it; answered as a successful close", "")
+		p.stats.closeAnswered.Add(1)
+	}
+	p.st.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ctx := context.Background()
+	_, _, seq, err := thrift.NewReadProtocol(body).ReadMessageBegin(ctx)
+	if err != nil {
+		return nil
+	}
+	buf := athrift.NewTMemoryBuffer()
+	out := athrift.NewTBinaryProtocolConf(buf, nil)
+	_ = out.WriteMessageBegin(ctx, rq.call, athrift.REPLY, seq)
+	res := &tc.TCLIServiceCloseOperationResult{Success: &tc.TCloseOperationResp{Status: &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}}}
+	if res.Write(ctx, out) != nil || out.WriteMessageEnd(ctx) != nil {
+		return nil
+	}
+	p.log.Info("client close answered as success", "statement_id", rq.opID,
+		"evidence", "INVALID_HANDLE for the handle and secret the proxy closed, with the owner's credentials")
+	return buf.Bytes()
 }
 
 // teeBody keeps at most limit bytes of what passes through.
@@ -425,12 +510,29 @@ func success(r reply, call string) bool {
 func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 	if !r.ok && isFollowed(rq.call) {
 		p.stats.undecodable.Add(1)
+		if r.why != "" {
+			p.stats.unobserved.Add(1)
+		}
 	}
 	now := p.clk.Now()
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
 	tr.release()
 	if !r.ok {
+		if o := p.st.ops[rq.opID]; o != nil && o.open() && isFollowed(rq.call) && bytes.Equal(o.secret, rq.secret) {
+			// What the server said is unknown: not followed as if open
+			// forever; forgotten after retention like a finished one.
+			why := r.why
+			if why == "" {
+				why = "its " + rq.call + " answer was not a Thrift reply the proxy could read"
+			}
+			o.f.Unobserved = why
+			o.f.State = model.StateUnknown
+			o.event(now, "unobserved", why, "")
+			p.st.setClosed(o, sources.ProxyUnobserved, now)
+			o.f.State = model.StateUnknown
+			p.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
+		}
 		return
 	}
 	ok := success(r, rq.call)
@@ -503,6 +605,9 @@ func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 		}
 		if rq.call == "CloseOperation" {
 			o.f.Close.ClientAttempts++
+			if ok && o.closedByProxy {
+				return // the client's retried close, answered for the proxy's
+			}
 		}
 		if errors.Is(serr, sources.ErrHandleGone) {
 			// The server accepted the credentials and says the handle is gone.

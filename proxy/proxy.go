@@ -230,6 +230,9 @@ func New(o Options) (*Proxy, error) {
 	// kept for the clients behind the proxy (the default of 2 per host
 	// churns a new connection for most requests under load).
 	p.up.IdleConnTimeout = o.UpstreamIdleTimeout
+	// The upstream is asked for the encodings the client asked for and no
+	// other: net/http would otherwise add Accept-Encoding: gzip itself.
+	p.up.DisableCompression = true
 	if p.up.MaxIdleConnsPerHost < maxIdlePerHost {
 		p.up.MaxIdleConnsPerHost = maxIdlePerHost
 	}
