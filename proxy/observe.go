@@ -180,7 +180,9 @@ func (t *observer) attempt(actx context.Context, req *http.Request, call string,
 		p.stats.freshConns.Add(1)
 	}
 	stop := context.AfterFunc(actx, cancel)
+	t0 := time.Now()
 	resp, err := tr.RoundTrip(out)
+	p.metrics.upstream(call, time.Since(t0))
 	if err != nil {
 		stop()
 		cancel()
@@ -440,8 +442,14 @@ func refused(status int) bool {
 // observeFailure records a call that got no usable answer upstream: an
 // HTTP error (status) or none at all (status 0).
 func (p *Proxy) observeFailure(rq request, tr tracked, status int, err error) {
-	if refused(status) {
+	switch {
+	case refused(status):
 		p.stats.refused.Add(1)
+		p.metrics.outcome(rq.call, outcomeRefused)
+	case status != 0:
+		p.metrics.outcome(rq.call, outcomeHTTPError)
+	default:
+		p.metrics.outcome(rq.call, outcomeNoAnswer)
 	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
@@ -508,11 +516,19 @@ func success(r reply, call string) bool {
 // confirmed is recorded: a handle it returned, or a successful call on a
 // handle (learned after start when the proxy had not seen it).
 func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
-	if !r.ok && isFollowed(rq.call) {
+	switch {
+	case !isFollowed(rq.call):
+		p.metrics.outcome(rq.call, outcomeForwarded)
+	case !r.ok:
 		p.stats.undecodable.Add(1)
 		if r.why != "" {
 			p.stats.unobserved.Add(1)
 		}
+		p.metrics.outcome(rq.call, outcomeUndecodable)
+	case success(r, rq.call):
+		p.metrics.outcome(rq.call, outcomeOK)
+	default:
+		p.metrics.outcome(rq.call, outcomeErrorStatus)
 	}
 	now := p.clk.Now()
 	p.st.mu.Lock()

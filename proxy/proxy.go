@@ -168,6 +168,8 @@ type Proxy struct {
 	clk      poller.Clock
 	st       *store
 	stats    counters
+	metrics  *metrics
+	health   upstreamHealth
 	log      *slog.Logger
 	started  time.Time
 	wg       sync.WaitGroup
@@ -217,6 +219,7 @@ func New(o Options) (*Proxy, error) {
 		p.log.Info("operation evicted", "statement_id", o.f.StatementID, "outcome", o.f.Close.Outcome, "reason", why)
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
+	p.metrics = newMetrics(p)
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
