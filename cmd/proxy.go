@@ -41,6 +41,11 @@ type ProxyConfig struct {
 	RetainFinished    time.Duration
 	MaxOperations     int
 	ServerIdleTimeout time.Duration
+	UpstreamIdle      time.Duration
+	DrainTimeout      time.Duration
+	// StateFile persists the close queue ("" with StateErr: memory only).
+	StateFile string
+	StateErr  error
 }
 
 // onOff is a --flag=on|off boolean.
@@ -138,6 +143,10 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"keep a finished operation this long for dbxtop to see how it ended")
 	fs.Var(newInt(&cfg.MaxOperations, proxy.DefaultMaxOperations, 1, 10_000_000), "max-operations",
 		"operations (and sessions) held at most; the oldest finished go first, and when all are open new ones are forwarded but not recorded")
+	fs.Var(newDuration(&cfg.UpstreamIdle, proxy.DefaultUpstreamIdleTimeout, time.Second), "upstream-idle-timeout",
+		"retire a pooled upstream connection idle this long, before the server or a load balancer closes it")
+	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
+		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
 		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
 }
@@ -181,6 +190,7 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	if cfg.ActAs == proxy.ActAsProxy && cfg.Profile == "" && cfg.Token == "" {
 		return usagef("--act-as proxy needs the proxy's own credentials: --profile or DATABRICKS_TOKEN")
 	}
+	cfg.StateFile, cfg.StateErr = proxy.StateFile(func(k string) string { v, _ := a.getenv(k); return v }, cfg.Listen)
 	return nil
 }
 
@@ -197,7 +207,12 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 	}
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
 		UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
-		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout}
+		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
+		UpstreamIdleTimeout: c.UpstreamIdle}
+	if c.StateErr != nil {
+		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
+	}
+	o.StateFile = c.StateFile
 	if c.Profile != "" || c.Token != "" {
 		ws, err := databricks.New(ctx, databricks.Config{Profile: c.Profile, Host: c.Upstream, Token: c.Token, UserAgent: "dbxtop-proxy/" + Version})
 		if err != nil {
@@ -230,7 +245,15 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "dbxtop proxy: "+strings.TrimPrefix(sources.RedactToken(err.Error(), c.Token), "proxy: "))
 		return 1
 	}
-	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), srv.Close, stdout, stderr)
+	drain := func(context.Context) error {
+		// The drain has its own bound: --drain-timeout, not the generic grace.
+		dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout+15*time.Second)
+		defer cancel()
+		sctx, scancel := context.WithTimeout(dctx, c.DrainTimeout)
+		defer scancel()
+		return srv.Close(sctx)
+	}
+	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), drain, stdout, stderr)
 }
 
 // proxyLogger is the proxy's structured log: text or JSON lines on

@@ -80,6 +80,9 @@ type Options struct {
 	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
 	// before the server or a load balancer closes it under a request.
 	UpstreamIdleTimeout time.Duration
+	// StateFile persists the close queue (handles and secrets, never
+	// credentials); "" keeps it in memory only. See StateFile().
+	StateFile string
 	// Gate says whether a warehouse is RUNNING (a *sources.WarehouseGate
 	// fed by ListWarehouses). The proxy's own Thrift calls (its close
 	// queue, abandonment, dbxtop's close and cancel) go only to running
@@ -177,6 +180,8 @@ type Proxy struct {
 	ownSem chan struct{}
 	// lastFullLog: the last "table full" log line (store lock).
 	lastFullLog time.Time
+	// kept: persisted closes the proxy cannot make (store lock).
+	kept []persistedClose
 }
 
 // New checks o and builds a Proxy; Run starts its close queue.
@@ -366,6 +371,7 @@ func (p *Proxy) Run(ctx context.Context) {
 			return
 		case <-p.clk.After(p.o.Tick):
 			p.tick(ctx)
+			p.persistQueue(false)
 		}
 	}
 }

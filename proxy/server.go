@@ -103,6 +103,9 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.resumeQueue(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", so.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listening on %s: %w", so.Listen, err)
@@ -162,18 +165,36 @@ func (s *Server) FirstLine() string {
 	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
 }
 
-// Close stops both listeners (ctx bounds the graceful part) and the close
-// queue, and waits for every goroutine the server started.
+// Close drains and stops the proxy: the client listener stops accepting
+// and in-flight requests finish (ctx bounds the wait: --drain-timeout),
+// the close queue runs once more, what it still holds is persisted, then
+// the admin listener and the close queue stop. It waits for every
+// goroutine the server started.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
+		t0 := time.Now()
+		err = shutdown(ctx, s.srv)
+		fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		s.flushQueue(fctx)
+		cancel()
 		s.cancel()
-		err = errors.Join(shutdown(ctx, s.srv), shutdown(ctx, s.admin))
+		s.persistQueue(true)
+		err = errors.Join(err, shutdown(ctx, s.admin))
 		s.wg.Wait()
 		s.CloseIdleConnections()
+		st := s.Stats()
+		s.log.Info("drained", "took", time.Since(t0).Round(time.Millisecond).String(), "queued_closes", st.QueuedCloses, "open_operations", st.OpenOperations)
 	})
 	return err
 }
+
+// flushTimeout bounds the close queue's last run at drain.
+const flushTimeout = 10 * time.Second
+
+// DefaultDrainTimeout is how long a drain waits for in-flight requests
+// (--drain-timeout).
+const DefaultDrainTimeout = 30 * time.Second
 
 func shutdown(ctx context.Context, srv *http.Server) error {
 	if err := srv.Shutdown(ctx); err != nil {

@@ -79,6 +79,7 @@ type op struct {
 	closeFails    int
 	busy          bool
 	closedByProxy bool // the proxy itself closed it: a client's retried close is answered as a success
+	queuedAt      time.Time
 	// finished list (by closedAt) and timer heap (wake: next look by the
 	// close queue or abandonment; hidx -1 when not armed).
 	prev, next *op
@@ -162,6 +163,8 @@ type store struct {
 	sesHead, sesTail *session
 	timers           timers
 	queued           int
+	queuedSet        map[*op]struct{}
+	queueDirty       bool // the close queue changed since it was persisted
 	evicted          int64
 	notRecorded      int64
 	// onEvict and onFull report (with the lock held; they must not block).
@@ -176,7 +179,7 @@ func newStore(retain time.Duration, max int) *store {
 	if max <= 0 {
 		max = DefaultMaxOperations
 	}
-	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{},
+	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{}, queuedSet: map[*op]struct{}{},
 		onEvict: func(*op, string) {}, onFull: func(string) {}}
 }
 
@@ -226,12 +229,27 @@ func (s *store) setQueued(o *op, q bool) {
 		return
 	}
 	o.queued, o.f.Close.Queued = q, q
+	s.queueDirty = true
 	if q {
 		s.queued++
+		s.queuedSet[o] = struct{}{}
+		if o.queuedAt.IsZero() {
+			o.queuedAt = time.Now()
+		}
 	} else {
 		s.queued--
+		delete(s.queuedSet, o)
 		o.f.Close.NextTry = time.Time{}
 	}
+}
+
+// queuedOps lists the queued closes (the queue's own set: no scan).
+func (s *store) queuedOps() []*op {
+	out := make([]*op, 0, len(s.queuedSet))
+	for o := range s.queuedSet {
+		out = append(out, o)
+	}
+	return out
 }
 
 // session list
