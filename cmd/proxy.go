@@ -43,6 +43,8 @@ type ProxyConfig struct {
 	ServerIdleTimeout time.Duration
 	UpstreamIdle      time.Duration
 	DrainTimeout      time.Duration
+	MaxConns          int
+	MaxConnsPerClient int
 	// StateFile persists the close queue ("" with StateErr: memory only).
 	StateFile string
 	StateErr  error
@@ -145,6 +147,10 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"operations (and sessions) held at most; the oldest finished go first, and when all are open new ones are forwarded but not recorded")
 	fs.Var(newDuration(&cfg.UpstreamIdle, proxy.DefaultUpstreamIdleTimeout, time.Second), "upstream-idle-timeout",
 		"retire a pooled upstream connection idle this long, before the server or a load balancer closes it")
+	fs.Var(newInt(&cfg.MaxConns, 0, 0, 1_000_000), "max-conns",
+		"client connections held at most; beyond, a request is answered 503 with Retry-After (0: no limit)")
+	fs.Var(newInt(&cfg.MaxConnsPerClient, 0, 0, 1_000_000), "max-conns-per-client",
+		"requests in flight per client (one Authorization value, kept hashed); beyond, 503 with Retry-After (0: off)")
 	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
 		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
@@ -208,7 +214,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
 		UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
 		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
-		UpstreamIdleTimeout: c.UpstreamIdle}
+		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient}
 	if c.StateErr != nil {
 		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
 	}

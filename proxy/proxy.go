@@ -80,6 +80,10 @@ type Options struct {
 	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
 	// before the server or a load balancer closes it under a request.
 	UpstreamIdleTimeout time.Duration
+	// MaxConns bounds open client connections and MaxConnsPerClient the
+	// requests in flight per Authorization value (0: no limit); beyond
+	// them a request is answered 503 with Retry-After.
+	MaxConns, MaxConnsPerClient int
 	// StateFile persists the close queue (handles and secrets, never
 	// credentials); "" keeps it in memory only. See StateFile().
 	StateFile string
@@ -172,6 +176,7 @@ type Proxy struct {
 	st       *store
 	stats    counters
 	metrics  *metrics
+	limits   limiter
 	health   upstreamHealth
 	log      *slog.Logger
 	started  time.Time
@@ -225,6 +230,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
 	p.metrics = newMetrics(p)
+	p.limits = limiter{maxConns: o.MaxConns, perClient: o.MaxConnsPerClient, busy: map[authSum]int{}}
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
@@ -323,6 +329,12 @@ func ParseUpstream(s string) (*url.URL, error) {
 // ServeHTTP forwards a client's request upstream.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.stats.requests.Add(1)
+	why, release := p.limits.admit(r)
+	if why != "" {
+		p.refuseLimited(w, why)
+		return
+	}
+	defer release()
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, &callSlot{})))
 }
 

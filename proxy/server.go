@@ -128,7 +128,8 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if so.ReadTimeout <= 0 {
 		so.ReadTimeout = DefaultReadTimeout
 	}
-	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute,
+		ConnState: p.limits.connState}
 	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
