@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // An operation started before the proxy (directly) is learned from a
@@ -103,5 +104,41 @@ func TestActAs(t *testing.T) {
 			}
 			_ = op
 		})
+	}
+}
+
+// A client authenticating with HTTP Basic (user "token", the personal
+// access token as password) is proxied and acted for like a bearer one.
+func TestBasicAuthPassthrough(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), CloseAbandoned: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := thrift.NewClient(thrift.Options{Host: p.URL(), UserAgent: "jdbc/1.0", Timeout: 20 * time.Second,
+		Authenticate: func(r *http.Request) error { r.SetBasicAuth("token", s.Token()); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	if n, _, err := runStatement(ctx, c, s.WarehouseIDs()[0], "SELECT id FROM range(10)"); err != nil || n != 10 {
+		t.Fatalf("Basic through the proxy: %d rows, %v", n, err)
+	}
+	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(ctx, sess, "SELECT sleep(600)", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the abandoned operation closed with the client's Basic credentials", 20*time.Second, func() bool {
+		return !simOpen(s, op.Ref.StatementID)
+	})
+	var doc OperationsDoc
+	adminGet(t, p, PathOperations, &doc)
+	for _, f := range doc.Operations {
+		if f.StatementID == op.Ref.StatementID && f.Close.Outcome != sources.ProxyClosedByProxy {
+			t.Errorf("facts %+v", f)
+		}
 	}
 }

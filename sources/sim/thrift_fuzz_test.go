@@ -74,3 +74,37 @@ func TestOpenSessionEmptyArgs(t *testing.T) {
 		t.Fatalf("HTTP %d %q: want a TApplicationException naming the missing req", resp.StatusCode, body.Bytes())
 	}
 }
+
+// HTTP Basic with user "token" and the token as password is accepted, as
+// Databricks accepts a personal access token; another user or a wrong
+// password is refused.
+func TestBasicAuthWithTokenUser(t *testing.T) {
+	s := startSim(t, Options{})
+	path := s.URL() + thrift.DefaultHTTPPath(s.WarehouseIDs()[0])
+	buf := athrift.NewTMemoryBuffer()
+	p := athrift.NewTBinaryProtocolConf(buf, nil)
+	ctx := context.Background()
+	_ = p.WriteMessageBegin(ctx, "OpenSession", athrift.CALL, 1)
+	_ = (&tc.TCLIServiceOpenSessionArgs{Req: &tc.TOpenSessionReq{}}).Write(ctx, p)
+	_ = p.WriteMessageEnd(ctx)
+	body := buf.Bytes()
+	for _, tc := range []struct {
+		user, pass string
+		want       int
+	}{
+		{"token", s.Token(), http.StatusOK},
+		{"admin", s.Token(), http.StatusUnauthorized},
+		{"token", "wrong", http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.SetBasicAuth(tc.user, tc.pass)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Basic %s:…: HTTP %d, want %d", tc.user, resp.StatusCode, tc.want)
+		}
+	}
+}
