@@ -77,6 +77,19 @@ func decodeRequest(body []byte) request {
 	case "CloseOperation":
 		args = &tc.TCLIServiceCloseOperationArgs{}
 	default:
+		if metadataCalls[name] {
+			ctx := context.Background()
+			p := thrift.NewReadProtocol(body)
+			if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+				return r
+			}
+			h, err := metadataSession(ctx, p)
+			if err != nil {
+				return r
+			}
+			r.sessionID, r.sessSecret = sessHandle(h)
+			r.decoded = r.sessionID != ""
+		}
 		return r
 	}
 	ctx := context.Background()
@@ -199,6 +212,13 @@ func decodeReply(call string, prefix []byte) reply {
 	}
 	// Read errors are ignored on purpose: the generated readers fill
 	// fields as they go, and a truncated prefix leaves the later ones unset.
+	if metadataCalls[call] {
+		st, h := metadataResult(ctx, p)
+		r.status = st
+		r.opID, r.secret = opHandle(h)
+		r.ok = r.status != nil
+		return r
+	}
 	switch call {
 	case "OpenSession":
 		res := &tc.TCLIServiceOpenSessionResult{}

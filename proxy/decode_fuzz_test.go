@@ -34,6 +34,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(encodeMessage("CloseOperation", athrift.CALL, &tc.TCLIServiceCloseOperationArgs{Req: &tc.TCloseOperationReq{OperationHandle: &tc.TOperationHandle{}}}))
 	f.Add(encodeMessage("ExecuteStatement", athrift.CALL, &tc.TCLIServiceExecuteStatementArgs{Req: &tc.TExecuteStatementReq{SessionHandle: &tc.TSessionHandle{}}}))
 	f.Add([]byte("\x00\x01garbage"))
+	f.Add(encodeMetadata("GetTables", athrift.CALL, &tc.TSessionHandle{SessionId: h.OperationId}, nil, nil))
+	f.Add(emptyArgs("GetColumns"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := decodeRequest(body)
 		if r.decoded && r.call != "OpenSession" && r.opID == "" && r.sessionID == "" {
@@ -55,6 +57,7 @@ func FuzzDecodeReply(f *testing.F) {
 		Success: &tc.TExecuteStatementResp{Status: &tc.TStatus{}, DirectResults: &tc.TSparkDirectResults{
 			OperationStatus: &tc.TGetOperationStatusResp{}, ResultSet: &tc.TFetchResultsResp{}, CloseOperation: &tc.TCloseOperationResp{}}}}))
 	f.Add("FetchResults", encodeMessage("FetchResults", athrift.REPLY, &tc.TCLIServiceFetchResultsResult{Success: &tc.TFetchResultsResp{}}))
+	f.Add("GetTables", encodeMetadata("GetTables", athrift.REPLY, nil, &tc.TStatus{}, &tc.TOperationHandle{OperationId: &tc.THandleIdentifier{GUID: make([]byte, 16)}}))
 	f.Add("CloseOperation", encodeMessage("CloseOperation", athrift.EXCEPTION, athrift.NewTApplicationException(athrift.INTERNAL_ERROR, "x")))
 	f.Fuzz(func(t *testing.T, call string, body []byte) {
 		r := decodeReply(call, body)

@@ -109,7 +109,7 @@ func isFollowed(call string) bool {
 		"FetchResults", "CancelOperation", "CloseOperation":
 		return true
 	}
-	return false
+	return metadataCalls[call]
 }
 
 // once forwards with a single attempt.
@@ -563,7 +563,9 @@ func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 				p.setAuth(&ss.auth, &ss.owner, rq.auth)
 			}
 		}
-	case "ExecuteStatement":
+	case "ExecuteStatement", "GetTypeInfo", "GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes",
+		"GetColumns", "GetFunctions", "GetPrimaryKeys", "GetCrossReference":
+		// Calls that return an operation handle.
 		if !ok || r.opID == "" || p.st.ops[r.opID] != nil {
 			return
 		}
