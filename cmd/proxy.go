@@ -29,8 +29,8 @@ type ProxyConfig struct {
 	TLSCert        string
 	TLSKey         string
 	InsecureListen bool
-	// Profile and Token: the proxy's own workspace credentials, used only
-	// when it holds no client's (docs/proxy.md).
+	// Profile and Token: the proxy's own workspace credentials, for its
+	// calls with --act-as proxy and the warehouse gate (docs/proxy.md).
 	Profile string
 	Token   string
 	LogFile string
@@ -129,9 +129,9 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: nonEmpty("the key file")}, "tls-key", "the private key of --tls-cert (PEM)")
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (clients' tokens cross the network in clear)")
-	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile for the proxy's own calls when it holds no client's credentials")
+	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile: the proxy's own credentials (its calls with --act-as proxy; warehouse states for its gate)")
 	fs.Var(&checkedString{p: &cfg.Token, typ: "token", check: nonEmpty("the token"), hide: true}, "token",
-		"token for the proxy's own calls; prefer env DATABRICKS_TOKEN")
+		"the proxy's own token (--act-as proxy; warehouse states); prefer env DATABRICKS_TOKEN")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append the proxy's log to this file instead of stderr (never a token or SQL text)")
 	cfg.LogFormat, cfg.ActAs = "text", proxy.ActAsClient
