@@ -662,7 +662,7 @@ func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 // the old one). Called with the store locked.
 func (p *Proxy) confirmed(o *op, rq request, now time.Time) {
 	o.f.LastClientRPCAt = now
-	if o.sess != nil {
+	if o.sess != nil && o.sess.open != nil { // a dropped session keeps no credentials
 		p.st.touchSession(o.sess, now)
 		o.f.SessionLastClientRPCAt = now
 		p.setAuth(&o.sess.auth, &o.sess.owner, rq.auth)

@@ -56,7 +56,9 @@ type session struct {
 	inflight int
 	open     map[*op]struct{} // its open operations (CloseSession closes them)
 	learned  bool             // first seen after the proxy started
-	// sessions are kept in order of last activity for eviction.
+	// sessions are kept in order of listAt (their last activity, or the
+	// last look that kept them) for eviction.
+	listAt     time.Time
 	prev, next *session
 }
 
@@ -281,6 +283,13 @@ func (s *store) sesPushBack(ss *session) {
 // touchSession stamps a confirmed call on a session.
 func (s *store) touchSession(ss *session, now time.Time) {
 	ss.lastRPC = now
+	s.requeueSession(ss, now)
+}
+
+// requeueSession moves a session to the back of the eviction order
+// without touching its activity.
+func (s *store) requeueSession(ss *session, now time.Time) {
+	ss.listAt = now
 	s.sesUnlink(ss)
 	s.sesPushBack(ss)
 }
@@ -294,7 +303,7 @@ func (s *store) addSession(id string, secret []byte, path, ua string, now time.T
 		s.onFull(id)
 		return nil
 	}
-	ss := &session{id: id, secret: append([]byte(nil), secret...), path: path, ua: ua, lastRPC: now, open: map[*op]struct{}{}}
+	ss := &session{id: id, secret: append([]byte(nil), secret...), path: path, ua: ua, lastRPC: now, listAt: now, open: map[*op]struct{}{}}
 	s.sessions[id] = ss
 	s.sesPushBack(ss)
 	return ss
@@ -372,12 +381,12 @@ func (s *store) age(now time.Time) {
 		o := s.finPopFront()
 		delete(s.ops, o.f.StatementID)
 	}
-	for i := 0; i < maxEvictPerPass && s.sesHead != nil && now.Sub(s.sesHead.lastRPC) > s.retain; i++ {
+	for i := 0; i < maxEvictPerPass && s.sesHead != nil && now.Sub(s.sesHead.listAt) > s.retain; i++ {
 		ss := s.sesHead
 		if len(ss.open) > 0 || ss.inflight > 0 {
 			// Still has open operations: looked at again after another
-			// retention period (its operations' own ends drop it sooner).
-			s.touchSession(ss, now)
+			// retention period; its activity is not touched.
+			s.requeueSession(ss, now)
 			continue
 		}
 		s.dropSession(ss)

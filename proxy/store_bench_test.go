@@ -73,3 +73,23 @@ func TestMemoryPerHeldOperation(t *testing.T) {
 		t.Errorf("%.0f bytes per held operation", per)
 	}
 }
+
+// Ageing keeps a session with open operations without touching its
+// activity (what dbxtop counts the server's reaper from), and forgets an
+// idle session with nothing open.
+func TestAgeingKeepsActivity(t *testing.T) {
+	s := newStore(time.Minute, 10)
+	t0 := time.Unix(1_000_000, 0)
+	busy := s.addSession("busy", nil, "/p", "ua", t0)
+	idle := s.addSession("idle", nil, "/p", "ua", t0)
+	o := s.addOp("op", nil, "/p", "ua", t0)
+	o.sess = busy
+	busy.open[o] = struct{}{}
+	s.age(t0.Add(2 * time.Minute))
+	if s.sessions["busy"] == nil || !busy.lastRPC.Equal(t0) {
+		t.Errorf("busy session: kept %v, activity %v (want %v)", s.sessions["busy"] != nil, busy.lastRPC, t0)
+	}
+	if s.sessions["idle"] != nil || idle.open != nil {
+		t.Error("the idle session with nothing open was not forgotten")
+	}
+}
