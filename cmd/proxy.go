@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -202,6 +203,8 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 
 // serveProxy is `dbxtop proxy`: serve until interrupted.
 func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) int {
+	// The log's writer goroutine and this function both write to stderr.
+	stderr = &lockedWriter{w: stderr}
 	logger, closeLog, err := proxyLogger(c, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop proxy: "+sources.RedactToken(err.Error(), c.Token))
@@ -274,12 +277,77 @@ func proxyLogger(c ProxyConfig, stderr io.Writer) (*slog.Logger, func(), error) 
 		}
 		w, closeW = f, func() { _ = f.Close() }
 	}
-	w = &redactWriter{w: w, token: c.Token}
-	var h slog.Handler = slog.NewTextHandler(w, nil)
+	aw := newAsyncWriter(&redactWriter{w: w, token: c.Token}, 4096)
+	var h slog.Handler = slog.NewTextHandler(aw, nil)
 	if c.LogFormat == "json" {
-		h = slog.NewJSONHandler(w, nil)
+		h = slog.NewJSONHandler(aw, nil)
 	}
-	return slog.New(h).With("component", "proxy"), closeW, nil
+	return slog.New(h).With("component", "proxy"), func() {
+		if n := aw.Close(); n > 0 {
+			fmt.Fprintf(stderr, "dbxtop proxy: %d log records dropped (the log's destination was too slow)\n", n)
+		}
+		closeW()
+	}, nil
+}
+
+// asyncWriter hands log records to a goroutine that writes them, so the
+// proxy never waits on a disk or a pipe while it holds its table's lock;
+// when the goroutine falls behind by cap records, records are dropped
+// and counted.
+type asyncWriter struct {
+	mu      sync.RWMutex
+	closed  bool
+	ch      chan []byte
+	done    chan struct{}
+	dropped atomic.Int64
+}
+
+func newAsyncWriter(w io.Writer, capacity int) *asyncWriter {
+	a := &asyncWriter{ch: make(chan []byte, capacity), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for b := range a.ch {
+			_, _ = w.Write(b)
+		}
+	}()
+	return a
+}
+
+func (a *asyncWriter) Write(b []byte) (int, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		a.dropped.Add(1) // a late record, after the proxy stopped
+		return len(b), nil
+	}
+	select {
+	case a.ch <- append([]byte(nil), b...):
+	default:
+		a.dropped.Add(1)
+	}
+	return len(b), nil
+}
+
+// Close writes what is queued and stops; it returns the records dropped.
+func (a *asyncWriter) Close() int64 {
+	a.mu.Lock()
+	a.closed = true
+	close(a.ch)
+	a.mu.Unlock()
+	<-a.done
+	return a.dropped.Load()
+}
+
+// lockedWriter serialises writers sharing one destination.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // redactWriter removes the proxy's own token from every record.
