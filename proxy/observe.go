@@ -742,19 +742,21 @@ func (p *Proxy) armAbandon(o *op, now time.Time) {
 
 // recordHeal notes that the proxy repeated a client's call.
 func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
+	cause := ""
+	if first != nil {
+		cause = clean(poller.ErrorInfoOf(first).Message)
+	}
 	if ok {
 		p.stats.healed.Add(1)
+		p.log.Info("healed", "call", rq.call, "statement_id", rq.opID, "attempts", attempts, "first_failure", cause)
 	} else {
 		p.stats.healFailed.Add(1)
+		p.log.Warn("heal failed", "call", rq.call, "statement_id", rq.opID, "attempts", attempts, "first_failure", cause)
 	}
 	if rq.opID == "" {
 		return
 	}
 	now := p.clk.Now()
-	cause := ""
-	if first != nil {
-		cause = poller.ErrorInfoOf(first).Message
-	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
 	o := p.st.ops[rq.opID]
