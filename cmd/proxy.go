@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,11 +33,25 @@ type ProxyConfig struct {
 	TLSCert           string
 	TLSKey            string
 	InsecureListen    bool
-	// Profile and Token: the proxy's own workspace credentials, used only
-	// when it holds no client's (docs/proxy.md).
+	// Profile and Token: the proxy's own workspace credentials, for its
+	// calls with --act-as proxy and the warehouse gate (docs/proxy.md).
 	Profile string
 	Token   string
 	LogFile string
+	// LogFormat is text or json (stderr, or --log-file).
+	LogFormat         string
+	ActAs             string
+	ForceShortWindow  bool
+	RetainFinished    time.Duration
+	MaxOperations     int
+	ServerIdleTimeout time.Duration
+	UpstreamIdle      time.Duration
+	DrainTimeout      time.Duration
+	MaxConns          int
+	MaxConnsPerClient int
+	// StateFile persists the close queue ("" with StateErr: memory only).
+	StateFile string
+	StateErr  error
 }
 
 // onOff is a --flag=on|off boolean.
@@ -118,11 +136,32 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: nonEmpty("the key file")}, "tls-key", "the private key of --tls-cert (PEM)")
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (clients' tokens cross the network in clear)")
-	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile for the proxy's own calls when it holds no client's credentials")
+	fs.StringVarP(&cfg.Profile, "profile", "p", "", "~/.databrickscfg profile: the proxy's own credentials (its calls with --act-as proxy; warehouse states for its gate)")
 	fs.Var(&checkedString{p: &cfg.Token, typ: "token", check: nonEmpty("the token"), hide: true}, "token",
-		"token for the proxy's own calls; prefer env DATABRICKS_TOKEN")
+		"the proxy's own token (--act-as proxy; warehouse states); prefer env DATABRICKS_TOKEN")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
-		"append the proxy's actions (heals, queued closes, abandonment) to this file (never a token)")
+		"append the proxy's log to this file instead of stderr (never a token or SQL text)")
+	cfg.LogFormat, cfg.ActAs = "text", proxy.ActAsClient
+	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "text|json", check: oneOf("text", "json")}, "log-format",
+		"log records as text or json lines (log/slog)")
+	fs.Var(&checkedString{p: &cfg.ActAs, typ: "client|proxy", check: oneOf(proxy.ActAsClient, proxy.ActAsProxy)}, "act-as",
+		"whose credentials the proxy's own calls use: the owning client's (held in memory for its session only) or the proxy's (--profile/DATABRICKS_TOKEN)")
+	fs.BoolVar(&cfg.ForceShortWindow, "force-short-window", false,
+		"accept a --close-abandoned window under 30s (a client's own pauses may be longer)")
+	fs.Var(newDuration(&cfg.RetainFinished, proxy.DefaultRetainFinished, time.Second), "retain-finished",
+		"keep a finished operation this long for dbxtop to see how it ended")
+	fs.Var(newInt(&cfg.MaxOperations, proxy.DefaultMaxOperations, 1, 10_000_000), "max-operations",
+		"operations (and sessions) held at most; the oldest finished go first, and when all are open new ones are forwarded but not recorded")
+	fs.Var(newDuration(&cfg.UpstreamIdle, proxy.DefaultUpstreamIdleTimeout, time.Second), "upstream-idle-timeout",
+		"retire a pooled upstream connection idle this long, before the server or a load balancer closes it")
+	fs.Var(newInt(&cfg.MaxConns, 0, 0, 1_000_000), "max-conns",
+		"client connections held at most; beyond, a request is answered 503 with Retry-After (0: no limit)")
+	fs.Var(newInt(&cfg.MaxConnsPerClient, 0, 0, 1_000_000), "max-conns-per-client",
+		"requests in flight per client (one Authorization value, kept hashed); beyond, 503 with Retry-After (0: off)")
+	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
+		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
+	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
+		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
 }
 
 func checkProxyURL(s string) error {
@@ -152,24 +191,43 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 			return invalidFlag(name, fs.Lookup(name).Value.String(), strings.TrimPrefix(err.Error(), "listen address "+fs.Lookup(name).Value.String()+" "))
 		}
 	}
+	if cfg.CloseAbandoned > 0 && cfg.CloseAbandoned < proxy.MinCloseAbandoned && !cfg.ForceShortWindow {
+		return invalidFlag("close-abandoned", cfg.CloseAbandoned.String(),
+			fmt.Sprintf("is under %s: a live client's own pause between pages or polls could get its operation closed; add --force-short-window if you mean it", proxy.MinCloseAbandoned))
+	}
 	if fs.Changed("token") {
 		fmt.Fprintln(a.stderr, "dbxtop proxy: warning: --token is visible to other users in the process list; set DATABRICKS_TOKEN instead")
 	} else if tok, ok := a.getenv("DATABRICKS_TOKEN"); ok {
 		cfg.Token = strings.TrimSpace(tok)
 	}
+	if cfg.ActAs == proxy.ActAsProxy && cfg.Profile == "" && cfg.Token == "" {
+		return usagef("--act-as proxy needs the proxy's own credentials: --profile or DATABRICKS_TOKEN")
+	}
+	cfg.StateFile, cfg.StateErr = proxy.StateFile(func(k string) string { v, _ := a.getenv(k); return v }, cfg.Listen)
 	return nil
 }
 
 // serveProxy is `dbxtop proxy`: serve until interrupted.
 func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) int {
-	logf, closeLog, err := openLog(c.LogFile, c.Token, "proxy")
+	// The log's writer goroutine and this function both write to stderr.
+	stderr = &lockedWriter{w: stderr}
+	logger, closeLog, err := proxyLogger(c, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop proxy: "+sources.RedactToken(err.Error(), c.Token))
 		return 1
 	}
 	defer closeLog()
+	logf := func(format string, args ...any) {
+		logger.Info(sources.RedactToken(fmt.Sprintf(format, args...), c.Token))
+	}
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
-		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logf: logf}
+		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
+		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
+		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient}
+	if c.StateErr != nil {
+		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
+	}
+	o.StateFile = c.StateFile
 	if c.Profile != "" || c.Token != "" {
 		ws, err := databricks.New(ctx, databricks.Config{Profile: c.Profile, Host: c.Upstream, Token: c.Token, UserAgent: "dbxtop-proxy/" + Version})
 		if err != nil {
@@ -202,5 +260,114 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "dbxtop proxy: "+strings.TrimPrefix(sources.RedactToken(err.Error(), c.Token), "proxy: "))
 		return 1
 	}
-	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), srv.Close, stdout, stderr)
+	drain := func(context.Context) error {
+		// The drain has its own bound: --drain-timeout, not the generic grace.
+		dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout+15*time.Second)
+		defer cancel()
+		sctx, scancel := context.WithTimeout(dctx, c.DrainTimeout)
+		defer scancel()
+		return srv.Close(sctx)
+	}
+	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), drain, stdout, stderr)
+}
+
+// proxyLogger is the proxy's structured log: text or JSON lines on
+// stderr, or appended to --log-file (0600). The proxy never hands it a
+// token or SQL text; the workspace token is redacted once more here.
+func proxyLogger(c ProxyConfig, stderr io.Writer) (*slog.Logger, func(), error) {
+	w, closeW := stderr, func() {}
+	if c.LogFile != "" {
+		f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open --log-file: %w", err)
+		}
+		w, closeW = f, func() { _ = f.Close() }
+	}
+	aw := newAsyncWriter(&redactWriter{w: w, token: c.Token}, 4096)
+	var h slog.Handler = slog.NewTextHandler(aw, nil)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(aw, nil)
+	}
+	return slog.New(h).With("component", "proxy"), func() {
+		if n := aw.Close(); n > 0 {
+			fmt.Fprintf(stderr, "dbxtop proxy: %d log records dropped (the log's destination was too slow)\n", n)
+		}
+		closeW()
+	}, nil
+}
+
+// asyncWriter hands log records to a goroutine that writes them, so the
+// proxy never waits on a disk or a pipe while it holds its table's lock;
+// when the goroutine falls behind by cap records, records are dropped
+// and counted.
+type asyncWriter struct {
+	mu      sync.RWMutex
+	closed  bool
+	ch      chan []byte
+	done    chan struct{}
+	dropped atomic.Int64
+}
+
+func newAsyncWriter(w io.Writer, capacity int) *asyncWriter {
+	a := &asyncWriter{ch: make(chan []byte, capacity), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for b := range a.ch {
+			_, _ = w.Write(b)
+		}
+	}()
+	return a
+}
+
+func (a *asyncWriter) Write(b []byte) (int, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		a.dropped.Add(1) // a late record, after the proxy stopped
+		return len(b), nil
+	}
+	select {
+	case a.ch <- append([]byte(nil), b...):
+	default:
+		a.dropped.Add(1)
+	}
+	return len(b), nil
+}
+
+// Close writes what is queued and stops; it returns the records dropped.
+func (a *asyncWriter) Close() int64 {
+	a.mu.Lock()
+	a.closed = true
+	close(a.ch)
+	a.mu.Unlock()
+	<-a.done
+	return a.dropped.Load()
+}
+
+// lockedWriter serialises writers sharing one destination.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// redactWriter removes the proxy's own token from every record.
+type redactWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	token string
+}
+
+func (r *redactWriter) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := io.WriteString(r.w, sources.RedactToken(string(b), r.token)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

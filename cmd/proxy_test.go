@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--tls-cert", "c.pem"}, "go together"},
 		{[]string{"proxy", "--upstream", "https://x", "--heal", "maybe"}, "want on or off"},
 		{[]string{"proxy", "--upstream", "https://x", "--close-abandoned", "5"}, "missing unit"},
+		{[]string{"proxy", "--upstream", "https://x", "--close-abandoned", "5s"}, "--force-short-window"},
+		{[]string{"proxy", "--upstream", "https://x", "--act-as", "proxy"}, "needs the proxy's own credentials"},
+		{[]string{"proxy", "--upstream", "https://x", "--act-as", "root"}, "must be one of client, proxy"},
+		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
@@ -114,3 +119,35 @@ func TestSimFirstLineNamesTheEmbeddedProxy(t *testing.T) {
 		}
 	}
 }
+
+// The proxy's log writer never blocks its caller: a stuck destination
+// costs dropped records (counted), not a held lock; what was queued is
+// written at Close, and a late record is dropped, not a panic.
+func TestProxyAsyncLogWriter(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	release := make(chan struct{})
+	w := writerFunc(func(b []byte) (int, error) {
+		<-release
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, string(b))
+		return len(b), nil
+	})
+	a := newAsyncWriter(w, 2)
+	for i := 0; i < 10; i++ {
+		_, _ = a.Write([]byte("record\n")) // never blocks on the stuck writer
+	}
+	close(release)
+	dropped := a.Close()
+	_, _ = a.Write([]byte("late\n"))
+	mu.Lock()
+	defer mu.Unlock()
+	if int64(len(got))+dropped != 10 || dropped == 0 {
+		t.Errorf("written %d, dropped %d of 10", len(got), dropped)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

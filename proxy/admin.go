@@ -16,6 +16,7 @@ const (
 	PathOperations = "/v1/operations"
 	PathStats      = "/v1/stats"
 	PathHealth     = "/v1/health"
+	PathMetrics    = "/metrics"
 )
 
 // OperationsDoc is the JSON of GET /v1/operations.
@@ -25,15 +26,16 @@ type OperationsDoc struct {
 	Operations  []sources.ProxyOperation `json:"operations"`
 }
 
-// Health is the JSON of GET /v1/health.
+// Health is the JSON of GET /v1/health: no token needed, so it names no
+// host, credential or operation. Status is "ok", or "upstream_unreachable"
+// (HTTP 503) with UpstreamReason.
 type Health struct {
-	Status   string    `json:"status"`
-	Upstream string    `json:"upstream"`
-	Since    time.Time `json:"since"`
-	Heal     bool      `json:"heal"`
-	// CloseAbandoned is the --close-abandoned period in Go syntax, "" off.
-	CloseAbandoned string `json:"close_abandoned"`
-	Version        string `json:"version"`
+	Status            string    `json:"status"`
+	Since             time.Time `json:"since"`
+	UpstreamReachable bool      `json:"upstream_reachable"`
+	UpstreamReason    string    `json:"upstream_reason,omitempty"`
+	UpstreamCheckedAt time.Time `json:"upstream_checked_at"`
+	Version           string    `json:"version"`
 }
 
 // AdminHandler serves the admin API behind the bearer token: the facts
@@ -48,13 +50,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 	mux.HandleFunc("GET "+PathStats, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.Stats())
 	})
-	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Upstream: p.upstream.String(), Since: p.started.UTC(), Heal: p.o.Heal, Version: strings.TrimPrefix(p.o.UserAgent, "dbxtop-proxy/")}
-		if p.o.CloseAbandoned > 0 {
-			h.CloseAbandoned = p.o.CloseAbandoned.String()
-		}
-		writeJSON(w, http.StatusOK, h)
-	})
+	mux.Handle("GET "+PathMetrics, p.metrics.handler())
 	mux.HandleFunc("GET "+PathVector, p.serveVector)
 	act := func(do func(*Proxy, *http.Request, string) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -76,6 +72,10 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 	mux.HandleFunc("POST "+PathOperations+"/{id}/cancel", act(func(p *Proxy, r *http.Request, id string) error { return p.Cancel(r.Context(), id) }))
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == PathHealth && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			p.serveHealth(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop-proxy admin"`)
@@ -84,6 +84,19 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// serveHealth answers /v1/health without a token: whether the proxy runs
+// and the upstream answers (probed at most every few seconds).
+func (p *Proxy) serveHealth(w http.ResponseWriter, r *http.Request) {
+	ok, why, at := p.probeUpstream(r.Context())
+	h := Health{Status: "ok", Since: p.started.UTC(), UpstreamReachable: ok, UpstreamReason: why,
+		UpstreamCheckedAt: at.UTC(), Version: strings.TrimPrefix(p.o.UserAgent, "dbxtop-proxy/")}
+	code := http.StatusOK
+	if !ok {
+		h.Status, code = "upstream_unreachable", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, h)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

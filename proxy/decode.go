@@ -15,12 +15,13 @@ import (
 // RPC name, and the session or operation it concerns. A body the proxy
 // cannot decode leaves the fields empty and is forwarded untouched.
 type request struct {
-	call      string
-	sessionID string
-	opID      string
-	secret    []byte
-	fetchNext bool // FetchResults FETCH_NEXT: never repeated
-	decoded   bool
+	call       string
+	sessionID  string
+	sessSecret []byte
+	opID       string
+	secret     []byte
+	fetchNext  bool // FetchResults FETCH_NEXT: never repeated
+	decoded    bool
 	// Where it came from: the Thrift path, the client's User-Agent and its
 	// Authorization header (held in memory only, never output).
 	path, ua, auth string
@@ -40,12 +41,11 @@ func opHandle(h *tc.TOperationHandle) (string, []byte) {
 	return handleID(h.OperationId)
 }
 
-func sessHandle(h *tc.TSessionHandle) string {
+func sessHandle(h *tc.TSessionHandle) (string, []byte) {
 	if h == nil {
-		return ""
+		return "", nil
 	}
-	id, _ := handleID(h.SessionId)
-	return id
+	return handleID(h.SessionId)
 }
 
 // decodeRequest decodes the arguments of the RPCs the proxy follows, with
@@ -77,6 +77,19 @@ func decodeRequest(body []byte) request {
 	case "CloseOperation":
 		args = &tc.TCLIServiceCloseOperationArgs{}
 	default:
+		if metadataCalls[name] {
+			ctx := context.Background()
+			p := thrift.NewReadProtocol(body)
+			if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+				return r
+			}
+			h, err := metadataSession(ctx, p)
+			if err != nil {
+				return r
+			}
+			r.sessionID, r.sessSecret = sessHandle(h)
+			r.decoded = r.sessionID != ""
+		}
 		return r
 	}
 	ctx := context.Background()
@@ -88,22 +101,43 @@ func decodeRequest(body []byte) request {
 		return r
 	}
 	r.decoded = true
+	// A request may carry an empty argument struct (no req at all): the
+	// generated getters of a nil req dereference it, so each is checked.
 	switch a := args.(type) {
 	case *tc.TCLIServiceCloseSessionArgs:
-		r.sessionID = sessHandle(a.GetReq().GetSessionHandle())
+		if a.Req != nil {
+			r.sessionID, r.sessSecret = sessHandle(a.Req.SessionHandle)
+		}
 	case *tc.TCLIServiceExecuteStatementArgs:
-		r.sessionID = sessHandle(a.GetReq().GetSessionHandle())
+		if a.Req != nil {
+			r.sessionID, r.sessSecret = sessHandle(a.Req.SessionHandle)
+		}
 	case *tc.TCLIServiceGetOperationStatusArgs:
-		r.opID, r.secret = opHandle(a.GetReq().GetOperationHandle())
+		if a.Req != nil {
+			r.opID, r.secret = opHandle(a.Req.OperationHandle)
+		}
 	case *tc.TCLIServiceGetResultSetMetadataArgs:
-		r.opID, r.secret = opHandle(a.GetReq().GetOperationHandle())
+		if a.Req != nil {
+			r.opID, r.secret = opHandle(a.Req.OperationHandle)
+		}
 	case *tc.TCLIServiceFetchResultsArgs:
-		r.opID, r.secret = opHandle(a.GetReq().GetOperationHandle())
-		r.fetchNext = a.GetReq().GetOrientation() == tc.TFetchOrientation_FETCH_NEXT
+		if a.Req != nil {
+			r.opID, r.secret = opHandle(a.Req.OperationHandle)
+			r.fetchNext = a.Req.Orientation == tc.TFetchOrientation_FETCH_NEXT
+		}
 	case *tc.TCLIServiceCancelOperationArgs:
-		r.opID, r.secret = opHandle(a.GetReq().GetOperationHandle())
+		if a.Req != nil {
+			r.opID, r.secret = opHandle(a.Req.OperationHandle)
+		}
 	case *tc.TCLIServiceCloseOperationArgs:
-		r.opID, r.secret = opHandle(a.GetReq().GetOperationHandle())
+		if a.Req != nil {
+			r.opID, r.secret = opHandle(a.Req.OperationHandle)
+		}
+	}
+	if name != "OpenSession" && r.opID == "" && r.sessionID == "" {
+		// A followed call without the handle it needs (an empty argument
+		// struct, a short GUID): forwarded untouched, counted undecodable.
+		r.decoded = false
 	}
 	return r
 }
@@ -111,15 +145,22 @@ func decodeRequest(body []byte) request {
 // reply is what the proxy learned from an answer: the TStatus, and per
 // call the handles and states it carries.
 type reply struct {
-	ok        bool // a REPLY with a status was read
-	status    *tc.TStatus
-	exception string // a TApplicationException's text
-	sessionID string
-	opID      string
-	secret    []byte
-	state     *model.State
+	ok         bool // a REPLY with a status was read
+	status     *tc.TStatus
+	exception  string // a TApplicationException's text
+	sessionID  string
+	sessSecret []byte
+	opID       string
+	secret     []byte
+	state      *model.State
+	// moreRows: a FetchResults page (or direct results) said more rows
+	// remain for the client to fetch.
+	moreRows bool
 	// directClosed: ExecuteStatement's direct results closed the operation.
 	directClosed bool
+	// why an answer was not read (its encoding), for the operation's
+	// unobserved reason.
+	why string
 }
 
 // statusErr turns a non-success TStatus into the error dbxtop's own
@@ -171,13 +212,20 @@ func decodeReply(call string, prefix []byte) reply {
 	}
 	// Read errors are ignored on purpose: the generated readers fill
 	// fields as they go, and a truncated prefix leaves the later ones unset.
+	if metadataCalls[call] {
+		st, h := metadataResult(ctx, p)
+		r.status = st
+		r.opID, r.secret = opHandle(h)
+		r.ok = r.status != nil
+		return r
+	}
 	switch call {
 	case "OpenSession":
 		res := &tc.TCLIServiceOpenSessionResult{}
 		_ = res.Read(ctx, p)
 		if s := res.Success; s != nil {
 			r.status = s.Status
-			r.sessionID = sessHandle(s.SessionHandle)
+			r.sessionID, r.sessSecret = sessHandle(s.SessionHandle)
 		}
 	case "CloseSession":
 		res := &tc.TCLIServiceCloseSessionResult{}
@@ -195,6 +243,9 @@ func decodeReply(call string, prefix []byte) reply {
 				if st := d.OperationStatus; st != nil && st.OperationState != nil {
 					v := model.FromThrift(int32(*st.OperationState))
 					r.state = &v
+				}
+				if rs := d.ResultSet; rs != nil && rs.HasMoreRows != nil {
+					r.moreRows = *rs.HasMoreRows
 				}
 				if c := d.CloseOperation; c != nil && c.Status != nil &&
 					(c.Status.StatusCode == tc.TStatusCode_SUCCESS_STATUS || c.Status.StatusCode == tc.TStatusCode_SUCCESS_WITH_INFO_STATUS) {
@@ -223,6 +274,7 @@ func decodeReply(call string, prefix []byte) reply {
 		_ = res.Read(ctx, p)
 		if s := res.Success; s != nil {
 			r.status = s.Status
+			r.moreRows = s.GetHasMoreRows()
 		}
 	case "CancelOperation":
 		res := &tc.TCLIServiceCancelOperationResult{}

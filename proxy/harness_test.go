@@ -35,7 +35,10 @@ func startProxy(t testing.TB, upstream string, o Options) *Server {
 	if o.Tick == 0 {
 		o.Tick = 50 * time.Millisecond
 	}
-	if o.Logf == nil {
+	if o.CloseDefer == 0 {
+		o.CloseDefer = 100 * time.Millisecond
+	}
+	if o.Logf == nil && o.Logger == nil {
 		o.Logf = t.Logf
 	}
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})

@@ -13,10 +13,13 @@ import (
 	"sync"
 	"time"
 
+	athrift "github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
 )
 
 // Bounds on what the proxy reads of a body to observe it. Bodies are
@@ -62,9 +65,8 @@ func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	prefix, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBuffer+1))
 	if err != nil {
 		_ = req.Body.Close()
-		return nil, fmt.Errorf("reading the client's request: %w", err)
+		return nil, &clientError{err: err}
 	}
-	now := p.clk.Now()
 	if len(prefix) > maxRequestBuffer {
 		// Too large to hold: stream it on, observed by name only.
 		p.stats.tooLarge.Add(1)
@@ -78,17 +80,20 @@ func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_ = req.Body.Close()
 	rq := decodeRequest(prefix)
+	if slot, _ := req.Context().Value(callKey{}).(*callSlot); slot != nil {
+		slot.name = rq.call
+	}
 	p.countCall(rq.call)
 	if rq.call != "" && !rq.decoded && isFollowed(rq.call) {
 		p.stats.undecodable.Add(1)
 	}
 	rq.path, rq.ua, rq.auth = req.URL.Path, req.Header.Get("User-Agent"), req.Header.Get("Authorization")
-	p.observeRequest(rq, now)
+	tr := p.observeRequest(rq)
 
 	call := poller.Call{Name: rq.call, OpID: rq.opID}
 	switch {
 	case !p.o.Heal || rq.call == "":
-		return t.once(req, rq, prefix)
+		return t.once(req, rq, tr, prefix)
 	case healable[rq.call]:
 		call.Safe = true
 	case rq.call == "ExecuteStatement":
@@ -97,9 +102,9 @@ func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 		// failure may have executed it).
 	default:
 		// FetchResults (FETCH_NEXT moves a cursor), OpenSession, unknown.
-		return t.once(req, rq, prefix)
+		return t.once(req, rq, tr, prefix)
 	}
-	return t.healed(req, rq, prefix, call)
+	return t.healed(req, rq, tr, prefix, call)
 }
 
 func isFollowed(call string) bool {
@@ -108,23 +113,23 @@ func isFollowed(call string) bool {
 		"FetchResults", "CancelOperation", "CloseOperation":
 		return true
 	}
-	return false
+	return metadataCalls[call]
 }
 
 // once forwards with a single attempt.
-func (t *observer) once(req *http.Request, rq request, body []byte) (*http.Response, error) {
+func (t *observer) once(req *http.Request, rq request, tr tracked, body []byte) (*http.Response, error) {
 	resp, err := t.attempt(req.Context(), req, rq.call, body, false)
 	if err != nil && resp == nil {
-		t.p.observeFailure(rq, err)
+		t.p.observeFailure(rq, tr, 0, err)
 		return nil, err
 	}
-	return t.p.observeResponse(rq, resp, 1), nil
+	return t.p.observeResponse(rq, tr, resp, 1), nil
 }
 
 // healed runs the call under the retry policy, on a fresh connection after
 // a transport error, within the client's own request (its context ends
 // when the client gives up).
-func (t *observer) healed(req *http.Request, rq request, body []byte, call poller.Call) (*http.Response, error) {
+func (t *observer) healed(req *http.Request, rq request, tr tracked, body []byte, call poller.Call) (*http.Response, error) {
 	var last *http.Response
 	attempts := 0
 	var firstErr error
@@ -151,9 +156,9 @@ func (t *observer) healed(req *http.Request, rq request, body []byte, call polle
 	}
 	if last != nil {
 		// The upstream's own last answer (maybe an error) goes back as it is.
-		return t.p.observeResponse(rq, last, attempts), nil
+		return t.p.observeResponse(rq, tr, last, attempts), nil
 	}
-	t.p.observeFailure(rq, err)
+	t.p.observeFailure(rq, tr, 0, err)
 	return nil, err
 }
 
@@ -171,12 +176,17 @@ func (t *observer) attempt(actx context.Context, req *http.Request, call string,
 	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	tr := p.up
+	if !healable[call] {
+		tr = p.recent
+	}
 	if fresh {
 		tr = p.fresh
 		p.stats.freshConns.Add(1)
 	}
 	stop := context.AfterFunc(actx, cancel)
+	t0 := time.Now()
 	resp, err := tr.RoundTrip(out)
+	p.metrics.upstream(call, time.Since(t0))
 	if err != nil {
 		stop()
 		cancel()
@@ -207,6 +217,14 @@ func (t *observer) attempt(actx context.Context, req *http.Request, call string,
 	return resp, nil
 }
 
+// clientError is the client's own failure to send its request (a body
+// cut short, or not sent within the read deadline): the client's, never
+// counted as an upstream failure.
+type clientError struct{ err error }
+
+func (e *clientError) Error() string { return "reading the client's request: " + e.err.Error() }
+func (e *clientError) Unwrap() error { return e.err }
+
 // attemptTimeout is the policy's per-attempt deadline passing while the
 // client still waits: a transport timeout for classification.
 type attemptTimeout struct{ err error }
@@ -233,24 +251,106 @@ func (b *cancelBody) Close() error {
 
 // observeResponse wraps the answer's body: its first bytes are kept as
 // they stream to the client, and decoded once the body ends or is closed.
-func (p *Proxy) observeResponse(rq request, resp *http.Response, attempts int) *http.Response {
+func (p *Proxy) observeResponse(rq request, tr tracked, resp *http.Response, attempts int) *http.Response {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body) // already bounded and buffered by attempt
 		resp.Body = io.NopCloser(bytes.NewReader(b))
-		p.observeFailure(rq, sources.ParseHTTPError(rq.call, resp.StatusCode, resp.Header, b))
+		p.observeFailure(rq, tr, resp.StatusCode, sources.ParseHTTPError(rq.call, resp.StatusCode, resp.Header, b))
 		return resp
 	}
 	if rq.call == "" {
 		return resp
 	}
+	if rq.call == "CloseOperation" && rq.opID != "" {
+		return p.observeClose(rq, tr, resp)
+	}
 	limit := replyPrefix
 	if rq.call == "FetchResults" {
 		limit = fetchReplyPrefix
 	}
+	h := resp.Header.Clone()
 	resp.Body = &teeBody{rc: resp.Body, limit: limit, done: func(prefix []byte, complete bool) {
-		p.observeReply(rq, decodeReply(rq.call, prefix))
+		plain, ok := decodeBody(h, prefix, limit)
+		if !ok {
+			p.observeReply(rq, tr, reply{why: "answered in Content-Encoding " + clean(h.Get("Content-Encoding")) + ", which the proxy cannot decode"}, complete)
+			return
+		}
+		p.observeReply(rq, tr, decodeReply(rq.call, plain), complete)
 	}}
 	return resp
+}
+
+// observeClose reads a client's CloseOperation answer whole (it is a few
+// bytes) so that, when the server says INVALID_HANDLE for exactly the
+// handle and secret the proxy itself closed, with the credentials the
+// server accepted for it, the client is told its close succeeded: the
+// proxy's close was the client's, made for it. Every other answer goes
+// back as it came.
+func (p *Proxy) observeClose(rq request, tr tracked, resp *http.Response) *http.Response {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+	if err != nil || len(b) > maxErrorBody {
+		// Not a close answer the proxy can judge: streamed on as it is.
+		resp.Body = &teeBody{rc: struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}, limit: maxErrorBody, done: func(prefix []byte, complete bool) {
+			p.observeReply(rq, tr, reply{}, complete)
+		}}
+		return resp
+	}
+	_ = resp.Body.Close()
+	plain, decodable := decodeBody(resp.Header, b, maxErrorBody)
+	r := reply{}
+	if decodable {
+		r = decodeReply(rq.call, plain)
+	}
+	if out := p.closedByProxyAnswer(rq, r, plain); out != nil {
+		b = out
+		resp.Header.Del("Content-Encoding")
+		r = decodeReply(rq.call, out)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.Header.Del("Transfer-Encoding")
+	p.observeReply(rq, tr, r, true)
+	return resp
+}
+
+// closedByProxyAnswer is a successful CloseOperation answer to replace
+// r, or nil when r is not INVALID_HANDLE for a handle the proxy closed
+// for this very client.
+func (p *Proxy) closedByProxyAnswer(rq request, r reply, body []byte) []byte {
+	if !r.ok || r.status == nil || r.status.StatusCode != tc.TStatusCode_INVALID_HANDLE_STATUS {
+		return nil
+	}
+	p.st.mu.Lock()
+	o, owned := p.owned(rq)
+	ok := o != nil && owned && o.closedByProxy
+	if ok {
+		now := p.clk.Now()
+		o.event(now, "client-close-answered", "the client's CloseOperation got INVALID_HANDLE for the handle the proxy had closed for it; answered as a successful close", "")
+		p.stats.closeAnswered.Add(1)
+	}
+	p.st.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ctx := context.Background()
+	_, _, seq, err := thrift.NewReadProtocol(body).ReadMessageBegin(ctx)
+	if err != nil {
+		return nil
+	}
+	buf := athrift.NewTMemoryBuffer()
+	out := athrift.NewTBinaryProtocolConf(buf, nil)
+	_ = out.WriteMessageBegin(ctx, rq.call, athrift.REPLY, seq)
+	res := &tc.TCLIServiceCloseOperationResult{Success: &tc.TCloseOperationResp{Status: &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}}}
+	if res.Write(ctx, out) != nil || out.WriteMessageEnd(ctx) != nil {
+		return nil
+	}
+	p.log.Info("client close answered as success", "statement_id", rq.opID,
+		"evidence", "INVALID_HANDLE for the handle and secret the proxy closed, with the owner's credentials")
+	return buf.Bytes()
 }
 
 // teeBody keeps at most limit bytes of what passes through.
@@ -298,43 +398,92 @@ func (p *Proxy) countCall(name string) {
 	p.stats.call(name)
 }
 
-// observeRequest records a client call: the client's activity on the
-// operation or session it names, before the answer.
-func (p *Proxy) observeRequest(rq request, now time.Time) {
+// tracked is what a request counted as in flight, released when its
+// answer ends.
+type tracked struct {
+	o  *op
+	ss *session
+}
+
+// observeRequest notes a request in flight on the operation or session it
+// names, when the proxy holds it. Nothing is recorded or stamped before
+// the server answers: a request proves nothing about who sent it.
+func (p *Proxy) observeRequest(rq request) tracked {
+	var tr tracked
+	if rq.opID == "" && rq.sessionID == "" {
+		return tr
+	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
-	switch {
-	case rq.opID != "":
-		o := p.st.touchOp(rq.opID, rq.secret, rq.path, rq.ua, rq.auth, now)
-		if rq.call == "CloseOperation" {
-			o.f.Close.ClientAttempts++
+	if rq.opID != "" {
+		if o := p.st.ops[rq.opID]; o != nil {
+			o.inflight++
+			tr.o = o
 		}
-	case rq.sessionID != "":
-		p.st.touchSession(rq.sessionID, rq.path, rq.ua, rq.auth, now)
+	} else if ss := p.st.sessions[rq.sessionID]; ss != nil {
+		ss.inflight++
+		tr.ss = ss
+	}
+	return tr
+}
+
+// release ends a request's in-flight count. Called with the store locked.
+func (tr tracked) release() {
+	if tr.o != nil {
+		tr.o.inflight--
+	}
+	if tr.ss != nil {
+		tr.ss.inflight--
 	}
 }
 
-// observeFailure records a call that got no usable answer upstream.
-func (p *Proxy) observeFailure(rq request, err error) {
-	if rq.call != "CloseOperation" || rq.opID == "" {
-		return
+// refused says whether an HTTP status is the server refusing the
+// request's credentials or permissions.
+func refused(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// observeFailure records a call that got no usable answer upstream: an
+// HTTP error (status) or none at all (status 0).
+func (p *Proxy) observeFailure(rq request, tr tracked, status int, err error) {
+	switch {
+	case refused(status):
+		p.stats.refused.Add(1)
+		p.metrics.outcome(rq.call, outcomeRefused)
+	case status != 0:
+		p.metrics.outcome(rq.call, outcomeHTTPError)
+	default:
+		p.metrics.outcome(rq.call, outcomeNoAnswer)
 	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
-	o := p.st.ops[rq.opID]
-	if o == nil {
+	tr.release()
+	if rq.call != "CloseOperation" || rq.opID == "" || refused(status) {
 		return
 	}
-	if errors.Is(err, sources.ErrHandleGone) {
-		p.markGone(o)
+	o, owned := p.owned(rq)
+	if o == nil || !owned {
 		return
 	}
+	o.f.Close.ClientAttempts++
 	p.clientCloseFailed(o, err)
 }
 
+// owned finds the operation rq names and says whether rq carried exactly
+// the handle secret and the credentials the server accepted for it.
+// Called with the store locked.
+func (p *Proxy) owned(rq request) (*op, bool) {
+	o := p.st.ops[rq.opID]
+	if o == nil {
+		return nil, false
+	}
+	return o, bytes.Equal(o.secret, rq.secret) && sumAuth(rq.auth) == o.ownerSum()
+}
+
 // clientCloseFailed queues a close the client could not make: the client
-// got the real error; the proxy retries until it succeeds or the handle is
-// gone. Called with the store locked.
+// got the real error; the proxy retries after the drivers' own close
+// retries are over, until it succeeds or the handle is gone. Called with
+// the store locked.
 func (p *Proxy) clientCloseFailed(o *op, err error) {
 	if !o.open() {
 		return
@@ -346,117 +495,272 @@ func (p *Proxy) clientCloseFailed(o *op, err error) {
 	o.f.Close.ClientError = info
 	o.f.Close.LastError = info
 	if !o.queued {
-		o.queued = true
-		o.f.Close.Queued = true
-		o.f.Close.NextTry = now
+		p.st.setQueued(o, true)
+		// The client may still be retrying its own close: the queue's first
+		// try waits past the drivers' retries (docs/proxy.md).
+		o.f.Close.NextTry = now.Add(p.o.CloseDefer)
+		p.st.arm(o, o.f.Close.NextTry)
 		p.stats.closesQueued.Add(1)
 		o.event(now, "close-queued", "the client's CloseOperation failed upstream ("+info.Message+"); queued for the proxy to close", "")
-		p.o.Logf("proxy: %s: client close failed upstream: %s; queued", o.f.StatementID, info.Message)
+		p.log.Info("close queued", "statement_id", o.f.StatementID, "cause", info.Message, "first_try", o.f.Close.NextTry.UTC())
 	}
 }
 
 func (p *Proxy) markGone(o *op) {
-	if o.open() {
-		o.setClosed(sources.ProxyGone, p.clk.Now())
-	}
+	p.st.setClosed(o, sources.ProxyGone, p.clk.Now())
 }
 
-// observeReply records what an answer said.
-func (p *Proxy) observeReply(rq request, r reply) {
-	if !r.ok {
-		if rq.call != "" && isFollowed(rq.call) {
-			p.stats.undecodable.Add(1)
+// success says whether a decoded answer is the server accepting the call.
+func success(r reply, call string) bool {
+	return r.ok && r.exception == "" && r.statusErr(call) == nil
+}
+
+// observeReply records what a 200 answer said, once its body ended
+// (complete: the client received all of it). Only what the server
+// confirmed is recorded: a handle it returned, or a successful call on a
+// handle (learned after start when the proxy had not seen it).
+func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
+	switch {
+	case !isFollowed(rq.call):
+		p.metrics.outcome(rq.call, outcomeForwarded)
+	case !r.ok:
+		p.stats.undecodable.Add(1)
+		if r.why != "" {
+			p.stats.unobserved.Add(1)
 		}
-		return
+		p.metrics.outcome(rq.call, outcomeUndecodable)
+	case success(r, rq.call):
+		p.metrics.outcome(rq.call, outcomeOK)
+	default:
+		p.metrics.outcome(rq.call, outcomeErrorStatus)
 	}
 	now := p.clk.Now()
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
+	tr.release()
+	if !r.ok {
+		if o := p.st.ops[rq.opID]; o != nil && o.open() && isFollowed(rq.call) && bytes.Equal(o.secret, rq.secret) {
+			// What the server said is unknown: not followed as if open
+			// forever; forgotten after retention like a finished one.
+			why := r.why
+			if why == "" {
+				why = "its " + rq.call + " answer was not a Thrift reply the proxy could read"
+			}
+			o.f.Unobserved = why
+			o.f.State = model.StateUnknown
+			o.event(now, "unobserved", why, "")
+			p.st.setClosed(o, sources.ProxyUnobserved, now)
+			o.f.State = model.StateUnknown
+			p.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
+		}
+		return
+	}
+	ok := success(r, rq.call)
 	serr := r.statusErr(rq.call)
+	if !ok {
+		p.stats.refusedCalls.Add(1)
+	}
 	switch rq.call {
 	case "OpenSession":
-		if serr == nil && r.sessionID != "" {
-			// The request named no session; the answer does.
-			p.st.touchSession(r.sessionID, rq.path, rq.ua, rq.auth, now)
+		if ok && r.sessionID != "" && p.st.sessions[r.sessionID] == nil {
+			if ss := p.st.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
+				p.setAuth(&ss.auth, &ss.owner, rq.auth)
+			}
 		}
-	case "ExecuteStatement":
-		if serr != nil || r.opID == "" {
+	case "ExecuteStatement", "GetTypeInfo", "GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes",
+		"GetColumns", "GetFunctions", "GetPrimaryKeys", "GetCrossReference":
+		// Calls that return an operation handle.
+		if !ok || r.opID == "" || p.st.ops[r.opID] != nil {
 			return
 		}
-		ss := p.st.sessions[rq.sessionID]
-		path, ua := "", ""
+		ss := p.sessionFor(rq, now)
+		path, ua := rq.path, rq.ua
 		if ss != nil {
 			path, ua = ss.path, ss.ua
 		}
-		o := p.st.ops[r.opID]
+		o := p.st.addOp(r.opID, r.secret, path, ua, now)
 		if o == nil {
-			o = p.st.addOp(r.opID, r.secret, path, ua, now)
+			return
 		}
-		o.sess = ss
 		o.f.SessionID = rq.sessionID
 		if ss != nil {
+			o.sess = ss
+			ss.open[o] = struct{}{}
 			o.f.SessionLastClientRPCAt = ss.lastRPC
+		} else {
+			p.setAuth(&o.auth, &o.owner, rq.auth)
 		}
 		if r.state != nil {
 			o.f.State = *r.state
 		}
+		o.moreRows, o.undelivered = r.moreRows, !complete
 		if r.directClosed {
-			o.setClosed(sources.ProxyClosedByServer, now)
+			p.st.setClosed(o, sources.ProxyClosedByServer, now)
+			return
 		}
+		p.armAbandon(o, now)
 	case "CloseSession":
 		ss := p.st.sessions[rq.sessionID]
-		if serr != nil || ss == nil {
+		if !ok || ss == nil || !bytes.Equal(ss.secret, rq.sessSecret) {
 			return
 		}
-		ss.closed, ss.auth = true, ""
 		// HiveServer2 closes a session's operations with it.
-		for _, o := range p.st.ops {
-			if o.sess == ss && o.open() {
-				o.setClosed(sources.ProxyClosedByServer, now)
-			}
+		for o := range ss.open {
+			p.st.setClosed(o, sources.ProxyClosedByServer, now)
 		}
+		p.st.dropSession(ss)
 	default:
+		if rq.opID == "" {
+			return
+		}
 		o := p.st.ops[rq.opID]
 		if o == nil {
+			if ok && rq.call != "CloseOperation" {
+				p.learn(rq, r, complete, now)
+			}
 			return
 		}
+		if !bytes.Equal(o.secret, rq.secret) {
+			// Another handle under the same GUID: not this operation's.
+			p.stats.mismatched.Add(1)
+			return
+		}
+		if rq.call == "CloseOperation" {
+			o.f.Close.ClientAttempts++
+			if ok && o.closedByProxy {
+				return // the client's retried close, answered for the proxy's
+			}
+		}
 		if errors.Is(serr, sources.ErrHandleGone) {
+			// The server accepted the credentials and says the handle is gone.
 			p.markGone(o)
 			return
+		}
+		if !ok {
+			if rq.call == "CloseOperation" && sumAuth(rq.auth) == o.ownerSum() {
+				p.clientCloseFailed(o, serr)
+			}
+			return
+		}
+		p.confirmed(o, rq, now)
+		o.undelivered = !complete
+		if rq.call == "FetchResults" {
+			o.moreRows = r.moreRows
 		}
 		if r.state != nil && o.open() {
 			o.f.State = *r.state
 		}
-		if rq.call == "CloseOperation" {
-			if serr == nil {
-				if o.open() {
-					o.setClosed(sources.ProxyClosed, now)
-				}
-				return
+		switch rq.call {
+		case "CloseOperation":
+			p.st.setClosed(o, sources.ProxyClosed, now)
+		case "CancelOperation":
+			if o.f.State.Live() {
+				o.f.State = model.StateCanceled
 			}
-			p.clientCloseFailed(o, serr)
 		}
-		if rq.call == "CancelOperation" && serr == nil && o.f.State.Live() {
-			o.f.State = model.StateCanceled
+	}
+}
+
+// confirmed stamps a successful call on o: the client's activity, and
+// the credentials the server just accepted (a refreshed token replaces
+// the old one). Called with the store locked.
+func (p *Proxy) confirmed(o *op, rq request, now time.Time) {
+	o.f.LastClientRPCAt = now
+	if o.sess != nil && o.sess.open != nil { // a dropped session keeps no credentials
+		p.st.touchSession(o.sess, now)
+		o.f.SessionLastClientRPCAt = now
+		p.setAuth(&o.sess.auth, &o.sess.owner, rq.auth)
+		return
+	}
+	if o.open() {
+		p.setAuth(&o.auth, &o.owner, rq.auth)
+	}
+}
+
+// sessionFor finds the session an ExecuteStatement the server accepted
+// ran in, learning it when the proxy had not seen it open. Called with
+// the store locked.
+func (p *Proxy) sessionFor(rq request, now time.Time) *session {
+	if rq.sessionID == "" {
+		return nil
+	}
+	ss := p.st.sessions[rq.sessionID]
+	if ss != nil && !bytes.Equal(ss.secret, rq.sessSecret) {
+		return nil
+	}
+	if ss == nil {
+		ss = p.st.addSession(rq.sessionID, rq.sessSecret, rq.path, rq.ua, now)
+		if ss == nil {
+			return nil
 		}
+		ss.learned = true
+	} else {
+		p.st.touchSession(ss, now)
+	}
+	p.setAuth(&ss.auth, &ss.owner, rq.auth)
+	return ss
+}
+
+// learn records an operation the proxy first sees through a successful
+// call on it (it started before the proxy, or its start was not
+// recorded). Called with the store locked.
+func (p *Proxy) learn(rq request, r reply, complete bool, now time.Time) {
+	o := p.st.addOp(rq.opID, rq.secret, rq.path, rq.ua, now)
+	if o == nil {
+		return
+	}
+	o.f.LearnedAfterStart = true
+	p.setAuth(&o.auth, &o.owner, rq.auth)
+	if r.state != nil {
+		o.f.State = *r.state
+	}
+	o.undelivered = !complete
+	if rq.call == "FetchResults" {
+		o.moreRows = r.moreRows
+	}
+	if rq.call == "CancelOperation" && o.f.State.Live() {
+		o.f.State = model.StateCanceled
+	}
+	o.event(now, "learned", rq.call+" succeeded on an operation the proxy had not seen start", "")
+	p.armAbandon(o, now)
+}
+
+// setAuth keeps the credentials the server accepted: their hash always,
+// the header itself only with --act-as client.
+func (p *Proxy) setAuth(auth *string, owner *authSum, h string) {
+	if h == "" {
+		return
+	}
+	*owner = sumAuth(h)
+	if p.o.ActAs == ActAsClient {
+		*auth = h
+	}
+}
+
+// armAbandon sets an open operation's first abandonment look.
+func (p *Proxy) armAbandon(o *op, now time.Time) {
+	if p.o.CloseAbandoned > 0 && o.open() && o.hidx < 0 {
+		p.st.arm(o, now.Add(p.o.CloseAbandoned))
 	}
 }
 
 // recordHeal notes that the proxy repeated a client's call.
 func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
+	cause := ""
+	if first != nil {
+		cause = clean(poller.ErrorInfoOf(first).Message)
+	}
 	if ok {
 		p.stats.healed.Add(1)
+		p.log.Info("healed", "call", rq.call, "statement_id", rq.opID, "attempts", attempts, "first_failure", cause)
 	} else {
 		p.stats.healFailed.Add(1)
+		p.log.Warn("heal failed", "call", rq.call, "statement_id", rq.opID, "attempts", attempts, "first_failure", cause)
 	}
 	if rq.opID == "" {
 		return
 	}
 	now := p.clk.Now()
-	cause := ""
-	if first != nil {
-		cause = poller.ErrorInfoOf(first).Message
-	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
 	o := p.st.ops[rq.opID]

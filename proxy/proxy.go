@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -51,8 +52,41 @@ type Options struct {
 	Clock poller.Clock
 	// Tick is how often the close queue and abandonment look (default 1s).
 	Tick time.Duration
-	// Logf receives one line per action; it never gets a token or body.
+	// Logger receives one structured record per upstream failure, heal,
+	// queued close, abandonment action and eviction; never a token, a
+	// handle secret or SQL text. nil: Logf, else nothing.
+	Logger *slog.Logger
+	// Logf receives the same records as text lines when Logger is nil.
 	Logf func(string, ...any)
+	// ActAs says whose credentials the proxy's own calls use:
+	// ActAsClient (the default: the owning client's, held in memory for
+	// its session only) or ActAsProxy (Authenticate's).
+	ActAs string
+	// CloseDefer is how long after a client's failed close the close
+	// queue first tries, past the drivers' own close retries (default
+	// DefaultCloseDefer).
+	CloseDefer time.Duration
+	// RetainFinished keeps a finished operation this long
+	// (--retain-finished, default DefaultRetainFinished); MaxOperations
+	// bounds the operations held (--max-operations, default
+	// DefaultMaxOperations).
+	RetainFinished time.Duration
+	MaxOperations  int
+	// ServerIdleTimeout is the server's own inactivity reaper
+	// (--server-idle-timeout, default 430 s): an operation with result
+	// pages left to fetch is not closed for abandonment before it.
+	ServerIdleTimeout time.Duration
+	// UpstreamIdleTimeout retires a pooled upstream connection idle this
+	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
+	// before the server or a load balancer closes it under a request.
+	UpstreamIdleTimeout time.Duration
+	// MaxConns bounds open client connections and MaxConnsPerClient the
+	// requests in flight per Authorization value (0: no limit); beyond
+	// them a request is answered 503 with Retry-After.
+	MaxConns, MaxConnsPerClient int
+	// StateFile persists the close queue (handles and secrets, never
+	// credentials); "" keeps it in memory only. See StateFile().
+	StateFile string
 	// Gate says whether a warehouse is RUNNING (a *sources.WarehouseGate
 	// fed by ListWarehouses). The proxy's own Thrift calls (its close
 	// queue, abandonment, dbxtop's close and cancel) go only to running
@@ -95,6 +129,39 @@ const (
 	healBudget = 2000
 )
 
+// Whose credentials the proxy's own calls use (--act-as).
+const (
+	ActAsClient = "client"
+	ActAsProxy  = "proxy"
+)
+
+// DefaultCloseDefer waits past the drivers' own close retries before the
+// close queue's first try: databricks-sql-go retries at 1, 2, 4 and 8 s
+// (15 s), the Node driver and the JDBC fix within a few seconds
+// (docs/proxy.md "The close queue").
+const DefaultCloseDefer = 20 * time.Second
+
+// DefaultUpstreamIdleTimeout is under the 60 s idle timeout common to
+// cloud load balancers (AWS ALB's default; Azure's is 4 min): a pooled
+// connection is retired before one could close it.
+const DefaultUpstreamIdleTimeout = 50 * time.Second
+
+// recentIdle: a connection idle longer than this is not reused for a call
+// that must not be repeated; maxIdlePerHost: pooled connections kept.
+const (
+	recentIdle     = 2 * time.Second
+	maxIdlePerHost = 256
+)
+
+// DefaultServerIdleTimeout is the server's inactivity reaper dbxtop
+// counts down to (docs/configuration.md, --server-idle-timeout).
+const DefaultServerIdleTimeout = 430 * time.Second
+
+// MinCloseAbandoned is the shortest --close-abandoned window accepted
+// without --force-short-window: drivers poll every 0.1 to 1 s, but a
+// client's own pauses between pages or polls can be longer.
+const MinCloseAbandoned = 30 * time.Second
+
 // DefaultUserAgent is used when Options.UserAgent is empty.
 const DefaultUserAgent = "dbxtop-proxy/dev"
 
@@ -105,16 +172,25 @@ type Proxy struct {
 	rp       *httputil.ReverseProxy
 	up       *http.Transport // pooled
 	fresh    *http.Transport // no keep-alive: a healing retry never reuses a stale connection
+	recent   *http.Transport // idle connections kept only moments: for calls never repeated
 	pol      *poller.Policy
 	own      *thrift.Client
 	clk      poller.Clock
 	st       *store
 	stats    counters
 	vec      vectorState // the REST leg's Vector Search writes (vector.go)
+	metrics  *metrics
+	limits   limiter
+	health   upstreamHealth
+	log      *slog.Logger
 	started  time.Time
 	wg       sync.WaitGroup
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
+	// lastFullLog: the last "table full" log line (store lock).
+	lastFullLog time.Time
+	// kept: persisted closes the proxy cannot make (store lock).
+	kept []persistedClose
 }
 
 // New checks o and builds a Proxy; Run starts its close queue.
@@ -129,10 +205,36 @@ func New(o Options) (*Proxy, error) {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	switch o.ActAs {
+	case "":
+		o.ActAs = ActAsClient
+	case ActAsClient, ActAsProxy:
+	default:
+		return nil, fmt.Errorf("proxy: --act-as %q: want client or proxy", o.ActAs)
 	}
-	p := &Proxy{o: o, upstream: u, st: newStore(), clk: o.Clock, ownSem: make(chan struct{}, 4)}
+	if o.ActAs == ActAsProxy && o.Authenticate == nil {
+		return nil, errors.New("proxy: --act-as proxy needs the proxy's workspace credentials (--profile or DATABRICKS_TOKEN)")
+	}
+	if o.CloseDefer <= 0 {
+		o.CloseDefer = DefaultCloseDefer
+	}
+	if o.UpstreamIdleTimeout <= 0 {
+		o.UpstreamIdleTimeout = DefaultUpstreamIdleTimeout
+	}
+	if o.ServerIdleTimeout <= 0 {
+		o.ServerIdleTimeout = DefaultServerIdleTimeout
+	}
+	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
+	p.log = o.Logger
+	if p.log == nil {
+		p.log = slog.New(slog.NewTextHandler(logfWriter(o.Logf), nil))
+	}
+	p.st.onEvict = func(o *op, why string) {
+		p.log.Info("operation evicted", "statement_id", o.f.StatementID, "outcome", o.f.Close.Outcome, "reason", why)
+	}
+	p.st.onFull = func(id string) { p.notRecorded(id) }
+	p.metrics = newMetrics(p)
+	p.limits = limiter{maxConns: o.MaxConns, perClient: o.MaxConnsPerClient, busy: map[authSum]int{}}
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
@@ -141,8 +243,26 @@ func New(o Options) (*Proxy, error) {
 	if p.up == nil {
 		p.up = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	// Pooled connections are retired before the server's or load
+	// balancer's idle timeout would close them under a request; enough are
+	// kept for the clients behind the proxy (the default of 2 per host
+	// churns a new connection for most requests under load).
+	p.up.IdleConnTimeout = o.UpstreamIdleTimeout
+	// The upstream is asked for the encodings the client asked for and no
+	// other: net/http would otherwise add Accept-Encoding: gzip itself.
+	p.up.DisableCompression = true
+	if p.up.MaxIdleConnsPerHost < maxIdlePerHost {
+		p.up.MaxIdleConnsPerHost = maxIdlePerHost
+	}
+	if p.up.MaxIdleConns != 0 && p.up.MaxIdleConns < maxIdlePerHost {
+		p.up.MaxIdleConns = maxIdlePerHost
+	}
 	p.fresh = p.up.Clone()
 	p.fresh.DisableKeepAlives = true
+	// Calls that must not be repeated (ExecuteStatement, OpenSession,
+	// FetchResults) reuse only a connection that answered moments ago.
+	p.recent = p.up.Clone()
+	p.recent.IdleConnTimeout = recentIdle
 	po := o.Policy
 	po.Clock = o.Clock
 	if po.Base <= 0 {
@@ -213,23 +333,49 @@ func ParseUpstream(s string) (*url.URL, error) {
 // ServeHTTP forwards a client's request upstream.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.stats.requests.Add(1)
-	p.rp.ServeHTTP(w, r)
+	why, release := p.limits.admit(r)
+	if why != "" {
+		p.refuseLimited(w, why)
+		return
+	}
+	defer release()
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, &callSlot{})))
 }
 
 // answerError is ReverseProxy's answer when no upstream answer can be
 // given: a 502 with a Databricks-style error body naming the call, the
 // attempts and the cause, so the client's error says what happened.
 func (p *Proxy) answerError(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *clientError
+	if errors.As(err, &ce) {
+		// The client's own framing error or slowness: its fault, not the
+		// upstream's; nothing was sent upstream.
+		p.stats.clientErrors.Add(1)
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", clean("dbxtop-proxy: "+err.Error()))
+		return
+	}
 	if r.Context().Err() != nil {
 		p.stats.clientGone.Add(1)
 		return // the client left: nobody to answer
 	}
 	p.stats.upstreamFailures.Add(1)
-	msg := clean("dbxtop-proxy: upstream " + sources.Redact(err.Error()))
+	reason := clean(sources.Redact(err.Error()))
+	call := ""
+	if slot, _ := r.Context().Value(callKey{}).(*callSlot); slot != nil {
+		call = slot.name
+	}
+	p.log.Warn("upstream failure", "call", call, "path", clean(r.URL.Path), "reason", reason)
+	msg := clean("dbxtop-proxy: upstream " + reason)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadGateway)
 	_, _ = fmt.Fprintf(w, `{"error_code":"BAD_GATEWAY","message":%q}`, msg)
 }
+
+// callKey carries a *callSlot: the transport names the RPC there for
+// answerError (same goroutine, one after the other).
+type callKey struct{}
+
+type callSlot struct{ name string }
 
 // Run drives the close queue and abandonment until ctx ends; it returns
 // when its goroutines have stopped.
@@ -241,6 +387,7 @@ func (p *Proxy) Run(ctx context.Context) {
 			return
 		case <-p.clk.After(p.o.Tick):
 			p.tick(ctx)
+			p.persistQueue(false)
 		}
 	}
 }
@@ -249,6 +396,30 @@ func (p *Proxy) Run(ctx context.Context) {
 func (p *Proxy) CloseIdleConnections() {
 	p.up.CloseIdleConnections()
 	p.fresh.CloseIdleConnections()
+	p.recent.CloseIdleConnections()
+}
+
+// logfWriter turns slog's text lines into Logf calls (nil: discarded).
+type logfWriter func(string, ...any)
+
+func (f logfWriter) Write(b []byte) (int, error) {
+	if f != nil {
+		f("%s", strings.TrimSuffix(string(b), "\n"))
+	}
+	return len(b), nil
+}
+
+// notRecorded reports an operation or session forwarded but not recorded
+// because the table is full of open operations: counted always, logged
+// at most once a minute. Called with the store locked.
+func (p *Proxy) notRecorded(id string) {
+	now := p.clk.Now()
+	if now.Sub(p.lastFullLog) < time.Minute {
+		return
+	}
+	p.lastFullLog = now
+	p.log.Warn("table full of open operations: forwarded, not recorded", "handle", id,
+		"max_operations", p.st.max, "not_recorded_total", p.st.notRecorded)
 }
 
 type wallClock struct{}

@@ -15,9 +15,9 @@ import (
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
-// ErrNoCredentials: the proxy holds neither the owning client's
-// credentials (its session closed or was never seen) nor its own.
-var ErrNoCredentials = errors.New("no credentials: the client's session is gone and the proxy has no workspace credentials (--profile or DATABRICKS_TOKEN)")
+// ErrNoCredentials: the proxy holds no credentials it may act with on
+// this operation (--act-as).
+var ErrNoCredentials = errors.New("no credentials to act with")
 
 // ErrUnknownOperation: the proxy never saw this operation.
 var ErrUnknownOperation = errors.New("the proxy has not seen this operation")
@@ -25,37 +25,45 @@ var ErrUnknownOperation = errors.New("the proxy has not seen this operation")
 type credKey struct{}
 
 // ownAuth signs the proxy's own calls: with the client's Authorization
-// header when the call carries it, else with the workspace credentials.
+// header when the call carries it (--act-as client), else with the
+// workspace credentials (--act-as proxy).
 func (p *Proxy) ownAuth(r *http.Request) error {
 	if a, _ := r.Context().Value(credKey{}).(string); a != "" {
 		r.Header.Set("Authorization", a)
 		return nil
 	}
-	if p.o.Authenticate != nil {
+	if p.o.ActAs == ActAsProxy && p.o.Authenticate != nil {
 		return p.o.Authenticate(r)
 	}
 	return ErrNoCredentials
 }
 
-// creds picks the credentials of an own call on o: the client's while its
-// session lives, else the proxy's. Called with the store locked.
+// creds picks the credentials of an own call on o per --act-as: the
+// owning client's (those the server last accepted on its session or on
+// the operation), or the proxy's. Called with the store locked.
 func (p *Proxy) creds(ctx context.Context, o *op) (context.Context, string, error) {
-	if o.sess != nil && o.sess.auth != "" {
-		return context.WithValue(ctx, credKey{}, o.sess.auth), "client", nil
-	}
-	if p.o.Authenticate != nil {
+	if p.o.ActAs == ActAsProxy {
 		return ctx, "proxy", nil
 	}
-	return ctx, "", ErrNoCredentials
+	auth := o.auth
+	if o.sess != nil {
+		auth = o.sess.auth
+	}
+	if auth == "" {
+		return ctx, "", fmt.Errorf("%w: the owning client's session is closed or its credentials are gone (--act-as client; --act-as proxy uses the proxy's own)", ErrNoCredentials)
+	}
+	return context.WithValue(ctx, credKey{}, auth), "client", nil
 }
 
 func (o *op) ref() sources.Ref {
 	return sources.Ref{StatementID: o.f.StatementID, WarehouseID: o.f.HTTPPath, Secret: o.secret}
 }
 
-// tick runs due queued closes and, with --close-abandoned, acts on
-// abandoned operations. Each action runs in its own goroutine, bounded by
-// ownSem; an operation is never acted on twice at once.
+// tick ages out finished operations and runs what is due: queued closes
+// and, with --close-abandoned, the abandonment look of operations whose
+// window may have passed (a heap: only those are touched). Each action
+// runs in its own goroutine, bounded by ownSem, never under the store's
+// lock; an operation is never acted on twice at once.
 func (p *Proxy) tick(ctx context.Context) {
 	now := p.clk.Now()
 	type job struct {
@@ -64,22 +72,30 @@ func (p *Proxy) tick(ctx context.Context) {
 	}
 	var jobs []job
 	p.st.mu.Lock()
-	for _, o := range p.st.ops {
-		if o.busy || !o.open() {
+	p.st.age(now)
+	for _, o := range p.st.due(now) {
+		if !o.open() {
 			continue
 		}
-		switch {
-		case o.queued && !o.f.Close.NextTry.After(now):
+		if o.busy {
+			p.st.arm(o, now.Add(p.o.Tick))
+			continue
+		}
+		if o.queued {
+			if o.f.Close.NextTry.After(now) {
+				p.st.arm(o, o.f.Close.NextTry)
+				continue
+			}
 			jobs = append(jobs, job{o, ""})
-		case !o.queued && p.o.CloseAbandoned > 0:
-			last := o.f.LastClientRPCAt
-			if o.sess != nil && o.sess.lastRPC.After(last) {
-				last = o.sess.lastRPC
-			}
-			if idle := now.Sub(last); idle >= p.o.CloseAbandoned && !o.abandonLook.After(now) {
-				jobs = append(jobs, job{o, fmt.Sprintf("abandoned: no client call on the operation or its session for %s (--close-abandoned %s)",
-					textfmt.Duration(idle), p.o.CloseAbandoned)})
-			}
+			continue
+		}
+		if p.o.CloseAbandoned <= 0 {
+			continue
+		}
+		if why, next := p.abandonEvidence(o, now); why == "" {
+			p.st.arm(o, next)
+		} else {
+			jobs = append(jobs, job{o, why})
 		}
 	}
 	for _, j := range jobs {
@@ -105,6 +121,35 @@ func (p *Proxy) tick(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// abandonEvidence says why o is abandoned, or "" and when to look again.
+// Abandoned means: nothing in flight on it or its session, its last
+// answer reached the client whole, and the client silent for the whole
+// window, or, with result pages left or an answer cut off (a slow
+// reader), for the server's own idle timeout. Called with the store
+// locked.
+func (p *Proxy) abandonEvidence(o *op, now time.Time) (string, time.Time) {
+	if o.busyOnWire() {
+		return "", now.Add(p.o.CloseAbandoned)
+	}
+	last := o.lastActivity()
+	window := p.o.CloseAbandoned
+	pending := ""
+	switch {
+	case o.moreRows:
+		pending = "; result pages were left to fetch, so the window is the server's idle timeout"
+	case o.undelivered:
+		pending = "; its last answer did not reach the client whole, so the window is the server's idle timeout"
+	}
+	if pending != "" && p.o.ServerIdleTimeout > window {
+		window = p.o.ServerIdleTimeout
+	}
+	if due := last.Add(window); due.After(now) {
+		return "", due
+	}
+	return fmt.Sprintf("abandoned: no request in flight, no client call on the operation or its session for %s (--close-abandoned %s%s)",
+		textfmt.Duration(now.Sub(last)), p.o.CloseAbandoned, pending), time.Time{}
 }
 
 func (p *Proxy) release(o *op) {
@@ -141,18 +186,21 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	o.f.Close.ProxyAttempts += attempts
 	switch {
 	case err == nil:
-		if o.open() {
-			o.setClosed(sources.ProxyClosedByProxy, now)
-		}
+		o.closedByProxy = true
+		p.st.setClosed(o, sources.ProxyClosedByProxy, now)
 		p.stats.closedByProxy.Add(1)
 		o.event(now, "closed", "closed by the proxy ("+who+")", cred)
-		p.o.Logf("proxy: %s: closed by the proxy (%s, %s credentials)", o.f.StatementID, who, cred)
+		p.log.Info("closed by the proxy", "statement_id", o.f.StatementID, "by", who, "credentials", cred, "attempts", attempts)
 		return nil
 	case errors.Is(err, sources.ErrHandleGone):
 		p.markGone(o)
 		o.event(now, "gone", "the server no longer has the operation ("+who+")", cred)
+		p.log.Info("operation gone", "statement_id", o.f.StatementID, "by", who, "credentials", cred)
 		return nil
 	case ctx.Err() != nil:
+		if o.queued {
+			p.st.arm(o, o.f.Close.NextTry)
+		}
 		return err
 	}
 	info := poller.ErrorInfoOf(err)
@@ -162,9 +210,15 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	if o.f.Close.Outcome == sources.ProxyOpen {
 		o.f.Close.Outcome = sources.ProxyCloseFailed
 	}
-	o.queued, o.f.Close.Queued = true, true
+	if !o.open() {
+		return err
+	}
+	p.st.setQueued(o, true)
 	o.f.Close.NextTry = now.Add(poller.CloseRetryWait(o.closeFails, rand.Float64()))
+	p.st.arm(o, o.f.Close.NextTry)
 	o.event(now, "close-failed", fmt.Sprintf("close by the proxy (%s) failed: %s; next try at %s", who, info.Message, o.f.Close.NextTry.UTC().Format(time.RFC3339)), cred)
+	p.log.Warn("close by the proxy failed", "statement_id", o.f.StatementID, "by", who, "credentials", cred,
+		"attempts", attempts, "cause", info.Message, "next_try", o.f.Close.NextTry.UTC())
 	return err
 }
 
@@ -178,13 +232,14 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 	ref := o.ref()
 	o.event(p.clk.Now(), "abandoned", why, cred)
 	p.st.mu.Unlock()
-	p.o.Logf("proxy: %s: %s", ref.StatementID, why)
+	p.log.Warn("abandoned operation", "statement_id", ref.StatementID, "evidence", why, "credentials", cred)
 	if cerr != nil {
 		p.st.mu.Lock()
 		o.event(p.clk.Now(), "abandoned", "no action: "+cerr.Error(), "")
 		// Not retried every tick: the next look is after another period.
-		o.abandonLook = p.clk.Now().Add(p.o.CloseAbandoned)
+		p.st.arm(o, p.clk.Now().Add(p.o.CloseAbandoned))
 		p.st.mu.Unlock()
+		p.log.Warn("abandoned operation not closed", "statement_id", ref.StatementID, "reason", cerr.Error())
 		return
 	}
 	st, err := poller.Do(cctx, p.pol, poller.Call{Name: "GetOperationStatus", Safe: true, OpID: ref.StatementID},
@@ -213,14 +268,17 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 		msg := "canceled by the proxy (abandoned)"
 		if cerr != nil {
 			msg = "cancel by the proxy failed: " + clean(poller.ErrorInfoOf(cerr).Message)
-		} else {
+		} else if o.open() {
 			o.f.State = model.StateCanceled
 		}
 		o.event(p.clk.Now(), "canceled", msg, cred)
 		p.st.mu.Unlock()
+		p.log.Info("abandoned operation cancel", "statement_id", ref.StatementID, "result", msg, "credentials", cred)
 	} else if err == nil {
 		p.st.mu.Lock()
-		o.f.State = st.State
+		if o.open() {
+			o.f.State = st.State
+		}
 		p.st.mu.Unlock()
 	}
 	_ = p.closeOwn(ctx, o, "abandoned")

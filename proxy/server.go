@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -24,7 +25,14 @@ type ServeOptions struct {
 	// InsecureListen allows plain HTTP on a non-loopback address (clients'
 	// tokens would cross the network in clear).
 	InsecureListen bool
+	// ReadTimeout bounds reading one client request, headers and body
+	// (default DefaultReadTimeout): a client trickling its body is cut.
+	ReadTimeout time.Duration
 }
+
+// DefaultReadTimeout bounds reading a client's request: a Thrift request
+// is small (the largest is an ExecuteStatement's SQL text).
+const DefaultReadTimeout = 60 * time.Second
 
 // Server is a running proxy: the client listener, the admin listener and
 // the close queue.
@@ -95,6 +103,9 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.resumeQueue(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", so.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listening on %s: %w", so.Listen, err)
@@ -114,18 +125,22 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 		url:      scheme + "://" + ln.Addr().String(),
 		adminURL: scheme + "://" + aln.Addr().String(),
 	}
-	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}
+	if so.ReadTimeout <= 0 {
+		so.ReadTimeout = DefaultReadTimeout
+	}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute,
+		ConnState: p.limits.connState}
 	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
-		serve(s.srv, ln, o.Logf)
+		serve(s.srv, ln, p.log)
 	}()
 	go func() {
 		defer s.wg.Done()
-		serve(s.admin, aln, o.Logf)
+		serve(s.admin, aln, p.log)
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -134,9 +149,9 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	return s, nil
 }
 
-func serve(srv *http.Server, ln net.Listener, logf func(string, ...any)) {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logf != nil {
-		logf("proxy: serve %s: %v", ln.Addr(), err)
+func serve(srv *http.Server, ln net.Listener, log *slog.Logger) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "addr", ln.Addr().String(), "err", err.Error())
 	}
 }
 
@@ -151,18 +166,36 @@ func (s *Server) FirstLine() string {
 	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
 }
 
-// Close stops both listeners (ctx bounds the graceful part) and the close
-// queue, and waits for every goroutine the server started.
+// Close drains and stops the proxy: the client listener stops accepting
+// and in-flight requests finish (ctx bounds the wait: --drain-timeout),
+// the close queue runs once more, what it still holds is persisted, then
+// the admin listener and the close queue stop. It waits for every
+// goroutine the server started.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
+		t0 := time.Now()
+		err = shutdown(ctx, s.srv)
+		fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		s.flushQueue(fctx)
+		cancel()
 		s.cancel()
-		err = errors.Join(shutdown(ctx, s.srv), shutdown(ctx, s.admin))
+		s.persistQueue(true)
+		err = errors.Join(err, shutdown(ctx, s.admin))
 		s.wg.Wait()
 		s.CloseIdleConnections()
+		st := s.Stats()
+		s.log.Info("drained", "took", time.Since(t0).Round(time.Millisecond).String(), "queued_closes", st.QueuedCloses, "open_operations", st.OpenOperations)
 	})
 	return err
 }
+
+// flushTimeout bounds the close queue's last run at drain.
+const flushTimeout = 10 * time.Second
+
+// DefaultDrainTimeout is how long a drain waits for in-flight requests
+// (--drain-timeout).
+const DefaultDrainTimeout = 30 * time.Second
 
 func shutdown(ctx context.Context, srv *http.Server) error {
 	if err := srv.Shutdown(ctx); err != nil {

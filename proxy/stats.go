@@ -23,6 +23,13 @@ type counters struct {
 	closedByProxy    atomic.Int64
 	abandonActions   atomic.Int64
 	ownCalls         atomic.Int64
+	refused          atomic.Int64 // answered 401/403 upstream: forwarded, never recorded
+	refusedCalls     atomic.Int64 // answered with a Thrift error status: forwarded, not recorded
+	mismatched       atomic.Int64 // a successful call naming a held GUID with another secret
+	clientErrors     atomic.Int64 // the client's own framing error or slow body: answered 400
+	limited          atomic.Int64 // refused with 503 by --max-conns or --max-conns-per-client
+	closeAnswered    atomic.Int64 // a client's retried close answered as a success for the proxy's
+	unobserved       atomic.Int64 // answers in an encoding the proxy could not decode
 
 	mu    sync.Mutex
 	calls map[string]*atomic.Int64
@@ -66,10 +73,19 @@ type Stats struct {
 	ClosedByProxy    int64            `json:"closed_by_proxy"`
 	AbandonActions   int64            `json:"abandon_actions"`
 	OwnCalls         int64            `json:"own_calls"`
+	Refused          int64            `json:"refused"`
+	ErrorAnswers     int64            `json:"error_answers"`
+	Mismatched       int64            `json:"mismatched_secret"`
+	ClientErrors     int64            `json:"client_errors"`
+	Limited          int64            `json:"limited"`
+	CloseAnswered    int64            `json:"client_closes_answered"`
+	Unobserved       int64            `json:"unobserved_answers"`
 	Operations       int              `json:"operations"`
 	OpenOperations   int              `json:"open_operations"`
 	QueuedCloses     int              `json:"queued_closes"`
+	Sessions         int              `json:"sessions"`
 	Evicted          int64            `json:"evicted"`
+	NotRecorded      int64            `json:"not_recorded"`
 	RetryBudget      float64          `json:"retry_budget"`
 }
 
@@ -83,6 +99,9 @@ func (p *Proxy) Stats() Stats {
 		UpstreamFailures: c.upstreamFailures.Load(), ClientsGone: c.clientGone.Load(),
 		ClosesQueued: c.closesQueued.Load(), ClosedByProxy: c.closedByProxy.Load(),
 		AbandonActions: c.abandonActions.Load(), OwnCalls: c.ownCalls.Load(),
+		Refused: c.refused.Load(), ErrorAnswers: c.refusedCalls.Load(), Mismatched: c.mismatched.Load(),
+		ClientErrors: c.clientErrors.Load(), Limited: c.limited.Load(),
+		CloseAnswered: c.closeAnswered.Load(), Unobserved: c.unobserved.Load(),
 		Calls: map[string]int64{},
 	}
 	c.mu.Lock()
@@ -96,15 +115,8 @@ func (p *Proxy) Stats() Stats {
 	}
 	c.mu.Unlock()
 	p.st.mu.Lock()
-	s.Operations, s.Evicted = len(p.st.ops), p.st.evicted
-	for _, o := range p.st.ops {
-		if o.open() {
-			s.OpenOperations++
-		}
-		if o.queued {
-			s.QueuedCloses++
-		}
-	}
+	s.Operations, s.Evicted, s.NotRecorded = len(p.st.ops), p.st.evicted, p.st.notRecorded
+	s.OpenOperations, s.QueuedCloses, s.Sessions = len(p.st.ops)-p.st.finished, p.st.queued, len(p.st.sessions)
 	p.st.mu.Unlock()
 	s.RetryBudget, _ = p.pol.Budget()
 	return s

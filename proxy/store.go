@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"container/heap"
+	"crypto/sha256"
 	"sort"
 	"strings"
 	"sync"
@@ -10,42 +12,81 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// Bounds of what the proxy remembers: a closed operation is kept for
-// retention (so dbxtop sees how it ended), and at most maxOps operations
-// are held; the oldest closed ones go first, and evictions are counted.
+// Defaults of what the proxy remembers (--retain-finished,
+// --max-operations): a finished operation is kept for DefaultRetainFinished
+// so dbxtop sees how it ended, and at most DefaultMaxOperations operations
+// (and as many sessions) are held.
 const (
-	retention    = 10 * time.Minute
-	maxOps       = 100_000
-	maxOpActions = 16
+	DefaultRetainFinished = 10 * time.Minute
+	DefaultMaxOperations  = 100_000
+	maxOpActions          = 16
+	// maxEvictPerPass bounds the work one insert or tick spends ageing out,
+	// so no single RPC pays for a backlog.
+	maxEvictPerPass = 256
 )
 
-// session is a client session seen through the proxy.
+// authSum identifies a client by its Authorization header without
+// keeping the header: whose session or operation this is.
+type authSum [sha256.Size]byte
+
+func sumAuth(h string) authSum {
+	if h == "" {
+		return authSum{}
+	}
+	return sha256.Sum256([]byte(h))
+}
+
+// session is a client session the upstream confirmed (an OpenSession
+// answered with success, or a successful call on it).
 type session struct {
 	id      string
+	secret  []byte
 	path    string
 	ua      string
 	lastRPC time.Time
-	// auth is the client's Authorization header, held in memory only while
-	// the session lives, so the proxy can close the client's operations
+	// auth is the Authorization header the server last accepted on this
+	// session, held in memory only while the session lives and only with
+	// --act-as client, so the proxy can close the client's operations
 	// with the client's own credentials. Never logged or serialised.
-	auth   string
-	closed bool
+	auth string
+	// owner is the hash of that header (kept with --act-as proxy too): a
+	// client close is queued only when it came with the owner's
+	// credentials.
+	owner    authSum
+	inflight int
+	open     map[*op]struct{} // its open operations (CloseSession closes them)
+	learned  bool             // first seen after the proxy started
+	// sessions are kept in order of listAt (their last activity, or the
+	// last look that kept them) for eviction.
+	listAt     time.Time
+	prev, next *session
 }
 
-// op is one operation seen through the proxy.
+// op is one operation the upstream confirmed.
 type op struct {
 	f      sources.ProxyOperation
 	secret []byte
 	sess   *session
-	// closedAt is when the operation stopped being open (any outcome).
-	closedAt time.Time
-	// queue state
-	queued     bool
-	closeFails int
-	busy       bool
-	// abandonLook: no abandonment action before this (one that found no
-	// credentials waits another --close-abandoned period).
-	abandonLook time.Time
+	// auth and owner of an operation learned without its session (it
+	// started before the proxy): the credentials the server accepted on it.
+	auth  string
+	owner authSum
+	// Evidence for abandonment: requests in flight on it, whether the last
+	// answer reached the client whole, whether result pages remain.
+	inflight      int
+	undelivered   bool
+	moreRows      bool
+	closedAt      time.Time
+	queued        bool
+	closeFails    int
+	busy          bool
+	closedByProxy bool // the proxy itself closed it: a client's retried close is answered as a success
+	queuedAt      time.Time
+	// finished list (by closedAt) and timer heap (wake: next look by the
+	// close queue or abandonment; hidx -1 when not armed).
+	prev, next *op
+	wake       time.Time
+	hidx       int
 }
 
 func (o *op) open() bool {
@@ -60,15 +101,88 @@ func (o *op) event(now time.Time, kind, msg, creds string) {
 	}
 }
 
-type store struct {
-	mu       sync.Mutex
-	sessions map[string]*session
-	ops      map[string]*op
-	evicted  int64
+// ownerSum is whose credentials the server accepted for o.
+func (o *op) ownerSum() authSum {
+	if o.sess != nil {
+		return o.sess.owner
+	}
+	return o.owner
 }
 
-func newStore() *store {
-	return &store{sessions: map[string]*session{}, ops: map[string]*op{}}
+// lastActivity is the later of the client's last confirmed call on the
+// operation and on its session.
+func (o *op) lastActivity() time.Time {
+	t := o.f.LastClientRPCAt
+	if o.sess != nil && o.sess.lastRPC.After(t) {
+		t = o.sess.lastRPC
+	}
+	return t
+}
+
+func (o *op) busyOnWire() bool {
+	return o.inflight > 0 || o.sess != nil && o.sess.inflight > 0
+}
+
+// timers is a min-heap of operations by wake time: the close queue and
+// abandonment look only at operations whose time has come.
+type timers []*op
+
+func (h timers) Len() int           { return len(h) }
+func (h timers) Less(i, j int) bool { return h[i].wake.Before(h[j].wake) }
+func (h timers) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *timers) Push(x any) {
+	o := x.(*op)
+	o.hidx = len(*h)
+	*h = append(*h, o)
+}
+func (h *timers) Pop() any {
+	old := *h
+	o := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	o.hidx = -1
+	return o
+}
+
+// store holds what the proxy saw. Every per-RPC operation on it is O(1)
+// or O(log n): maps for look-up, a list of finished operations in the
+// order they finished for ageing out and eviction, a list of sessions in
+// order of activity, and a heap of timers for the close queue and
+// abandonment. Its lock is never held across I/O.
+type store struct {
+	mu       sync.Mutex
+	retain   time.Duration
+	max      int
+	sessions map[string]*session
+	ops      map[string]*op
+	// finished operations, oldest first
+	finHead, finTail *op
+	finished         int
+	// sessions, least recently active first
+	sesHead, sesTail *session
+	timers           timers
+	queued           int
+	queuedSet        map[*op]struct{}
+	queueDirty       bool // the close queue changed since it was persisted
+	evicted          int64
+	notRecorded      int64
+	// onEvict and onFull report (with the lock held; they must not block).
+	onEvict func(o *op, why string)
+	onFull  func(id string)
+}
+
+func newStore(retain time.Duration, max int) *store {
+	if retain <= 0 {
+		retain = DefaultRetainFinished
+	}
+	if max <= 0 {
+		max = DefaultMaxOperations
+	}
+	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{}, queuedSet: map[*op]struct{}{},
+		onEvict: func(*op, string) {}, onFull: func(string) {}}
 }
 
 // warehouseFromPath reads <id> from /sql/1.0/warehouses/<id>.
@@ -84,44 +198,172 @@ func warehouseFromPath(p string) string {
 	return id
 }
 
-// touchSession records a client call on a session; it creates the record
-// when the proxy did not see the session open (it started before the proxy).
-func (s *store) touchSession(id, path, ua, auth string, now time.Time) *session {
-	ss := s.sessions[id]
-	if ss == nil {
-		ss = &session{id: id, path: path}
-		s.sessions[id] = ss
+// arm sets o's next look (zero disarms).
+func (s *store) arm(o *op, at time.Time) {
+	if at.IsZero() {
+		if o.hidx >= 0 {
+			heap.Remove(&s.timers, o.hidx)
+		}
+		o.wake = time.Time{}
+		return
 	}
-	ss.ua, ss.lastRPC = ua, now
-	if auth != "" && !ss.closed {
-		ss.auth = auth
+	o.wake = at
+	if o.hidx >= 0 {
+		heap.Fix(&s.timers, o.hidx)
+	} else {
+		heap.Push(&s.timers, o)
 	}
+}
+
+// due pops every operation whose look is due at now.
+func (s *store) due(now time.Time) []*op {
+	var out []*op
+	for len(s.timers) > 0 && !s.timers[0].wake.After(now) {
+		o := heap.Pop(&s.timers).(*op)
+		o.wake = time.Time{}
+		out = append(out, o)
+	}
+	return out
+}
+
+func (s *store) setQueued(o *op, q bool) {
+	if o.queued == q {
+		return
+	}
+	o.queued, o.f.Close.Queued = q, q
+	s.queueDirty = true
+	if q {
+		s.queued++
+		s.queuedSet[o] = struct{}{}
+		if o.queuedAt.IsZero() {
+			o.queuedAt = time.Now()
+		}
+	} else {
+		s.queued--
+		delete(s.queuedSet, o)
+		o.f.Close.NextTry = time.Time{}
+	}
+}
+
+// queuedOps lists the queued closes (the queue's own set: no scan).
+func (s *store) queuedOps() []*op {
+	out := make([]*op, 0, len(s.queuedSet))
+	for o := range s.queuedSet {
+		out = append(out, o)
+	}
+	return out
+}
+
+// session list
+
+func (s *store) sesUnlink(ss *session) {
+	if ss.prev != nil {
+		ss.prev.next = ss.next
+	} else if s.sesHead == ss {
+		s.sesHead = ss.next
+	}
+	if ss.next != nil {
+		ss.next.prev = ss.prev
+	} else if s.sesTail == ss {
+		s.sesTail = ss.prev
+	}
+	ss.prev, ss.next = nil, nil
+}
+
+func (s *store) sesPushBack(ss *session) {
+	ss.prev = s.sesTail
+	if s.sesTail != nil {
+		s.sesTail.next = ss
+	} else {
+		s.sesHead = ss
+	}
+	s.sesTail = ss
+}
+
+// touchSession stamps a confirmed call on a session.
+func (s *store) touchSession(ss *session, now time.Time) {
+	ss.lastRPC = now
+	s.requeueSession(ss, now)
+}
+
+// requeueSession moves a session to the back of the eviction order
+// without touching its activity.
+func (s *store) requeueSession(ss *session, now time.Time) {
+	ss.listAt = now
+	s.sesUnlink(ss)
+	s.sesPushBack(ss)
+}
+
+// addSession records a session the upstream confirmed; nil when the
+// table is full (forwarded, not recorded).
+func (s *store) addSession(id string, secret []byte, path, ua string, now time.Time) *session {
+	s.age(now)
+	if len(s.sessions) >= s.max {
+		s.notRecorded++
+		s.onFull(id)
+		return nil
+	}
+	ss := &session{id: id, secret: append([]byte(nil), secret...), path: path, ua: ua, lastRPC: now, listAt: now, open: map[*op]struct{}{}}
+	s.sessions[id] = ss
+	s.sesPushBack(ss)
 	return ss
 }
 
-// touchOp records a client call on an operation.
-func (s *store) touchOp(id string, secret []byte, path, ua, auth string, now time.Time) *op {
-	o := s.ops[id]
+// dropSession forgets a closed or long-idle session and its credentials.
+func (s *store) dropSession(ss *session) {
+	ss.auth = ""
+	ss.open = nil
+	s.sesUnlink(ss)
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+}
+
+// finished list
+
+func (s *store) finPushBack(o *op) {
+	o.prev = s.finTail
+	if s.finTail != nil {
+		s.finTail.next = o
+	} else {
+		s.finHead = o
+	}
+	s.finTail = o
+	s.finished++
+}
+
+func (s *store) finPopFront() *op {
+	o := s.finHead
 	if o == nil {
-		o = s.addOp(id, secret, path, ua, now)
+		return nil
 	}
-	if len(o.secret) == 0 && len(secret) > 0 {
-		o.secret = append([]byte(nil), secret...)
+	s.finHead = o.next
+	if s.finHead != nil {
+		s.finHead.prev = nil
+	} else {
+		s.finTail = nil
 	}
-	o.f.LastClientRPCAt = now
-	if o.sess != nil {
-		o.sess.lastRPC = now
-		o.f.SessionLastClientRPCAt = now
-		if auth != "" && !o.sess.closed {
-			o.sess.auth = auth
-		}
-	}
+	o.next = nil
+	s.finished--
 	return o
 }
 
+// addOp records an operation the upstream confirmed; nil when the table
+// is full of open operations (forwarded, not recorded, counted).
 func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) *op {
-	s.evict(now)
-	o := &op{secret: append([]byte(nil), secret...), f: sources.ProxyOperation{
+	s.age(now)
+	if len(s.ops) >= s.max {
+		if old := s.finPopFront(); old != nil {
+			delete(s.ops, old.f.StatementID)
+			s.evicted++
+			s.onEvict(old, "table full (--max-operations)")
+		} else {
+			s.notRecorded++
+			s.onFull(id)
+			return nil
+		}
+	}
+	o := &op{hidx: -1, secret: append([]byte(nil), secret...), f: sources.ProxyOperation{
 		StatementID: id, HTTPPath: path, WarehouseID: warehouseFromPath(path),
 		ClientApplication: clean(sources.ClientApplication(ua)), UserAgent: clean(ua),
 		State: model.StateUnknown, StartedAt: now, LastClientRPCAt: now,
@@ -131,50 +373,49 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 	return o
 }
 
-// evict forgets closed operations past retention, and when the table is
-// full the oldest closed ones; it never forgets an open operation.
-func (s *store) evict(now time.Time) {
-	for id, o := range s.ops {
-		if !o.open() && !o.closedAt.IsZero() && now.Sub(o.closedAt) > retention {
-			delete(s.ops, id)
-		}
-	}
-	for id, ss := range s.sessions {
-		if ss.closed && now.Sub(ss.lastRPC) > retention {
-			delete(s.sessions, id)
-		}
-	}
-	if len(s.ops) < maxOps {
-		return
-	}
-	var closed []*op
-	for _, o := range s.ops {
-		if !o.open() {
-			closed = append(closed, o)
-		}
-	}
-	sort.Slice(closed, func(i, j int) bool { return closed[i].closedAt.Before(closed[j].closedAt) })
-	for _, o := range closed[:min(len(closed), len(s.ops)-maxOps+1)] {
+// age forgets finished operations past retention, oldest first, and
+// sessions idle past retention with nothing open or in flight; bounded
+// work per call.
+func (s *store) age(now time.Time) {
+	for i := 0; i < maxEvictPerPass && s.finHead != nil && now.Sub(s.finHead.closedAt) > s.retain; i++ {
+		o := s.finPopFront()
 		delete(s.ops, o.f.StatementID)
-		s.evicted++
+	}
+	for i := 0; i < maxEvictPerPass && s.sesHead != nil && now.Sub(s.sesHead.listAt) > s.retain; i++ {
+		ss := s.sesHead
+		if len(ss.open) > 0 || ss.inflight > 0 {
+			// Still has open operations: looked at again after another
+			// retention period; its activity is not touched.
+			s.requeueSession(ss, now)
+			continue
+		}
+		s.dropSession(ss)
 	}
 }
 
 // setClosed ends an operation's open life with an outcome.
-func (o *op) setClosed(outcome string, now time.Time) {
+func (s *store) setClosed(o *op, outcome string, now time.Time) {
+	if !o.open() {
+		return
+	}
 	o.f.Close.Outcome = outcome
-	o.f.Close.Queued, o.f.Close.NextTry = false, time.Time{}
-	o.queued = false
+	s.setQueued(o, false)
 	o.closedAt = now
 	if o.f.State.Live() || o.f.State == model.StateUnknown {
 		o.f.State = model.StateClosed
 	}
+	o.auth = ""
+	if o.sess != nil {
+		delete(o.sess.open, o)
+	}
+	s.arm(o, time.Time{})
+	s.finPushBack(o)
 }
 
-// snapshot copies every operation's facts, sorted by start time.
+// snapshot copies every operation's facts, sorted by start time (the
+// admin API's answer: a reader's cost, not a client's).
 func (s *store) snapshot() []sources.ProxyOperation {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]sources.ProxyOperation, 0, len(s.ops))
 	for _, o := range s.ops {
 		f := o.f
@@ -184,6 +425,7 @@ func (s *store) snapshot() []sources.ProxyOperation {
 		}
 		out = append(out, f)
 	}
+	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].StartedAt.Equal(out[j].StartedAt) {
 			return out[i].StartedAt.Before(out[j].StartedAt)

@@ -30,6 +30,14 @@ type ProxyOperation struct {
 	Close                  ProxyClose   `json:"close"`
 	Heals                  int          `json:"heals"`
 	Actions                []ProxyEvent `json:"actions,omitempty"`
+	// LearnedAfterStart: the proxy did not see the operation start (it
+	// began before the proxy, or its start was not recorded); it learned
+	// it from a successful call on it.
+	LearnedAfterStart bool `json:"learned_after_start,omitempty"`
+	// Unobserved says why the proxy could not read the answers about this
+	// operation (an encoding it cannot decode): its state is unknown, and
+	// it is forgotten like a finished one.
+	Unobserved string `json:"unobserved,omitempty"`
 }
 
 // LastClientActivity is the later of the client's last call on the
@@ -50,6 +58,7 @@ const (
 	ProxyCloseFailed    = "close_failed"     // the client's close failed upstream; the proxy's queue retries it
 	ProxyClosedByProxy  = "closed_by_proxy"  // the proxy's queue or abandonment closed it
 	ProxyGone           = "gone"             // the server answered that the handle is gone
+	ProxyUnobserved     = "unobserved"       // its answers could not be decoded: state unknown, not followed
 )
 
 // ProxyClose is the close account of a proxied operation.

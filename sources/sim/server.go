@@ -336,8 +336,15 @@ func snapshot(m *sync.Map) map[string]int64 {
 	return out
 }
 
+// authorized accepts the token as a bearer token, or as HTTP Basic with
+// user "token" and the token as password, as Databricks accepts a
+// personal access token (JDBC AuthMech=3, hive-driver; docs/simulator.md).
 func (s *Server) authorized(r *http.Request) bool {
 	got := r.Header.Get("Authorization")
+	if user, pass, ok := r.BasicAuth(); ok {
+		return subtle.ConstantTimeCompare([]byte(user), []byte("token")) == 1 &&
+			subtle.ConstantTimeCompare([]byte(pass), []byte(s.token)) == 1
+	}
 	want := "Bearer " + s.token
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }

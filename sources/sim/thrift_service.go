@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -98,9 +99,17 @@ func kindFromUA(ua string) string {
 	return KindExternal
 }
 
+// errNoReq answers a call whose argument struct is empty: the generated
+// processor turns it into a TApplicationException, as a Java Thrift
+// server answers a missing required field, instead of dereferencing it.
+var errNoReq = errors.New("required field 'req' is unset")
+
 const maxProtocol = tc.TProtocolVersion_SPARK_CLI_SERVICE_PROTOCOL_V8
 
 func (t *thriftService) OpenSession(ctx context.Context, req *tc.TOpenSessionReq) (*tc.TOpenSessionResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	conf := req.GetConfiguration()
 	user := conf[confUser]
@@ -133,6 +142,9 @@ func (t *thriftService) OpenSession(ctx context.Context, req *tc.TOpenSessionReq
 }
 
 func (t *thriftService) CloseSession(ctx context.Context, req *tc.TCloseSessionReq) (*tc.TCloseSessionResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	g, ok := sessGUID(req.GetSessionHandle())
 	if !ok || !t.s.store.closeSession(g, !ci.observer) {
@@ -142,6 +154,9 @@ func (t *thriftService) CloseSession(ctx context.Context, req *tc.TCloseSessionR
 }
 
 func (t *thriftService) ExecuteStatement(ctx context.Context, req *tc.TExecuteStatementReq) (*tc.TExecuteStatementResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	g, ok := sessGUID(req.GetSessionHandle())
 	ss, found := t.s.store.session(g)
@@ -255,6 +270,9 @@ func statusResp(op *operation, ext bool) *tc.TGetOperationStatusResp {
 }
 
 func (t *thriftService) GetOperationStatus(ctx context.Context, req *tc.TGetOperationStatusReq) (*tc.TGetOperationStatusResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	var resp *tc.TGetOperationStatusResp
 	g, ok := t.opHandle(req.GetOperationHandle())
@@ -273,6 +291,9 @@ func (t *thriftService) GetOperationStatus(ctx context.Context, req *tc.TGetOper
 }
 
 func (t *thriftService) CancelOperation(ctx context.Context, req *tc.TCancelOperationReq) (*tc.TCancelOperationResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	if !t.onOpenOp(ctx, req.GetOperationHandle(), t.s.store.cancelLocked) {
 		return &tc.TCancelOperationResp{Status: invalidHandle("operation")}, nil
 	}
@@ -280,6 +301,9 @@ func (t *thriftService) CancelOperation(ctx context.Context, req *tc.TCancelOper
 }
 
 func (t *thriftService) CloseOperation(ctx context.Context, req *tc.TCloseOperationReq) (*tc.TCloseOperationResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	if !t.onOpenOp(ctx, req.GetOperationHandle(), t.s.store.closeLocked) {
 		return &tc.TCloseOperationResp{Status: invalidHandle("operation")}, nil
 	}
@@ -324,6 +348,9 @@ func metadataResp(op *operation) *tc.TGetResultSetMetadataResp {
 }
 
 func (t *thriftService) GetResultSetMetadata(ctx context.Context, req *tc.TGetResultSetMetadataReq) (*tc.TGetResultSetMetadataResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	var resp *tc.TGetResultSetMetadataResp
 	if g, ok := t.opHandle(req.GetOperationHandle()); ok {
@@ -393,6 +420,9 @@ func fetch(op *operation, orient tc.TFetchOrientation, maxRows int64, withMeta b
 }
 
 func (t *thriftService) FetchResults(ctx context.Context, req *tc.TFetchResultsReq) (*tc.TFetchResultsResp, error) {
+	if req == nil {
+		return nil, errNoReq
+	}
 	ci := callFrom(ctx)
 	var resp *tc.TFetchResultsResp
 	found := false

@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+)
+
+// BenchmarkRecordAndClose records an operation from a successful answer
+// and closes it, with the table already holding `held` open operations:
+// the cost per RPC must not grow with what the proxy holds.
+func BenchmarkRecordAndClose(b *testing.B) {
+	for _, held := range []int{0, 100_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: held + b.N + 10, RetainFinished: time.Millisecond,
+				CloseAbandoned: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+			running := model.StateRunning
+			secret := randomSecret()
+			for i := 0; i < held; i++ {
+				p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x"},
+					tracked{}, reply{ok: true, status: ok, state: &running}, true)
+			}
+			ids := make([]string, b.N)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("op-%d", i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				rq := request{call: "GetOperationStatus", opID: ids[i], secret: secret, auth: "Bearer x"}
+				p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
+				rq.call = "CloseOperation"
+				p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
+			}
+		})
+	}
+}
+
+// TestMemoryPerHeldOperation reports what one held operation costs, for
+// sizing --max-operations (docs/proxy.md "Deployment").
+func TestMemoryPerHeldOperation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sizing figure")
+	}
+	p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: 200_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+	running := model.StateRunning
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	const n = 50_000
+	for i := 0; i < n; i++ {
+		p.observeReply(request{call: "GetOperationStatus", opID: randomStatementID(), secret: randomSecret(),
+			path: "/sql/1.0/warehouses/0123456789abcdef", ua: "databricks-sql-go/1.14.0", auth: "Bearer dapi0123456789abcdef0123456789abcdef"},
+			tracked{}, reply{ok: true, status: ok, state: &running}, true)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	per := float64(m1.HeapAlloc-m0.HeapAlloc) / n
+	t.Logf("%.0f bytes of heap per held operation (%d held)", per, p.Stats().Operations)
+	if per > 8<<10 {
+		t.Errorf("%.0f bytes per held operation", per)
+	}
+}
+
+// Ageing keeps a session with open operations without touching its
+// activity (what dbxtop counts the server's reaper from), and forgets an
+// idle session with nothing open.
+func TestAgeingKeepsActivity(t *testing.T) {
+	s := newStore(time.Minute, 10)
+	t0 := time.Unix(1_000_000, 0)
+	busy := s.addSession("busy", nil, "/p", "ua", t0)
+	idle := s.addSession("idle", nil, "/p", "ua", t0)
+	o := s.addOp("op", nil, "/p", "ua", t0)
+	o.sess = busy
+	busy.open[o] = struct{}{}
+	s.age(t0.Add(2 * time.Minute))
+	if s.sessions["busy"] == nil || !busy.lastRPC.Equal(t0) {
+		t.Errorf("busy session: kept %v, activity %v (want %v)", s.sessions["busy"] != nil, busy.lastRPC, t0)
+	}
+	if s.sessions["idle"] != nil || idle.open != nil {
+		t.Error("the idle session with nothing open was not forgotten")
+	}
+}

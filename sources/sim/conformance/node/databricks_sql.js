@@ -1,0 +1,35 @@
+// @databricks/sql through dbxtop proxy (TLS with customCaCert): runs
+// DBX_N statements of SELECT 1 and prints one JSON line
+// {"ok": n, "failed": n, "errors": [...]}. Each statement is bounded.
+const fs = require('fs');
+const { DBSQLClient } = require('@databricks/sql');
+
+const env = process.env;
+const n = Number(env.DBX_N || 5);
+const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms))]);
+
+(async () => {
+  const out = { ok: 0, failed: 0, errors: [] };
+  const client = new DBSQLClient();
+  await client.connect({
+    host: env.DBX_HOST, port: Number(env.DBX_PORT), path: env.DBX_PATH, token: env.DBX_TOKEN,
+    customCaCert: fs.readFileSync(env.DBX_CA),
+  });
+  const session = await client.openSession();
+  for (let i = 0; i < n; i++) {
+    try {
+      await bound((async () => {
+        const op = await session.executeStatement('SELECT 1', { runAsync: true });
+        const rows = await op.fetchAll();
+        await op.close();
+        if (rows.length !== 1) throw new Error(`${rows.length} rows`);
+      })(), 60000);
+      out.ok++;
+    } catch (e) {
+      out.failed++;
+      out.errors.push(String(e && e.message || e).slice(0, 300));
+    }
+  }
+  try { await session.close(); await client.close(); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.log(JSON.stringify({ ok: 0, failed: -1, errors: [String(e && e.message || e)] })); });

@@ -1,0 +1,39 @@
+// hive-driver over HTTP with Basic login (user "token", the token as
+// password) through dbxtop proxy: runs DBX_N statements of SELECT 1 and
+// prints one JSON line {"ok": n, "failed": n, "errors": [...]}. The
+// driver retries nothing and can hang on a failure: each statement is
+// bounded.
+const hive = require('hive-driver');
+const { TCLIService, TCLIService_types } = hive.thrift;
+
+const env = process.env;
+const n = Number(env.DBX_N || 5);
+const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms))]);
+
+(async () => {
+  const out = { ok: 0, failed: 0, errors: [] };
+  const client = new hive.HiveClient(TCLIService, TCLIService_types);
+  const utils = new hive.HiveUtils(TCLIService_types);
+  await client.connect({ host: env.DBX_HOST, port: Number(env.DBX_PORT), options: { path: env.DBX_PATH, https: false } },
+    new hive.connections.HttpConnection(), new hive.auth.PlainHttpAuthentication({ username: 'token', password: env.DBX_TOKEN }));
+  const session = await client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 });
+  for (let i = 0; i < n; i++) {
+    try {
+      await bound((async () => {
+        const op = await session.executeStatement('SELECT 1', { runAsync: true });
+        await utils.waitUntilReady(op, false, () => {});
+        await utils.fetchAll(op);
+        const rows = utils.getResult(op).getValue();
+        await op.close();
+        if (!rows || rows.length !== 1) throw new Error(`${rows && rows.length} rows`);
+      })(), 30000);
+      out.ok++;
+    } catch (e) {
+      out.failed++;
+      out.errors.push(String(e && e.message || e).slice(0, 300));
+    }
+  }
+  try { await session.close(); await client.close(); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
+  console.log(JSON.stringify(out));
+  process.exit(0);
+})().catch((e) => { console.log(JSON.stringify({ ok: 0, failed: -1, errors: [String(e && e.message || e)] })); process.exit(0); });
