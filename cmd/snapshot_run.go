@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"io"
 	"net/http"
 	"os"
@@ -288,7 +289,7 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 		call, cause, code, reqID string
 	)
 	if observeErr != nil {
-		info := poller.ErrorInfoOf(observeErr)
+		info := retry.ErrorInfoOf(observeErr)
 		call, code, reqID = info.Call, info.ErrorCode, info.RequestID
 		var he *sources.HTTPError
 		var ce *databricks.CallError
@@ -325,7 +326,7 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 // causeText is the policy's account (attempts, elapsed, cause) without the
 // engine's step names that precede it.
 func causeText(err error) string {
-	var g *poller.GiveUpError
+	var g *retry.GiveUpError
 	if errors.As(err, &g) {
 		s := g.Error()
 		if i := strings.Index(s, ": "); i >= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"sort"
 	"time"
 
@@ -97,7 +98,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	ref := en.ref
 	e.mu.Unlock()
 	_, closeCall := e.actionCalls(ref)
-	n, err := e.pol.do(ctx, Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
+	n, err := e.pol.DoAttempts(ctx, retry.Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
 		return e.o.Actions.Close(ctx, ref)
 	})
 	e.mu.Lock()
@@ -119,8 +120,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		return err // engine shutting down; Shutdown makes the last attempt
 	}
 	en.closeFails++
-	info := ErrorInfoOf(err)
-	wait := CloseRetryWait(int(en.closeFails), e.pol.o.Rand())
+	info := retry.ErrorInfoOf(err)
+	wait := retry.CloseRetryWait(int(en.closeFails), e.pol.Rand())
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
 	en.op.LastError, e.lastErr = info, info
@@ -173,7 +174,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	cancelCall, _ := e.actionCalls(ref)
 	e.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
 	e.mu.Unlock()
-	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
+	err = e.pol.Do(ctx, retry.Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
 	})
 	e.mu.Lock()
@@ -181,7 +182,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	now := e.clk.Now()
 	ev := model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
 	if err != nil {
-		info := ErrorInfoOf(err)
+		info := retry.ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
 	} else if !en.retired && !en.polling {
 		en.next = stamp(now)
@@ -215,7 +216,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)
-			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, describe(err))
+			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, retry.Describe(err))
 		}
 		e.mu.Unlock()
 	}

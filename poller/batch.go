@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"math"
 	"slices"
 	"strconv"
@@ -111,7 +112,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			rows []sources.Discovered
 			next string
 		}
-		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
+		a, err := retry.Do(ctx, e.pol, retry.Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
 			t0 := e.clk.Now()
 			m, next, err := ll.ListLive(ctx, token, buf, followed)
 			e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
@@ -251,8 +252,8 @@ func (e *Engine) runBatch(ctx context.Context, par int) {
 // confirmChunk sends one batch request (counted in e.inflight by the
 // caller) and applies what it lists.
 func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
-	call := Call{Name: CallStatusBatch, Safe: true}
-	sts, err := Do(ctx, e.pol, call, func(ctx context.Context) (map[string]sources.Status, error) {
+	call := retry.Call{Name: CallStatusBatch, Safe: true}
+	sts, err := retry.Do(ctx, e.pol, call, func(ctx context.Context) (map[string]sources.Status, error) {
 		t0 := e.clk.Now()
 		m, err := e.o.Batch.StatusBatch(ctx, refs)
 		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
@@ -331,7 +332,7 @@ func quietConfirmation(op *model.Operation, st *sources.Status) bool {
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
-	wait := pollInterval(op, now, e.pol.o.Rand())
+	wait := pollInterval(op, now, e.pol.Rand())
 	rate := 1 / wait.Seconds()
 	if e.batchMode() && err == nil {
 		switch {

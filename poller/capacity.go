@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -70,7 +71,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		for i, ep := range eps {
 			// Unsafe call: retried only when it provably never reached the
 			// server; RESOURCE_EXHAUSTED comes back after one request.
-			probes[i] = e.pol.Do(ctx, Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
+			probes[i] = e.pol.Do(ctx, retry.Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
 				return e.o.Capacity.Probe(ctx, ep.Name)
 			})
 		}
@@ -91,7 +92,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		ep.ObservedAt = now
 		ep.Exhausted = false
 		if perr := probes[i]; perr != nil && ctx.Err() == nil {
-			ep.LastError = ErrorInfoOf(perr)
+			ep.LastError = retry.ErrorInfoOf(perr)
 			var he *sources.HTTPError
 			// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
 			// index quota) stays the last error: the model flags it as such.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"reflect"
 	"slices"
 	"strings"
@@ -80,8 +81,8 @@ type Options struct {
 	// finishedRows is the rows per second a full discovery may read on
 	// average (0 → finishedRowsPerSecond; tests lower it).
 	finishedRows int
-	Clock        Clock
-	Policy       PolicyOptions        // zero value = documented defaults
+	Clock        retry.Clock
+	Policy       retry.PolicyOptions  // zero value = documented defaults
 	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf         func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
@@ -158,8 +159,8 @@ type entry struct {
 // Engine follows a workspace's operations and endpoints.
 type Engine struct {
 	o   Options
-	clk Clock
-	pol *Policy
+	clk retry.Clock
+	pol *retry.Policy
 
 	events  chan model.Event
 	emitMu  sync.Mutex
@@ -240,7 +241,7 @@ func NewEngine(o Options) *Engine {
 	}
 	e := &Engine{
 		o:          o,
-		clk:        clockOr(o.Clock),
+		clk:        retry.ClockOr(o.Clock),
 		events:     make(chan model.Event, 4096),
 		ops:        map[string]*entry{},
 		wsErrs:     map[string]model.ErrorInfo{},
@@ -256,13 +257,13 @@ func NewEngine(o Options) *Engine {
 	}
 	po.Idle = append(append([]sources.IdleCloser(nil), po.Idle...), o.Idle...)
 	userObs := po.Observe
-	po.Observe = func(r Report) {
+	po.Observe = func(r retry.Report) {
 		e.observe(r)
 		if userObs != nil {
 			userObs(r)
 		}
 	}
-	e.pol = NewPolicy(po)
+	e.pol = retry.NewPolicy(po)
 	return e
 }
 
@@ -274,7 +275,7 @@ func (e *Engine) Events() <-chan model.Event { return e.events }
 func (e *Engine) ReadOnly() bool { return e.o.ReadOnly }
 
 // Policy returns the engine's retry policy (shared by all its calls).
-func (e *Engine) Policy() *Policy { return e.pol }
+func (e *Engine) Policy() *retry.Policy { return e.pol }
 
 // Run follows the workspace until ctx is done, then cancels in-flight
 // calls, waits for every goroutine it started and returns nil.
@@ -551,7 +552,7 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 const finishedRowsPerSecond = 250
 
 func (e *Engine) recordWSError(call string, err error) {
-	info := ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	if info.Call == "" {
 		info.Call = call
 	}
@@ -838,6 +839,6 @@ func (e *Engine) settled() bool {
 	if !e.parked.Load() || e.parkGen.Load() != e.sigGen.Load() || e.loopAt.Load() <= now.UnixNano() {
 		return false
 	}
-	n, allAfter := e.pol.sleepingUntil(now)
+	n, allAfter := e.pol.SleepingUntil(now)
 	return allAfter && int64(n) == e.busy.Load()
 }

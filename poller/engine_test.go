@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"sync"
 	"testing"
 	"time"
@@ -269,7 +270,7 @@ func TestEngineCloseQueueUntilHandleGone(t *testing.T) {
 	defer src.CloseIdleConnections()
 	s.add(srvOp{ID: opID(1), State: "FINISHED", Open: true})
 	o := sourceOptions(src)
-	o.Policy.Limits = map[string]Limit{CallClose: {Attempts: 1}}
+	o.Policy.Limits = map[string]retry.Limit{CallClose: {Attempts: 1}}
 	h := startEngine(t, o)
 	h.run(time.Second, 100*time.Millisecond)
 	s.setFault(func(r request) fault {
@@ -279,7 +280,7 @@ func TestEngineCloseQueueUntilHandleGone(t *testing.T) {
 		return fault{}
 	})
 	err := h.e.Close(context.Background(), opID(1))
-	if err == nil || ErrorInfoOf(err).RequestID != "req-close-1" {
+	if err == nil || retry.ErrorInfoOf(err).RequestID != "req-close-1" {
 		t.Fatalf("Close: %v", err)
 	}
 	h.settle()
@@ -341,7 +342,7 @@ func TestEngineShutdownClosesQueued(t *testing.T) {
 	s.add(srvOp{ID: opID(1), State: "FINISHED", Open: true})
 	s.add(srvOp{ID: opID(2), State: "FINISHED", Open: true})
 	o := sourceOptions(src)
-	o.Policy.Limits = map[string]Limit{CallClose: {Attempts: 1}}
+	o.Policy.Limits = map[string]retry.Limit{CallClose: {Attempts: 1}}
 	h := startEngine(t, o)
 	h.run(time.Second, 100*time.Millisecond)
 	s.setFault(func(r request) fault {
@@ -398,7 +399,7 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 		return fault{status: 401, body: errBody("UNAUTHENTICATED", "bad token", "req-401")}
 	})
 	err := e.RunOnce(context.Background())
-	info := ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	if err == nil || info.RequestID != "req-401" || info.HTTPStatus != 401 {
 		t.Fatalf("err %v info %+v", err, info)
 	}

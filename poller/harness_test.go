@@ -26,14 +26,15 @@ func startEngine(t *testing.T, o Options) *harness {
 	clk := newFakeClock()
 	o.Clock = clk
 	h := &harness{t: t, clk: clk, changed: make(chan struct{}, 1), done: make(chan error, 1)}
-	h.e = NewEngine(o)
-	h.e.hook = func() {
+	wake := func() {
 		select {
 		case h.changed <- struct{}{}:
 		default:
 		}
 	}
-	h.e.pol.notify = h.e.hook
+	o.Policy.Waiting = wake // a backoff wait started
+	h.e = NewEngine(o)
+	h.e.hook = wake
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.e.Run(ctx) }()
@@ -62,7 +63,7 @@ func (h *harness) settle() {
 		select {
 		case <-h.changed:
 		case <-failsafe.C:
-			n, all := h.e.pol.sleepingUntil(h.clk.Now())
+			n, all := h.e.pol.SleepingUntil(h.clk.Now())
 			h.t.Fatalf("engine did not settle: busy %d parked %v loopAt %s now %s wake %d sleepers %d allAfter %v",
 				h.e.busy.Load(), h.e.parked.Load(), time.Unix(0, h.e.loopAt.Load()).UTC(), h.clk.Now(), len(h.e.wake), n, all)
 		}

@@ -3,6 +3,7 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"sort"
 	"sync/atomic"
 
@@ -38,10 +39,10 @@ func sendDropOldest(ch chan model.Event, ev model.Event, dropped *atomic.Int64) 
 }
 
 // observe turns the policy's reports into events and per-operation counters.
-func (e *Engine) observe(r Report) {
-	info := ErrorInfoOf(r.Err)
+func (e *Engine) observe(r retry.Report) {
+	info := retry.ErrorInfoOf(r.Err)
 	if r.GaveUp != nil {
-		info = ErrorInfoOf(r.GaveUp)
+		info = retry.ErrorInfoOf(r.GaveUp)
 	}
 	e.mu.Lock()
 	now := e.clk.Now()
@@ -74,7 +75,7 @@ func (e *Engine) observe(r Report) {
 		e.logf("%s", ev.Message)
 	} else {
 		ev.Kind = model.EventRetry
-		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), describe(r.Err))
+		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), retry.Describe(r.Err))
 		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
 	}
 	e.emit(ev)
@@ -255,10 +256,11 @@ func levelOf(flags []model.Flag, kind model.FlagKind) model.Severity {
 // last error.
 func (e *Engine) Health() Health {
 	avail, capa := e.pol.Budget()
+	retries, giveUps := e.pol.Counts()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
-		Polls: e.polls, Retries: e.pol.retries.Load(), GiveUps: e.pol.giveUps.Load(),
+		Polls: e.polls, Retries: retries, GiveUps: giveUps,
 		EventsDropped: e.dropped.Load(), BatchCalls: e.batchCalls,
 		LastDiscovery: e.lastDisc, DiscoveryFailures: e.discFails,
 		DiscoveryUp: !e.lastDisc.IsZero() && !e.discFailed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -16,8 +17,8 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	e.mu.Lock()
 	ref := en.ref
 	e.mu.Unlock()
-	call := Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
-	st, err := Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
+	call := retry.Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
+	st, err := retry.Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
 		t0 := e.clk.Now()
 		st, err := e.o.Status.Status(ctx, ref)
 		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
@@ -62,7 +63,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		return
 	case err != nil:
 		op.Poll.Failed++
-		info := ErrorInfoOf(err)
+		info := retry.ErrorInfoOf(err)
 		op.LastError = info
 		e.lastErr = info
 	default:
@@ -165,7 +166,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 	}
 	op.StatusSource, op.StatusNote = st.Source, st.Note
 	if settleErr != nil {
-		op.LastError = ErrorInfoOf(settleErr)
+		op.LastError = retry.ErrorInfoOf(settleErr)
 		op.Poll.Failed++
 	} else {
 		op.LastPollOKAt = now

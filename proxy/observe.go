@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -81,7 +81,7 @@ func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	rq.path, rq.ua, rq.auth = req.URL.Path, req.Header.Get("User-Agent"), req.Header.Get("Authorization")
 	p.observeRequest(rq, now)
 
-	call := poller.Call{Name: rq.call, OpID: rq.opID}
+	call := retry.Call{Name: rq.call, OpID: rq.opID}
 	switch {
 	case !p.o.Heal || rq.call == "":
 		return t.once(req, rq, prefix)
@@ -120,7 +120,7 @@ func (t *observer) once(req *http.Request, rq request, body []byte) (*http.Respo
 // healed runs the call under the retry policy, on a fresh connection after
 // a transport error, within the client's own request (its context ends
 // when the client gives up).
-func (t *observer) healed(req *http.Request, rq request, body []byte, call poller.Call) (*http.Response, error) {
+func (t *observer) healed(req *http.Request, rq request, body []byte, call retry.Call) (*http.Response, error) {
 	var last *http.Response
 	attempts := 0
 	var firstErr error
@@ -336,7 +336,7 @@ func (p *Proxy) clientCloseFailed(o *op, err error) {
 		return
 	}
 	now := p.clk.Now()
-	info := poller.ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	info.Message = clean(info.Message)
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.f.Close.ClientError = info
@@ -451,7 +451,7 @@ func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
 	now := p.clk.Now()
 	cause := ""
 	if first != nil {
-		cause = poller.ErrorInfoOf(first).Message
+		cause = retry.ErrorInfoOf(first).Message
 	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()

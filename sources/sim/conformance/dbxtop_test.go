@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"net/http"
 	"strings"
 	"sync"
@@ -215,10 +216,10 @@ func dbxtopProbe(t testing.TB, s *sim.Server, ep string) probeResult {
 		t.Fatalf("databricks.New: %v", err)
 	}
 	defer rc.CloseIdleConnections()
-	pol := poller.NewPolicy(poller.PolicyOptions{})
+	pol := retry.NewPolicy(retry.PolicyOptions{})
 	base := getStats(t, s)
 	start := time.Now()
-	err = pol.Do(ctx, poller.Call{Name: poller.CallProbe}, func(ctx context.Context) error { return rc.Probe(ctx, ep) })
+	err = pol.Do(ctx, retry.Call{Name: poller.CallProbe}, func(ctx context.Context) error { return rc.Probe(ctx, ep) })
 	r := probeResult{elapsed: time.Since(start), err: err}
 	d := getStats(t, s).minus(base)
 	r.requests = d.Requests["UpsertDataVectorIndex"]
