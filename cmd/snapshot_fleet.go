@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"context"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 )
 
 // fleetObserver is `snapshot` over the selected contexts: one observer

@@ -3,7 +3,6 @@ package poller
 import (
 	"context"
 	"errors"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"math"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 )
 
 func opID(i int) string { return fmt.Sprintf("01ef0000-0000-4000-8000-%012d", i) }

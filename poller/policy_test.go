@@ -3,13 +3,13 @@ package poller
 import (
 	"context"
 	"errors"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 

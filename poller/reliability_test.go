@@ -3,13 +3,13 @@ package poller
 import (
 	"context"
 	"fmt"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 

@@ -3,11 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )

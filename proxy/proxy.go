@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 	"github.com/dbxtop/dbxtop/textfmt"

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"errors"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"strings"
 	"sync"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
 )

@@ -2,11 +2,11 @@ package databricks
 
 import (
 	"context"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"net/http"
 	"sync"
 	"testing"
 
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 

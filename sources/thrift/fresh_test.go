@@ -3,13 +3,13 @@ package thrift
 import (
 	"context"
 	"errors"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
