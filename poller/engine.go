@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dbxtop/dbxtop/poller/retry"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -54,7 +54,7 @@ type Options struct {
 	// nil keeps them in memory for the engine's life.
 	Learned    LearnedLimits
 	Thresholds model.Thresholds
-	Refresh    time.Duration // discovery + capacity period; 0 → 5s
+	Refresh    time.Duration // discovery + capacity period; 0 → model.DefaultRefresh
 	ReadOnly   bool          // refuse Adopt/Close/Cancel with ErrReadOnly
 	Workspace  model.Workspace
 	// Warehouses, when set, is read after each successful discovery: the
@@ -86,7 +86,7 @@ type Options struct {
 	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
 	Logf         func(format string, args ...any)
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
-	// (--window); 0 → 1h.
+	// (--window); 0 → model.DefaultWindow.
 	ClientsWindow time.Duration
 }
 
@@ -222,10 +222,10 @@ type Engine struct {
 // NewEngine builds an engine; nothing runs until Run or RunOnce.
 func NewEngine(o Options) *Engine {
 	if o.Refresh <= 0 {
-		o.Refresh = 5 * time.Second
+		o.Refresh = model.DefaultRefresh
 	}
 	if o.ClientsWindow <= 0 {
-		o.ClientsWindow = time.Hour
+		o.ClientsWindow = model.DefaultWindow
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 64

@@ -31,10 +31,10 @@ type Fleet struct {
 }
 
 // NewFleet builds a fleet; window is the clients[] window of the merged
-// snapshot (0 → 1h).
+// snapshot (0 → model.DefaultWindow).
 func NewFleet(window time.Duration, members ...Member) *Fleet {
 	if window <= 0 {
-		window = time.Hour
+		window = model.DefaultWindow
 	}
 	return &Fleet{members: members, window: window, events: make(chan model.Event, 4096)}
 }
