@@ -294,9 +294,7 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 	// query history.
 	st.Open, st.ClientLastActivity = nil, nil
 	wasLive := !en.op.State.Terminal()
-	quiet := (!en.dirty || en.quiet) && quietConfirmation(&en.op, &st)
 	e.applyStatus(en, st, now)
-	en.quiet = quiet // after applyStatus's touch, which clears it
 	if en.retired || en.polling {
 		return
 	}
@@ -310,22 +308,6 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 		}
 	}
 	e.scheduleNext(en, now, nil)
-}
-
-// quietConfirmation reports whether applying st to op (a batch
-// confirmation: no openness, no client activity) writes only what a
-// confirmation writes, LastPollOKAt, the poll count and the status
-// source, to a live operation whose state st repeats and whose polls were
-// not failing. Of the flags, only STALE's kind or severity reads those
-// fields, and a confirmation can only clear it (evalFlags checks for it):
-// at 10,000 live statements confirmed every 2.5 s this is 4,000
-// operations a second whose view need not be copied again for the flag
-// comparison, only when a snapshot shows them (docs/performance.md).
-func quietConfirmation(op *model.Operation, st *sources.Status) bool {
-	return !op.State.Terminal() && !op.Gone && st.State == op.State && op.LastError == nil && st.Proxy == nil &&
-		(st.StartedAt.IsZero() || st.StartedAt.Equal(op.StartedAt)) &&
-		(st.CompletedAt.IsZero() || st.CompletedAt.Equal(op.CompletedAt)) &&
-		(st.ErrorMessage == "" || st.ErrorMessage == op.ServerError)
 }
 
 // scheduleNext sets en's next per-operation poll after an answer (err is

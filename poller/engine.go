@@ -148,12 +148,7 @@ type entry struct {
 	// dirty: en.op changed since view was last brought up to date
 	// (touch); inChanged: en is in e.changed; inLive: en is in e.live.
 	dirty, inChanged, inLive bool
-	// quiet: every write since view was brought up to date confirmed an
-	// unchanged live state (confirm): the kinds and severities of its
-	// flags cannot have changed, so evalFlags may leave the view to be
-	// built when a snapshot asks for it.
-	quiet      bool
-	closeFails int32 // consecutive failed close rounds
+	closeFails               int32 // consecutive failed close rounds
 }
 
 // Engine follows a workspace's operations and endpoints.
@@ -745,7 +740,7 @@ func setIf(dst *string, v string) bool {
 // evalFlags looks at it. Every write to an entry's operation goes with a
 // touch; the package's tests verify it (verifyViews).
 func (e *Engine) touch(en *entry) {
-	en.dirty, en.quiet = true, false
+	en.dirty = true
 	if !en.inChanged {
 		en.inChanged = true
 		e.changed = append(e.changed, en)
@@ -769,7 +764,7 @@ func (e *Engine) viewOf(en *entry, now time.Time) *model.OperationView {
 		}
 		return v
 	}
-	en.dirty, en.quiet = false, false
+	en.dirty = false
 	v, _ := en.view.View(&en.op, now, e.o.Thresholds)
 	return v
 }
@@ -788,22 +783,6 @@ var (
 func (e *Engine) verifyAged(en *entry, v *model.OperationView, now time.Time) {
 	if fresh := model.EvaluateView(en.op, now, e.o.Thresholds); !reflect.DeepEqual(v, fresh) {
 		msg := fmt.Sprintf("poller: operation %s changed without touch:\naged %+v\nfresh %+v", en.op.StatementID, v, fresh)
-		viewViolation.CompareAndSwap(nil, &msg)
-	}
-}
-
-// verifyQuiet checks an operation evalFlags left unevaluated (quiet):
-// a fresh evaluation has the flags, by kind and severity, that were last
-// compared for events.
-func (e *Engine) verifyQuiet(en *entry, now time.Time) {
-	fresh := model.EvaluateView(en.op, now, e.o.Thresholds)
-	cur := e.flags[en.op.StatementID]
-	same := !en.inChanged && en.quiet && len(fresh.Flags) == len(cur)
-	for _, f := range fresh.Flags {
-		same = same && levelOf(cur, f.Kind) == f.Severity
-	}
-	if !same {
-		msg := fmt.Sprintf("poller: operation %s left unevaluated (quiet %v) with flags %+v, compared %+v", en.op.StatementID, en.quiet, fresh.Flags, cur)
 		viewViolation.CompareAndSwap(nil, &msg)
 	}
 }

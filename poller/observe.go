@@ -185,15 +185,7 @@ func (e *Engine) evalFlags() {
 		if en.deleted {
 			return
 		}
-		// Only confirmed again since its view was built (quiet), a view
-		// that time has not made stale has the flags, by kind and
-		// severity, of the operation as it is: the view is built anew
-		// only when a snapshot asks (viewOf), and its deadlines can only
-		// have moved later.
-		v, ok := en.view.Fresh(now)
-		if !en.quiet || !ok || levelOf(v.Flags, model.FlagStale) != model.SeverityNone {
-			v = e.viewOf(en, now)
-		}
+		v := e.viewOf(en, now)
 		if en.view.Gen() != en.flagged { // else these flags were compared already
 			en.flagged = en.view.Gen()
 			if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
@@ -224,7 +216,8 @@ func (e *Engine) evalFlags() {
 	if verifyViews {
 		for _, en := range e.ordered() { // nothing skipped above differs
 			if en.dirty && !en.deleted {
-				e.verifyQuiet(en, now)
+				msg := fmt.Sprintf("poller: operation %s touched but not evaluated", en.op.StatementID)
+				viewViolation.CompareAndSwap(nil, &msg)
 			} else if _, ok := en.view.Fresh(now); ok {
 				e.verifyView(en, now)
 			} else if en.didx < 0 || en.due > stamp(now) {
