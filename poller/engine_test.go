@@ -418,8 +418,8 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 
 func TestEventsNeverBlockDropOldest(t *testing.T) {
 	e := NewEngine(Options{})
-	for i := range cap(e.events) + 10 {
-		e.emit(model.Event{Message: fmt.Sprint(i)})
+	for i := range cap(e.out.ch) + 10 {
+		e.out.emit(model.Event{Message: fmt.Sprint(i)})
 	}
 	if e.Health().EventsDropped != 10 {
 		t.Fatalf("dropped %d", e.Health().EventsDropped)

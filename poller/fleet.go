@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -25,9 +24,7 @@ type Member struct {
 type Fleet struct {
 	members []Member
 	window  time.Duration
-	events  chan model.Event
-	emitMu  sync.Mutex
-	dropped atomic.Int64
+	out     *emitter
 }
 
 // NewFleet builds a fleet; window is the clients[] window of the merged
@@ -36,7 +33,7 @@ func NewFleet(window time.Duration, members ...Member) *Fleet {
 	if window <= 0 {
 		window = model.DefaultWindow
 	}
-	return &Fleet{members: members, window: window, events: make(chan model.Event, 4096)}
+	return &Fleet{members: members, window: window, out: newEmitter()}
 }
 
 // Members lists the fleet's workspaces in the order given.
@@ -73,16 +70,14 @@ func (f *Fleet) forward(ctx context.Context, m Member) {
 			if len(f.members) > 1 {
 				ev.Workspace = m.Name
 			}
-			f.emitMu.Lock()
-			sendDropOldest(f.events, ev, &f.dropped)
-			f.emitMu.Unlock()
+			f.out.emit(ev)
 		}
 	}
 }
 
 // Events is the members' events in arrival order (buffered; the oldest
 // are dropped and counted when nobody reads).
-func (f *Fleet) Events() <-chan model.Event { return f.events }
+func (f *Fleet) Events() <-chan model.Event { return f.out.ch }
 
 // Snapshots are the members' own snapshots, each with whether its last
 // discovery round succeeded (Up; false before the first).
@@ -151,7 +146,7 @@ func (f *Fleet) Health() Health {
 			h.LastError = &le
 		}
 	}
-	h.EventsDropped += f.dropped.Load()
+	h.EventsDropped += f.out.dropped.Load()
 	return h
 }
 

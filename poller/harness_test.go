@@ -34,7 +34,7 @@ func startEngine(t *testing.T, o Options) *harness {
 	}
 	o.Policy.Waiting = wake // a backoff wait started
 	h.e = NewEngine(o)
-	h.e.hook = wake
+	h.e.loop.changed = wake
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.e.Run(ctx) }()
@@ -52,7 +52,9 @@ func (h *harness) stop() {
 	if err := <-h.done; err != nil {
 		h.t.Errorf("Run returned %v on cancel, want nil", err)
 	}
-	checkViews(h.t)
+	if err := checkEngine(h.e); err != nil {
+		h.t.Error(err)
+	}
 }
 
 func (h *harness) settle() {
@@ -65,8 +67,12 @@ func (h *harness) settle() {
 		case <-failsafe.C:
 			n, all := h.e.pol.SleepingUntil(h.clk.Now())
 			h.t.Fatalf("engine did not settle: busy %d parked %v loopAt %s now %s wake %d sleepers %d allAfter %v",
-				h.e.busy.Load(), h.e.parked.Load(), time.Unix(0, h.e.loopAt.Load()).UTC(), h.clk.Now(), len(h.e.wake), n, all)
+				h.e.loop.busy.Load(), h.e.loop.parked.Load(), time.Unix(0, h.e.loop.at.Load()).UTC(), h.clk.Now(), len(h.e.loop.wake), n, all)
 		}
+	}
+	// Settled, the engine's parts are at rest: each checks its own.
+	if err := checkEngine(h.e); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

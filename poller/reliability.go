@@ -27,15 +27,15 @@ func (e *Engine) retry(ctx context.Context, call string, fn func(context.Context
 // discovery with this one's: a listing that failed, a truncation, a side
 // listing (warehouses) that failed. Called with e.mu held.
 func (e *Engine) setDiscoveryErrors(errs []error) {
-	for k := range e.discKeys {
+	for k := range e.disc.keys {
 		delete(e.wsErrs, k)
 	}
-	e.discKeys = map[string]bool{}
+	e.disc.keys = map[string]bool{}
 	for _, err := range errs {
 		info := listingErrorInfo(err)
 		key := string(info.Kind) + ":" + info.Call
 		e.wsErrs[key] = *info
-		e.discKeys[key] = true
+		e.disc.keys[key] = true
 		e.lastErr = info
 	}
 }
@@ -107,7 +107,7 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 		}
 		unread++
 		if op.LastError == nil {
-			e.touch(en)
+			e.views.touch(en)
 			msg := "status not read this round"
 			if ctxErr != nil {
 				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
