@@ -35,6 +35,15 @@ const CallStatusBatch = "ListQueries"
 //     volunteers it: then live operations keep a per-operation poll too;
 //   - a live operation the batches did not confirm for confirmGrace
 //     (history lags, forgot it, or fails): polled on its own.
+const (
+	defaultBatchEvery = time.Second
+	// activityProbes is how many newly discovered operations get one
+	// per-operation poll to learn whether the status source reports
+	// client activity (a real server does not; a proxy or the
+	// simulator's extension may).
+	activityProbes = 4
+)
+
 // batchState is the batch rounds' own state.
 type batchState struct {
 	queue   [][]sources.Ref // chunks of the current round not yet sent
@@ -48,15 +57,6 @@ type batchState struct {
 	activity bool
 	probes   int // activity probes made
 }
-
-const (
-	defaultBatchEvery = time.Second
-	// activityProbes is how many newly discovered operations get one
-	// per-operation poll to learn whether the status source reports
-	// client activity (a real server does not; a proxy or the
-	// simulator's extension may).
-	activityProbes = 4
-)
 
 // confirmGrace: a live operation not confirmed for this long is polled
 // on its own.

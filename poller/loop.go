@@ -21,8 +21,6 @@ type loop struct {
 	changed func()
 }
 
-
-
 // signal wakes the loop: something it schedules may have changed.
 func (l *loop) signal() {
 	l.sigGen.Add(1)
