@@ -13,12 +13,6 @@ import (
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
-// Close-queue backoff: 2 s doubling to 60 s, with equal jitter.
-const (
-	closeBase = 2 * time.Second
-	closeCap  = 60 * time.Second
-)
-
 // lookup resolves an action target; it refuses in read-only mode first.
 func (e *Engine) lookup(statementID string) (*entry, error) {
 	if e.o.ReadOnly {
