@@ -95,27 +95,12 @@ func (f *Fleet) named(take func(*Engine) model.Snapshot) []model.NamedSnapshot {
 // Snapshot merges the members' snapshots (model.Merge) with the clients[]
 // of all of them; one member's snapshot is returned as it is.
 func (f *Fleet) Snapshot() model.Snapshot {
-	s := f.SnapshotWithoutClients()
-	s.Clients = f.Clients(s)
+	if len(f.members) == 1 {
+		return f.members[0].Engine.Snapshot()
+	}
+	s := model.Merge(f.named((*Engine).snapshot))
+	s.Clients = model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
 	return s
-}
-
-// SnapshotWithoutClients is Snapshot with clients[] left out, as
-// Engine.SnapshotWithoutClients.
-func (f *Fleet) SnapshotWithoutClients() model.Snapshot {
-	if len(f.members) == 1 {
-		return f.members[0].Engine.SnapshotWithoutClients()
-	}
-	return model.Merge(f.named((*Engine).SnapshotWithoutClients))
-}
-
-// Clients is the clients[] of s, one of this fleet's snapshots, as
-// Snapshot aggregates it.
-func (f *Fleet) Clients(s model.Snapshot) []model.ClientStats {
-	if len(f.members) == 1 {
-		return f.members[0].Engine.Clients(s)
-	}
-	return model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
 }
 
 // Health sums the members' health; the budget is the sum of their

@@ -57,16 +57,13 @@ func (e *Engine) observe(r retry.Report) {
 // Snapshot is a consistent copy of everything observed, with flags
 // evaluated at Clock.Now().
 func (e *Engine) Snapshot() model.Snapshot {
-	s := e.SnapshotWithoutClients()
-	s.Clients = e.Clients(s)
+	s := e.snapshot()
+	s.Clients = model.AggregateClients(s.Operations, s.GeneratedAt, e.o.ClientsWindow)
 	return s
 }
 
-// SnapshotWithoutClients is Snapshot with clients[] left out (nil): their
-// aggregation reads every operation again, a twentieth of the process's
-// CPU at 10,000 live, so the TUI asks for them only while it shows them
-// (Clients).
-func (e *Engine) SnapshotWithoutClients() model.Snapshot {
+// snapshot is Snapshot without clients[].
+func (e *Engine) snapshot() model.Snapshot {
 	e.mu.Lock()
 	now := e.clk.Now()
 	ens := e.ops.ordered() // kept in order as operations arrive: no sort here
@@ -95,12 +92,6 @@ func (e *Engine) SnapshotWithoutClients() model.Snapshot {
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
 	return model.SnapshotOfIDOrdered(now, ws, views, eps, errs) // e.ops.ordered(): by statement id
-}
-
-// Clients is the clients[] of s, one of this engine's snapshots, as
-// Snapshot aggregates it.
-func (e *Engine) Clients(s model.Snapshot) []model.ClientStats {
-	return model.AggregateClients(s.Operations, s.GeneratedAt, e.o.ClientsWindow)
 }
 
 // evalFlags measures freshness, compares the flags of the operations
