@@ -380,7 +380,7 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 	var due []*entry
 	for _, en := range slices.Clone(e.sched.heap) {
 		if match(en) {
-			e.sched.remove(en)
+			e.sched.heap.remove(en) // its rate stays: the poll files it again
 			en.polling = true
 			e.sched.inflight++
 			due = append(due, en)
