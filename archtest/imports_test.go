@@ -18,13 +18,27 @@ import (
 
 const module = "github.com/dbxtop/dbxtop"
 
+// rule is one table row: what the package may import (nil: anything)
+// and what it must never import.
+type rule struct {
+	allowed []string
+	never   []string
+}
+
 // rules maps a table row (a package path relative to the module, "main"
-// for the module root) to what it may import; nil means anything.
-type rules map[string][]string
+// for the module root) to its rule. A row governs that package alone: a
+// sub-package has a row of its own.
+type rules map[string]rule
 
-var rowRE = regexp.MustCompile("^\\|\\s*`([^`]+)`[^|]*\\|([^|]*)\\|")
+var (
+	rowRE   = regexp.MustCompile("^\\|\\s*`([^`]+)`[^|]*\\|([^|]*)\\|")
+	nameRE  = regexp.MustCompile("`([^`]+)`")
+	neverRE = regexp.MustCompile(`(?i)\bnever\b`)
+)
 
-// parseTable reads the rows of the table under "## Allowed imports".
+// parseTable reads the rows of the table under "## Allowed imports". In a
+// cell, the back-quoted names before the word "never" are allowed, those
+// after it forbidden ("`sources`, `model` (never `poller`)").
 func parseTable(r io.Reader) (rules, error) {
 	t := rules{}
 	in := false
@@ -40,15 +54,21 @@ func parseTable(r io.Reader) (rules, error) {
 			continue
 		}
 		cell := strings.TrimSpace(m[2])
-		if strings.HasPrefix(cell, "anything") {
-			t[m[1]] = nil
-			continue
+		allowCell, neverCell := cell, ""
+		if loc := neverRE.FindStringIndex(cell); loc != nil {
+			allowCell, neverCell = cell[:loc[0]], cell[loc[1]:]
 		}
-		allowed := []string{}
-		for _, a := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(cell, -1) {
-			allowed = append(allowed, a[1])
+		var ru rule
+		if !strings.HasPrefix(allowCell, "anything") {
+			ru.allowed = names(allowCell)
 		}
-		t[m[1]] = allowed
+		ru.never = names(neverCell)
+		for _, n := range ru.never {
+			if slices.Contains(ru.allowed, n) {
+				return nil, fmt.Errorf("row %s both allows and forbids %s", m[1], n)
+			}
+		}
+		t[m[1]] = ru
 	}
 	if len(t) == 0 {
 		return nil, errors.New(`no "## Allowed imports" table found`)
@@ -56,20 +76,13 @@ func parseTable(r io.Reader) (rules, error) {
 	return t, sc.Err()
 }
 
-// row is the table row that governs pkg (a path relative to the module):
-// the longest row that is pkg or one of its parents, so
-// sources/thrift/gen/tcliservice belongs to sources/thrift.
-func (t rules) row(pkg string) (string, bool) {
-	for p := pkg; ; {
-		if _, ok := t[p]; ok {
-			return p, true
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return "", false
-		}
-		p = p[:i]
+// names lists the back-quoted names in s (never nil).
+func names(s string) []string {
+	out := []string{}
+	for _, a := range nameRE.FindAllStringSubmatch(s, -1) {
+		out = append(out, a[1])
 	}
+	return out
 }
 
 type pkgImports struct {
@@ -78,7 +91,7 @@ type pkgImports struct {
 }
 
 // violations lists every project-internal import the table does not
-// allow, and every package the table does not place.
+// allow or forbids, and every package the table does not place.
 func (t rules) violations(pkgs []pkgImports) []string {
 	var bad []string
 	rel := func(p string) (string, bool) {
@@ -90,32 +103,36 @@ func (t rules) violations(pkgs []pkgImports) []string {
 	}
 	for _, p := range pkgs {
 		from, _ := rel(p.ImportPath)
-		fromRow, ok := t.row(from)
+		ru, ok := t[from]
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s is not placed in the table", from))
 			continue
 		}
-		allowed := t[fromRow]
 		for _, imp := range p.Imports {
 			to, internal := rel(imp)
 			if !internal {
 				continue
 			}
-			toRow, ok := t.row(to)
-			if !ok {
+			if _, ok := t[to]; !ok {
 				bad = append(bad, fmt.Sprintf("%s imports %s, which the table does not place", from, to))
 				continue
 			}
-			if toRow == fromRow || allowed == nil || slices.Contains(allowed, toRow) {
-				continue
+			switch {
+			case slices.Contains(ru.never, to):
+				bad = append(bad, fmt.Sprintf("%s imports %s; the table says %s never imports %v", from, to, from, ru.never))
+			case ru.allowed == nil || slices.Contains(ru.allowed, to):
+			default:
+				bad = append(bad, fmt.Sprintf("%s imports %s; the table allows %s only %v", from, to, from, ru.allowed))
 			}
-			bad = append(bad, fmt.Sprintf("%s imports %s; the table allows %s only %v", from, to, fromRow, allowed))
 		}
 	}
 	return bad
 }
 
-func TestImportsFollowTheArchitectureTable(t *testing.T) {
+// projectTable reads the table in docs/ARCHITECTURE.md; root is the
+// module's directory.
+func projectTable(t *testing.T) (root string, table rules) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -125,10 +142,16 @@ func TestImportsFollowTheArchitectureTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	table, err := parseTable(f)
+	table, err = parseTable(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, table
+}
+
+// projectImports is `go list`'s import graph of the module.
+func projectImports(t *testing.T, root string) []pkgImports {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
@@ -149,39 +172,81 @@ func TestImportsFollowTheArchitectureTable(t *testing.T) {
 	}
 	// A broken `go list` (or a wrong directory) must not pass as "no
 	// violations": the packages every build has must be there.
-	for _, want := range []string{module, module + "/model", module + "/poller", module + "/sources/thrift"} {
+	for _, want := range []string{module, module + "/model", module + "/poller", module + "/poller/retry", module + "/proxy", module + "/sources/sim"} {
 		if !slices.ContainsFunc(pkgs, func(p pkgImports) bool { return p.ImportPath == want }) {
 			t.Fatalf("go list did not report %s; got %d packages", want, len(pkgs))
 		}
 	}
-	for _, v := range table.violations(pkgs) {
+	return pkgs
+}
+
+func TestImportsFollowTheArchitectureTable(t *testing.T) {
+	root, table := projectTable(t)
+	for _, v := range table.violations(projectImports(t, root)) {
 		t.Error(v + " (see docs/ARCHITECTURE.md, Allowed imports)")
+	}
+}
+
+// An import planted in the real graph against the real table fails the
+// check: the simulator never imports the engine, and the proxy uses the
+// retry policy, not the engine.
+func TestPlantedImportsFail(t *testing.T) {
+	root, table := projectTable(t)
+	real := projectImports(t, root)
+	for _, plant := range []struct{ from, to, want string }{
+		{"sources/sim", "poller", "sources/sim imports poller; the table says sources/sim never imports"},
+		{"sources/sim", "proxy", "sources/sim imports proxy; the table says sources/sim never imports"},
+		{"proxy", "poller", "proxy imports poller; the table says proxy never imports"},
+	} {
+		pkgs := slices.Clone(real)
+		for i := range pkgs {
+			if pkgs[i].ImportPath == module+"/"+plant.from {
+				pkgs[i].Imports = append(slices.Clone(pkgs[i].Imports), module+"/"+plant.to)
+			}
+		}
+		got := table.violations(pkgs)
+		if len(got) != 1 || !strings.HasPrefix(got[0], plant.want) {
+			t.Errorf("%s -> %s planted: violations %q, want one starting %q", plant.from, plant.to, got, plant.want)
+		}
 	}
 }
 
 // The checker itself catches what it is for.
 func TestViolationsAreReported(t *testing.T) {
 	table, err := parseTable(strings.NewReader("## Allowed imports\n\n| package | may import |\n|---|---|\n" +
-		"| `model` | `textfmt` |\n| `textfmt` | — |\n| `poller` | `model` |\n| `sources/thrift` | `model` |\n| `cmd` | anything |\n\n## Next\n| `tui` | `poller` |\n"))
+		"| `model` | `textfmt` |\n| `textfmt` | — |\n| `poller` | `model` |\n| `sources/thrift` | `model` |\n| `cmd` | anything |\n" +
+		"| `sources/sim` | `sources/thrift`, `model` (never `poller`, `proxy`) |\n| `e2e` | anything, never `main` |\n| `main` | `cmd` |\n\n## Next\n| `tui` | `poller` |\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := table["tui"]; ok {
 		t.Fatal("a row after the table's section was read")
 	}
+	if sim := table["sources/sim"]; !slices.Equal(sim.allowed, []string{"sources/thrift", "model"}) || !slices.Equal(sim.never, []string{"poller", "proxy"}) {
+		t.Fatalf("sources/sim row read as allowed %q, never %q", sim.allowed, sim.never)
+	}
 	got := table.violations([]pkgImports{
 		{ImportPath: module + "/model", Imports: []string{"fmt", module + "/textfmt"}},
 		{ImportPath: module + "/sources/thrift", Imports: []string{module + "/poller", module + "/sources/thrift/gen/x"}},
 		{ImportPath: module + "/sources/thrift/gen/x", Imports: []string{"strings"}},
+		{ImportPath: module + "/sources/sim", Imports: []string{module + "/model", module + "/poller"}},
 		{ImportPath: module + "/cmd", Imports: []string{module + "/poller", module + "/tui"}},
+		{ImportPath: module + "/e2e", Imports: []string{module + "/model", module}},
 		{ImportPath: module + "/tui", Imports: nil},
 	})
 	want := []string{
 		"sources/thrift imports poller; the table allows sources/thrift only [model]",
+		"sources/thrift imports sources/thrift/gen/x, which the table does not place",
+		"sources/thrift/gen/x is not placed in the table",
+		"sources/sim imports poller; the table says sources/sim never imports [poller proxy]",
 		"cmd imports tui, which the table does not place",
+		"e2e imports main; the table says e2e never imports [main]",
 		"tui is not placed in the table",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations:\n got %q\nwant %q", got, want)
+	}
+	if _, err := parseTable(strings.NewReader("## Allowed imports\n| `proxy` | `poller` (never `poller`) |\n")); err == nil {
+		t.Error("a row that allows and forbids the same package was accepted")
 	}
 }

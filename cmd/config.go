@@ -1,9 +1,9 @@
 package cmd
 
 import (
-	"github.com/dbxtop/dbxtop/capstore"
 	"time"
 
+	"github.com/dbxtop/dbxtop/capstore"
 	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 )

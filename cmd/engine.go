@@ -6,6 +6,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
 
@@ -13,7 +14,7 @@ import (
 // its engine (options from conn.engineOptions, shared with snapshot). pol
 // carries the caller's policy hooks (serve's counters).
 // actionPath is "thrift" when actions go over Thrift (the simulator).
-func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol poller.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
+func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol retry.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
 	c, err := connect(ctx, ws, logf)
 	if err != nil {
 		return nil, nil, "", err
@@ -37,7 +38,7 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 // by finishWorkspace); a single workspace is a fleet of one. A workspace
 // whose connection cannot even be configured fails the command: it is a
 // configuration error, not an outage.
-func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), hooks func(name string) poller.PolicyOptions) (*poller.Fleet, func(), string, error) {
+func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), hooks func(name string) retry.PolicyOptions) (*poller.Fleet, func(), string, error) {
 	targets := ws.targets()
 	var members []poller.Member
 	var closers []func()
@@ -48,7 +49,7 @@ func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(
 	}
 	path := ""
 	for _, t := range targets {
-		var pol poller.PolicyOptions
+		var pol retry.PolicyOptions
 		if hooks != nil {
 			pol = hooks(t.label())
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/serve"
 	"github.com/dbxtop/dbxtop/sources"
 )
@@ -94,8 +94,8 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	ctx = sdkLogContext(ctx, logf)
 	counters := serve.NewCounters()
 	ws.Learned = openLearned(ws, stderr, logf, false)
-	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) poller.PolicyOptions {
-		return poller.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
+	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) retry.PolicyOptions {
+		return retry.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 func (a *app) newSnapshotCmd() *cobra.Command {
@@ -71,13 +73,13 @@ can run it as a check:
 	fs.BoolVar(&cfg.JSON, "json", false, "the same as -o json")
 	fs.BoolVar(&cfg.Wide, "wide", false, "human table: every column, none cut (default: fit the terminal, or 100 columns)")
 	fs.BoolVar(&cfg.Watch, "watch", false, "keep observing; print one JSON line per --interval")
-	iv := newDuration(&cfg.Interval, 0, minRefresh)
+	iv := newDuration(&cfg.Interval, 0, model.MinRefresh)
 	iv.zeroOK = false
 	fs.Var(iv, "interval", "with --watch: time between lines (default: --refresh)")
 	fs.Lookup("interval").DefValue = "" // the usage names the default; pflag would add "0s"
 	fs.Var(newInt(&cfg.Count, 0, 1, 1<<31-1), "count", "with --watch: stop after N lines (default: until interrupted)")
 	fs.BoolVar(&cfg.CapacityProbe, "capacity-probe", false,
 		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")
-	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, minRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
+	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, model.MinRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
 	return c
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 )
 
 // fleetObserver is `snapshot` over the selected contexts: one observer
@@ -59,7 +59,7 @@ func (f *fleetObserver) observe(ctx context.Context, timeout time.Duration) (mod
 			defer wg.Done()
 			s, err := o.observe(ctx, timeout)
 			if err != nil {
-				info := poller.ErrorInfoOf(err)
+				info := retry.ErrorInfoOf(err)
 				s.Errors = append(s.Errors, *info)
 			}
 			parts[i] = model.NamedSnapshot{Name: f.names[i], Up: err == nil, Snapshot: s}

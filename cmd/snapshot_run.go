@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/report"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
@@ -291,7 +292,7 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 		call, cause, code, reqID string
 	)
 	if observeErr != nil {
-		info := poller.ErrorInfoOf(observeErr)
+		info := retry.ErrorInfoOf(observeErr)
 		call, code, reqID = info.Call, info.ErrorCode, info.RequestID
 		var he *sources.HTTPError
 		var ce *databricks.CallError
@@ -333,7 +334,7 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 // causeText is the policy's account (attempts, elapsed, cause) without the
 // engine's step names that precede it.
 func causeText(err error) string {
-	var g *poller.GiveUpError
+	var g *retry.GiveUpError
 	if errors.As(err, &g) {
 		s := g.Error()
 		if i := strings.Index(s, ": "); i >= 0 {

@@ -2,20 +2,14 @@ package cmd
 
 import (
 	"fmt"
-	"github.com/dbxtop/dbxtop/capstore"
 	"strings"
 	"time"
 
+	"github.com/dbxtop/dbxtop/capstore"
 	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/textfmt"
 	"github.com/spf13/pflag"
-)
-
-// Lower bounds that keep a typo (1ms) from hammering a workspace.
-const (
-	minRefresh   = 100 * time.Millisecond
-	minThreshold = time.Second
 )
 
 // flagUse says which commands a workspace flag belongs to, so that each
@@ -58,13 +52,13 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 		"SQL warehouse id to watch; repeat or comma-separate for several (default: every warehouse visible)")
 	fs.Var(&checkedString{p: &cfg.HTTPPath, typ: "path", check: checkHTTPPath}, "http-path",
 		"Thrift HTTP path of the warehouse (default /sql/1.0/warehouses/<id>)")
-	fs.Var(newDuration(&cfg.Refresh, 5*time.Second, minRefresh), "refresh", "how often to refresh the operation list and endpoints")
+	fs.Var(newDuration(&cfg.Refresh, model.DefaultRefresh, model.MinRefresh), "refresh", "how often to refresh the operation list and endpoints")
 	th := &cfg.Thresholds
-	fs.Var(newDuration(&th.InactivityWarn, model.DefaultThresholds.InactivityWarn, minThreshold), "inactivity-warn",
+	fs.Var(newDuration(&th.InactivityWarn, model.DefaultThresholds.InactivityWarn, model.MinThreshold), "inactivity-warn",
 		"flag INACTIVE / STALE after this long without client activity / a successful poll")
-	fs.Var(newDuration(&th.ServerIdleTimeout, model.DefaultThresholds.ServerIdleTimeout, minThreshold), "server-idle-timeout",
+	fs.Var(newDuration(&th.ServerIdleTimeout, model.DefaultThresholds.ServerIdleTimeout, model.MinThreshold), "server-idle-timeout",
 		"the server's inactivity reaper to count down to; flags turn critical at 80% of it")
-	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, minThreshold), "leak-after",
+	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, model.MinThreshold), "leak-after",
 		"flag UNCLOSED when a finished operation stays open this long (critical after 5x)")
 	if use&useActions != 0 {
 		fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
@@ -89,7 +83,7 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 		fs.Var(&checkedString{p: &cfg.ExportDir, typ: "dir", check: nonEmpty("the export directory")}, "export-dir",
 			"where the export (e) writes (default: export_dir in the config file, else the current directory)")
 	}
-	fs.Var(newDuration(&cfg.Window, config.DefaultWindow, config.MinWindow), "window",
+	fs.Var(newDuration(&cfg.Window, model.DefaultWindow, model.MinWindow), "window",
 		"how far back the Clients view and clients[] aggregate")
 }
 

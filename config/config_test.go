@@ -106,7 +106,7 @@ func TestNoFileIsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := ss[0]
-	if s.Context != "" || s.Refresh != DefaultRefresh || s.Thresholds != model.DefaultThresholds || s.View != DefaultView || s.Sort != DefaultSort {
+	if s.Context != "" || s.Refresh != model.DefaultRefresh || s.Thresholds != model.DefaultThresholds || s.View != DefaultView || s.Sort != DefaultSort {
 		t.Fatalf("defaults: %+v", s)
 	}
 	for _, n := range SettingNames {

@@ -14,10 +14,8 @@ import (
 // Built-in defaults (the last word when neither a flag nor the file
 // speaks).
 const (
-	DefaultRefresh = 5 * time.Second
-	DefaultWindow  = time.Hour
-	DefaultView    = "operations"
-	DefaultSort    = string(model.SortSeverity)
+	DefaultView = "operations"
+	DefaultSort = string(model.SortSeverity)
 )
 
 // Overrides are the flags the operator gave explicitly; nil (or a nil
@@ -171,8 +169,8 @@ func (f *File) resolveOne(name string, ov Overrides) Settings {
 		s.Origins["warehouses"] = "default"
 	}
 	none := (*Duration)(nil)
-	dur("refresh", &s.Refresh, ov.Refresh, "--refresh", c.Refresh, cp+"refresh", f.Refresh, "refresh", DefaultRefresh)
-	dur("window", &s.Window, ov.Window, "--window", none, "", f.Window, "window", DefaultWindow)
+	dur("refresh", &s.Refresh, ov.Refresh, "--refresh", c.Refresh, cp+"refresh", f.Refresh, "refresh", model.DefaultRefresh)
+	dur("window", &s.Window, ov.Window, "--window", none, "", f.Window, "window", model.DefaultWindow)
 	th, def := &s.Thresholds, model.DefaultThresholds
 	dur("inactivity_warn", &th.InactivityWarn, ov.InactivityWarn, "--inactivity-warn",
 		c.InactivityWarn, cp+"inactivity_warn", f.Thresholds.InactivityWarn, "thresholds.inactivity_warn", def.InactivityWarn)

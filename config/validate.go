@@ -16,15 +16,6 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 )
 
-// Lower bounds shared with the command line: a slip of the finger (1ms)
-// must not turn dbxtop into a load generator.
-const (
-	MinRefresh   = 100 * time.Millisecond
-	MinThreshold = time.Second
-	MinWindow    = time.Minute
-	MaxWindow    = 7 * 24 * time.Hour
-)
-
 // Views the TUI can open on (ui.view).
 var Views = []string{"operations", "endpoints", "events", "clients"}
 
@@ -58,13 +49,13 @@ func (f *File) validate() error {
 			bad(key, "must be at least %s", min)
 		}
 	}
-	dur("refresh", f.Refresh, MinRefresh)
-	if f.Window != nil && (f.Window.Duration < MinWindow || f.Window.Duration > MaxWindow) {
-		bad("window", "must be between %s and %s", MinWindow, MaxWindow)
+	dur("refresh", f.Refresh, model.MinRefresh)
+	if f.Window != nil && (f.Window.Duration < model.MinWindow || f.Window.Duration > model.MaxWindow) {
+		bad("window", "must be between %s and %s", model.MinWindow, model.MaxWindow)
 	}
-	dur("thresholds.inactivity_warn", f.Thresholds.InactivityWarn, MinThreshold)
-	dur("thresholds.server_idle_timeout", f.Thresholds.ServerIdleTimeout, MinThreshold)
-	dur("thresholds.leak_after", f.Thresholds.LeakAfter, MinThreshold)
+	dur("thresholds.inactivity_warn", f.Thresholds.InactivityWarn, model.MinThreshold)
+	dur("thresholds.server_idle_timeout", f.Thresholds.ServerIdleTimeout, model.MinThreshold)
+	dur("thresholds.leak_after", f.Thresholds.LeakAfter, model.MinThreshold)
 	if v := f.UI.View; v != "" && !slices.Contains(Views, v) {
 		bad("ui.view", "%q: must be one of %s", v, strings.Join(Views, ", "))
 	}
@@ -141,10 +132,10 @@ func (f *File) validate() error {
 				bad(p+"proxy", "%q: %s", c.Proxy, err)
 			}
 		}
-		dur(p+"refresh", c.Refresh, MinRefresh)
-		dur(p+"inactivity_warn", c.InactivityWarn, MinThreshold)
-		dur(p+"server_idle_timeout", c.ServerIdleTimeout, MinThreshold)
-		dur(p+"leak_after", c.LeakAfter, MinThreshold)
+		dur(p+"refresh", c.Refresh, model.MinRefresh)
+		dur(p+"inactivity_warn", c.InactivityWarn, model.MinThreshold)
+		dur(p+"server_idle_timeout", c.ServerIdleTimeout, model.MinThreshold)
+		dur(p+"leak_after", c.LeakAfter, model.MinThreshold)
 		endpoints(p+"endpoints.", c.Endpoints)
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return lineOf(errs[i]) < lineOf(errs[j]) })

@@ -8,14 +8,9 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
-)
-
-// Close-queue backoff: 2 s doubling to 60 s, with equal jitter.
-const (
-	closeBase = 2 * time.Second
-	closeCap  = 60 * time.Second
 )
 
 // lookup resolves an action target; it refuses in read-only mode first.
@@ -26,8 +21,8 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 	if e.o.Actions == nil {
 		return nil, ErrNoActions
 	}
-	en, ok := e.ops[statementID]
-	if !ok {
+	en := e.ops.get(statementID)
+	if en == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
 	}
 	return en, nil
@@ -38,8 +33,7 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 func (e *Engine) Follows(statementID string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.ops[statementID]
-	return ok
+	return e.ops.get(statementID) != nil
 }
 
 // Adopt makes dbxtop responsible for closing the operation once it is
@@ -52,10 +46,10 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
-	e.touch(en)
+	e.views.touch(en)
 	op := &en.op
 	op.Adopted = true
-	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
+	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open) || op.Gone
 	if op.State.Terminal() && !closed && !en.queued && op.Close.State != model.CloseClosed {
 		e.enqueueClose(en, now, "adopted operation is already "+string(op.State))
@@ -78,11 +72,11 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	en.closing = true
 	now := e.clk.Now()
 	if !en.queued {
-		e.touch(en)
+		e.views.touch(en)
 		en.op.Close.State = model.ClosePending
 	}
 	_, closeCall := e.actionCalls(en.ref)
-	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
+	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
 	return noHandle("close", e.closeAttempt(ctx, en))
 }
@@ -121,14 +115,14 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	ref := en.ref
 	e.mu.Unlock()
 	_, closeCall := e.actionCalls(ref)
-	n, err := e.pol.do(ctx, Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
+	n, err := e.pol.DoAttempts(ctx, retry.Call{Name: closeCall, Safe: true, OpID: ref.StatementID}, func(ctx context.Context) error {
 		return e.o.Actions.Close(ctx, ref)
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en.closing = false
 	now := e.clk.Now()
-	e.touch(en)
+	e.views.touch(en)
 	en.op.Close.Attempts += n
 	switch {
 	case err == nil:
@@ -143,44 +137,39 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		return err // engine shutting down; Shutdown makes the last attempt
 	}
 	en.closeFails++
-	info := ErrorInfoOf(err)
-	wait := CloseRetryWait(int(en.closeFails), e.pol.o.Rand())
+	info := retry.ErrorInfoOf(err)
+	wait := retry.CloseRetryWait(int(en.closeFails), e.pol.Rand())
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
 	en.op.LastError, e.lastErr = info, info
 	if !en.queued {
-		en.queued = true
-		e.closeQ[en.op.StatementID] = en
+		e.closes.add(en)
 	}
-	e.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
+	e.out.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, textfmt.Elapsed(wait)),
 		RequestID: info.RequestID, Err: info})
-	e.signal()
+	e.loop.signal()
 	return err
 }
 
 // enqueueClose queues a close to run now (the loop picks it up).
 func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
-	e.touch(en)
+	e.views.touch(en)
 	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
-	en.queued = true
-	e.closeQ[en.op.StatementID] = en
-	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
-	e.signal()
+	e.closes.add(en)
+	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
+	e.loop.signal()
 }
 
 // finishClose marks the operation closed and leaves the queue.
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
-	e.touch(en)
+	e.views.touch(en)
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
 	en.op.Open = boolRef(false)
 	en.closeFails = 0
-	if en.queued {
-		en.queued = false
-		delete(e.closeQ, en.op.StatementID)
-	}
-	e.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
+	e.closes.remove(en)
+	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
 	e.retire(en, now)
 }
 
@@ -195,9 +184,9 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	}
 	ref := en.ref
 	cancelCall, _ := e.actionCalls(ref)
-	e.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
+	e.out.emit(model.Event{At: e.clk.Now(), Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "cancel requested by the operator"})
 	e.mu.Unlock()
-	err = e.pol.Do(ctx, Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
+	err = e.pol.Do(ctx, retry.Call{Name: cancelCall, Safe: true, OpID: statementID}, func(ctx context.Context) error {
 		return e.o.Actions.Cancel(ctx, ref)
 	})
 	err = noHandle("cancel", err)
@@ -206,14 +195,13 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 	now := e.clk.Now()
 	ev := model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: cancelCall, Message: "canceled"}
 	if err != nil {
-		info := ErrorInfoOf(err)
+		info := retry.ErrorInfoOf(err)
 		ev.Message, ev.Err, ev.RequestID = "cancel failed: "+info.Message, info, info.RequestID
 	} else if !en.retired && !en.polling {
-		en.next = stamp(now)
-		e.heap.reschedule(en)
-		e.signal()
+		e.sched.at(en, now)
+		e.loop.signal()
 	}
-	e.emit(ev)
+	e.out.emit(ev)
 	return err
 }
 
@@ -223,7 +211,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 func (e *Engine) Shutdown(ctx context.Context) []string {
 	e.mu.Lock()
 	var queued []*entry
-	for _, en := range e.closeQ {
+	for _, en := range e.closes {
 		queued = append(queued, en)
 	}
 	e.mu.Unlock()
@@ -234,13 +222,13 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			err = e.o.Actions.Close(ctx, en.ref)
 		}
 		e.mu.Lock()
-		e.touch(en)
+		e.views.touch(en)
 		en.op.Close.Attempts++
 		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)
-			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, describe(err))
+			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, retry.Describe(err))
 		}
 		e.mu.Unlock()
 	}

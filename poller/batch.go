@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -43,6 +44,20 @@ const (
 	activityProbes = 4
 )
 
+// batchState is the batch rounds' own state.
+type batchState struct {
+	queue   [][]sources.Ref // chunks of the current round not yet sent
+	pending int             // chunks of the current round not yet answered
+	calls   int64           // batch requests made
+	rounds  uint64          // live listing rounds started (entry.listed)
+	// buf is a page's rows, kept for the next round (listRound takes it).
+	buf []sources.Discovered
+	// activity: the status source reports client activity, so live
+	// operations keep a per-operation poll.
+	activity bool
+	probes   int // activity probes made
+}
+
 // confirmGrace: a live operation not confirmed for this long is polled
 // on its own.
 func (e *Engine) confirmGrace() time.Duration { return 3 * e.batchPeriod() }
@@ -62,7 +77,7 @@ const listRowsPerSecond = 4000
 func (e *Engine) batchPeriod() time.Duration {
 	p := e.o.BatchEvery
 	if _, ok := e.o.Batch.(sources.LiveLister); ok {
-		p = max(p, time.Duration(e.liveN)*time.Second/listRowsPerSecond)
+		p = max(p, time.Duration(e.ops.n)*time.Second/listRowsPerSecond)
 	}
 	return p
 }
@@ -76,11 +91,11 @@ func (e *Engine) batchMode() bool { return e.o.Batch != nil }
 // show; without one, id lookups of every live operation. The loop
 // dispatches id lookups like polls, within the same in-flight bound.
 func (e *Engine) startBatch(spawn func(func(context.Context))) {
-	if e.liveN == 0 {
+	if e.ops.n == 0 {
 		return // nothing to confirm: no request
 	}
 	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
-		e.batchPending = 1
+		e.batch.pending = 1
 		spawn(func(ctx context.Context) { e.listRound(ctx, ll) })
 		return
 	}
@@ -97,11 +112,11 @@ func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
 // queues id lookups for the rest.
 func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	e.mu.Lock()
-	pages := e.maxListPages(len(e.ops))
-	e.listRounds++
-	round := e.listRounds // stamps what this listing showed (entry.listed)
-	buf := e.listBuf      // one page's rows, reused for the next page and round
-	e.listBuf = nil
+	pages := e.maxListPages(len(e.ops.ops))
+	e.batch.rounds++
+	round := e.batch.rounds // stamps what this listing showed (entry.listed)
+	buf := e.batch.buf      // one page's rows, reused for the next page and round
+	e.batch.buf = nil
 	e.mu.Unlock()
 	followed := e.followed
 	token := ""
@@ -111,14 +126,14 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			rows []sources.Discovered
 			next string
 		}
-		a, err := Do(ctx, e.pol, Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
+		a, err := retry.Do(ctx, e.pol, retry.Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
 			t0 := e.clk.Now()
 			m, next, err := ll.ListLive(ctx, token, buf, followed)
-			e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+			e.sched.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
 			return answer{m, next}, err
 		})
 		e.mu.Lock()
-		e.batchCalls++
+		e.batch.calls++
 		if err != nil {
 			if ctx.Err() == nil {
 				e.recordWSError(CallStatusBatch, err)
@@ -136,7 +151,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			if id == "" {
 				continue
 			}
-			en := e.ops[id]
+			en := e.ops.get(id)
 			if en == nil {
 				if !d.Partial { // else forgotten since it was read: the next round lists it whole
 					fresh = append(fresh, *d)
@@ -144,7 +159,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 				continue
 			}
 			en.listed = round
-			en.seen = e.gen + 1 // still listed: not forgotten (merge)
+			en.seen = e.ops.gen + 1 // still listed: not forgotten (merge)
 			if !en.retired {
 				e.confirm(en, sources.ListedStatus(&d.Op), now)
 			}
@@ -166,11 +181,11 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	clear(buf) // no statement's strings kept between rounds
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.listBuf = buf[:0]
+	e.batch.buf = buf[:0]
 	if complete {
 		delete(e.wsErrs, CallStatusBatch)
 	}
-	e.batchPending--
+	e.batch.pending--
 	e.queueBatch(round)
 }
 
@@ -180,7 +195,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 func (e *Engine) followed(id []byte) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if en := e.ops[string(id)]; en != nil && !en.deleted {
+	if en := e.ops.get(string(id)); en != nil && !en.deleted {
 		return en.op.StatementID, true
 	}
 	return "", false
@@ -192,34 +207,34 @@ func (e *Engine) followed(id []byte) (string, bool) {
 func (e *Engine) queueBatch(round uint64) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
-	for _, en := range e.live {
+	for _, en := range e.ops.live {
 		if !isLive(en) || en.deleted || (round != 0 && en.listed == round) {
 			continue
 		}
 		chunk = append(chunk, en.ref)
 		if len(chunk) == limit {
-			e.batchQ = append(e.batchQ, chunk)
+			e.batch.queue = append(e.batch.queue, chunk)
 			chunk = nil
 		}
 	}
 	if len(chunk) > 0 {
-		e.batchQ = append(e.batchQ, chunk)
+		e.batch.queue = append(e.batch.queue, chunk)
 	}
-	e.batchPending += len(e.batchQ)
+	e.batch.pending += len(e.batch.queue)
 }
 
 // runBatch runs the queued round to its end with at most par requests in
 // flight (RunOnce).
 func (e *Engine) runBatch(ctx context.Context, par int) {
 	e.mu.Lock()
-	live := e.liveCount()
+	live := e.ops.countLive()
 	e.mu.Unlock()
 	if live == 0 {
 		return // nothing to confirm: no request
 	}
 	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
 		e.mu.Lock()
-		e.batchPending = 1
+		e.batch.pending = 1
 		e.mu.Unlock()
 		e.listRound(ctx, ll) // queues the id lookups of what it missed
 	} else {
@@ -228,15 +243,15 @@ func (e *Engine) runBatch(ctx context.Context, par int) {
 		e.mu.Unlock()
 	}
 	e.mu.Lock()
-	q := e.batchQ
-	e.batchQ = nil
+	q := e.batch.queue
+	e.batch.queue = nil
 	e.mu.Unlock()
 	sem := make(chan struct{}, max(1, par))
 	var wg sync.WaitGroup
 	for _, c := range q {
 		sem <- struct{}{}
 		e.mu.Lock()
-		e.inflight++
+		e.sched.inflight++
 		e.mu.Unlock()
 		wg.Add(1)
 		go func() {
@@ -248,21 +263,21 @@ func (e *Engine) runBatch(ctx context.Context, par int) {
 	wg.Wait()
 }
 
-// confirmChunk sends one batch request (counted in e.inflight by the
+// confirmChunk sends one batch request (counted in e.sched.inflight by the
 // caller) and applies what it lists.
 func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
-	call := Call{Name: CallStatusBatch, Safe: true}
-	sts, err := Do(ctx, e.pol, call, func(ctx context.Context) (map[string]sources.Status, error) {
+	call := retry.Call{Name: CallStatusBatch, Safe: true}
+	sts, err := retry.Do(ctx, e.pol, call, func(ctx context.Context) (map[string]sources.Status, error) {
 		t0 := e.clk.Now()
 		m, err := e.o.Batch.StatusBatch(ctx, refs)
-		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+		e.sched.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
 		return m, err
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.inflight--
-	e.batchPending--
-	e.batchCalls++
+	e.sched.inflight--
+	e.batch.pending--
+	e.batch.calls++
 	if err != nil {
 		if ctx.Err() == nil {
 			e.recordWSError(CallStatusBatch, err)
@@ -276,7 +291,7 @@ func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
 		if !ok {
 			continue
 		}
-		if en := e.ops[r.StatementID]; en != nil && !en.retired {
+		if en := e.ops.get(r.StatementID); en != nil && !en.retired {
 			e.confirm(en, st, now)
 		}
 	}
@@ -293,9 +308,7 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 	// query history.
 	st.Open, st.ClientLastActivity = nil, nil
 	wasLive := !en.op.State.Terminal()
-	quiet := (!en.dirty || en.quiet) && quietConfirmation(&en.op, &st)
 	e.applyStatus(en, st, now)
-	en.quiet = quiet // after applyStatus's touch, which clears it
 	if en.retired || en.polling {
 		return
 	}
@@ -304,34 +317,18 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 	// probe, the openness of an ended operation, the client's activity.
 	if en.idx >= 0 {
 		ended := en.op.State.Terminal()
-		if en.probe || (ended && !wasLive) || (!ended && e.activity) {
+		if en.probe || (ended && !wasLive) || (!ended && e.batch.activity) {
 			return
 		}
 	}
 	e.scheduleNext(en, now, nil)
 }
 
-// quietConfirmation reports whether applying st to op (a batch
-// confirmation: no openness, no client activity) writes only what a
-// confirmation writes, LastPollOKAt, the poll count and the status
-// source, to a live operation whose state st repeats and whose polls were
-// not failing. Of the flags, only STALE's kind or severity reads those
-// fields, and a confirmation can only clear it (evalFlags checks for it):
-// at 10,000 live statements confirmed every 2.5 s this is 4,000
-// operations a second whose view need not be copied again for the flag
-// comparison, only when a snapshot shows them (docs/performance.md).
-func quietConfirmation(op *model.Operation, st *sources.Status) bool {
-	return !op.State.Terminal() && !op.Gone && st.State == op.State && op.LastError == nil && st.Proxy == nil &&
-		(st.StartedAt.IsZero() || st.StartedAt.Equal(op.StartedAt)) &&
-		(st.CompletedAt.IsZero() || st.CompletedAt.Equal(op.CompletedAt)) &&
-		(st.ErrorMessage == "" || st.ErrorMessage == op.ServerError)
-}
-
 // scheduleNext sets en's next per-operation poll after an answer (err is
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
-	wait := pollInterval(op, now, e.pol.o.Rand())
+	wait := pollInterval(op, now, e.pol.Rand())
 	rate := 1 / wait.Seconds()
 	if e.batchMode() && err == nil {
 		switch {
@@ -340,11 +337,11 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			// before that its answer would change no flag. (An adopted or
 			// queued operation is dbxtop's to close: polled as before.)
 			if !en.queued && !op.Adopted && en.terminal {
-				if at := unstamp(en.terminalAt).Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
+				if at := en.terminalAt.Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
 					wait, rate = at.Sub(now), 0
 				}
 			}
-		case e.activity:
+		case e.batch.activity:
 			// The source reports client activity: keep polling for it.
 		default:
 			wait, rate = e.confirmGrace(), 0
@@ -357,27 +354,16 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 		// not lost).
 		wait = min(he.RetryAfter, maxServerWait)
 	}
-	e.setRate(en, rate)
-	en.next = stamp(now.Add(wait))
-	e.heap.reschedule(en)
-}
-
-// setRate keeps the sum of expected per-operation poll rates (the demand
-// λ of Little's law) in step with en's schedule.
-func (e *Engine) setRate(en *entry, r float64) {
-	e.rateSum += r - en.rate
-	en.rate = r
-	if e.rateSum < 0 {
-		e.rateSum = 0
-	}
+	e.sched.setRate(en, rate)
+	e.sched.at(en, now.Add(wait))
 }
 
 // demand is the expected calls per second: per-operation polls plus the
 // batch requests of one round per BatchEvery.
 func (e *Engine) demand() float64 {
-	d := e.rateSum
+	d := e.sched.rateSum
 	if e.batchMode() {
-		live := e.liveN
+		live := e.ops.n
 		limit := max(1, e.o.Batch.BatchLimit())
 		if _, ok := e.o.Batch.(sources.LiveLister); ok {
 			limit = 999 // pages of the listing; id lookups only for what it missed
@@ -385,43 +371,6 @@ func (e *Engine) demand() float64 {
 		d += math.Ceil(float64(live)/float64(limit)) / e.batchPeriod().Seconds()
 	}
 	return d
-}
-
-// liveCount counts the live followed operations into e.liveN (e.mu
-// held; O(n): after discovery merges and once a second, not per loop
-// turn).
-func (e *Engine) liveCount() int {
-	// e.live is what a batch round and the freshness sample walk: with
-	// churn, most followed operations have ended (retained while query
-	// history lists them), and a walk of every one each second was the
-	// engine's largest cost after the listing itself.
-	// Compacted in place, not rebuilt from e.ops: every operation that
-	// becomes live is added when it does (addLive), and a walk of e.ops
-	// was, with churn, most of the engine's per-second work.
-	live := e.live[:0]
-	for _, en := range e.live {
-		if isLive(en) && !en.deleted {
-			live = append(live, en)
-		} else {
-			en.inLive = false
-		}
-	}
-	clear(e.live[len(live):]) // no ended entry kept alive
-	e.live, e.liveN = live, len(live)
-	return e.liveN
-}
-
-// isLive: followed and not ended.
-func isLive(en *entry) bool { return !en.retired && !en.op.State.Terminal() }
-
-// addLive counts an operation that became followed and live since the
-// last liveCount.
-func (e *Engine) addLive(en *entry) {
-	if !en.inLive && isLive(en) {
-		en.inLive = true
-		e.live = append(e.live, en)
-		e.liveN++
-	}
 }
 
 func (e *Engine) budgetShare() float64 {
@@ -444,23 +393,23 @@ func (e *Engine) freshnessGoal() time.Duration {
 
 // evalFreshness measures the p95 time since live operations were last
 // confirmed (a sample of at most 2,000, in map order, which is random;
-// e.live was just counted, so each is live)
+// e.ops.live was just counted, so each is live)
 // and says why the goal is missed when it is. Called with e.mu held.
 func (e *Engine) evalFreshness(now time.Time) {
-	e.liveCount()
-	// A sample of at most 2,000, spread evenly over e.live (kept in the
+	e.ops.countLive()
+	// A sample of at most 2,000, spread evenly over e.ops.live (kept in the
 	// order operations were adopted), so old and new ones both count.
-	step := max(1, len(e.live)/2000)
-	ages := make([]time.Duration, 0, min(len(e.live), 2000)+1)
-	for i := 0; i < len(e.live); i += step {
-		en := e.live[i]
+	step := max(1, len(e.ops.live)/2000)
+	ages := make([]time.Duration, 0, min(len(e.ops.live), 2000)+1)
+	for i := 0; i < len(e.ops.live); i += step {
+		en := e.ops.live[i]
 		at := en.op.LastPollOKAt
 		if at.IsZero() {
 			at = en.op.FirstSeenAt
 		}
 		ages = append(ages, now.Sub(at))
 	}
-	f := Freshness{Goal: e.freshnessGoal(), Live: e.liveN, Held: true, InFlight: e.inflight}
+	f := Freshness{Goal: e.freshnessGoal(), Live: e.ops.n, Held: true, InFlight: e.sched.inflight}
 	f.Demand = e.demand()
 	if len(ages) > 0 {
 		slices.Sort(ages)
@@ -468,7 +417,7 @@ func (e *Engine) evalFreshness(now time.Time) {
 	}
 	if f.P95 > f.Goal {
 		f.Held = false
-		c := e.lim.capacity(now)
+		c := e.sched.lim.capacity(now)
 		avail, capa := e.pol.Budget()
 		switch {
 		case c.Throttled:

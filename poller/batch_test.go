@@ -2,7 +2,6 @@ package poller
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -577,73 +576,6 @@ func TestSmallDiscoveryStaysFull(t *testing.T) {
 	for i, sc := range w.scopes {
 		if sc.NoFinished {
 			t.Errorf("discovery %d of 20 rows narrowed to %+v", i, sc)
-		}
-	}
-}
-
-// Confirmations of an unchanged live state are not evaluated again for
-// flags every second: the view is built when a snapshot asks, once
-// however many confirmations came before it, and shows the latest; when
-// the confirmations stop, STALE still rises on time (its deadline, filed
-// with the view the flags were compared on, brings the operation back).
-func TestQuietConfirmationsWaitForASnapshot(t *testing.T) {
-	const n = 100
-	w, h := startListing(t, n)
-	gens := func() map[string]uint64 {
-		h.e.mu.Lock()
-		defer h.e.mu.Unlock()
-		m := map[string]uint64{}
-		for id, en := range h.e.ops {
-			m[id] = en.view.Gen()
-		}
-		return m
-	}
-	h.e.Snapshot()
-	for round := range 2 { // the second: after views a snapshot built
-		before := gens()
-		h.run(10*time.Second, 100*time.Millisecond) // ten listing rounds
-		if during := gens(); !maps.Equal(during, before) {
-			rebuilt := 0
-			for id, g := range during {
-				if g != before[id] {
-					rebuilt++
-				}
-			}
-			t.Errorf("round %d: %d of %d views built again by confirmations alone, want none before a snapshot", round, rebuilt, n)
-		}
-		now := h.clk.Now()
-		for _, v := range h.e.Snapshot().Operations {
-			if now.Sub(v.LastPollOKAt) > time.Second {
-				t.Fatalf("%s shows a confirmation %v old, want the latest (≤ 1 s)", v.StatementID, now.Sub(v.LastPollOKAt))
-			}
-		}
-		for id, g := range gens() {
-			if g != before[id]+1 {
-				t.Fatalf("round %d: %s: %d views built by one snapshot after ten confirmations, want 1", round, id, g-before[id])
-			}
-		}
-	}
-	h.drain()
-	w.mu.Lock()
-	w.throttle = 1 << 30 // from now on every call fails, and the listing shows none
-	for i := range n {
-		w.hidden[opID(i)] = true
-	}
-	w.mu.Unlock()
-	last := h.clk.Now()
-	h.run(32*time.Second, 100*time.Millisecond)
-	raised := map[string]time.Time{}
-	for _, ev := range h.drain() {
-		if ev.Kind == model.EventFlagRaised && ev.Flag.Kind == model.FlagStale {
-			raised[ev.StatementID] = ev.At
-		}
-	}
-	if len(raised) != n {
-		t.Fatalf("STALE raised for %d of %d operations no longer confirmed, want all", len(raised), n)
-	}
-	for id, at := range raised {
-		if d := at.Sub(last); d < 29*time.Second || d > 31*time.Second {
-			t.Errorf("%s: STALE raised %v after the last round, want ~30 s (InactivityWarn after its last confirmation)", id, d)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -130,14 +129,4 @@ func TestFollowedOperationMemoryBound(t *testing.T) {
 		t.Fatalf("snapshot lost the SQL text: %q", s.Operations[0].SQL)
 	}
 	runtime.KeepAlive(e)
-}
-
-// An entry fits the 640-byte size class: objects over 512 bytes carry an
-// 8-byte header, so 632 bytes at most. One field more (a time.Time is 24
-// bytes) moves every followed operation to the 704-byte class, 64 bytes
-// each (docs/performance.md, heap per operation).
-func TestEntryFitsItsSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n+8 > 640 {
-		t.Errorf("entry is %d bytes, %d with its header; the 640-byte size class holds 640", n, n+8)
-	}
 }

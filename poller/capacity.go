@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -18,6 +19,13 @@ import (
 type LearnedLimits interface {
 	Learned(endpoint string) *model.LearnedLimit
 	SetLearned(endpoint string, l *model.LearnedLimit) error
+}
+
+// capacityState is the capacity rounds' own state.
+type capacityState struct {
+	eps     []model.Endpoint // the last listing's endpoints
+	running bool
+	mem     memLearned // Learned when Options.Learned is nil
 }
 
 // memLearned is the in-memory LearnedLimits of an engine without a store.
@@ -45,7 +53,7 @@ func (m memLearned) SetLearned(ep string, l *model.LearnedLimit) error {
 func (e *Engine) capacityRound(ctx context.Context) {
 	defer func() {
 		e.mu.Lock()
-		e.capRunning = false
+		e.caps.running = false
 		e.mu.Unlock()
 	}()
 	// Each request of the listing goes through the policy on its own.
@@ -58,8 +66,8 @@ func (e *Engine) capacityRound(ctx context.Context) {
 			e.lastErr = info
 			// The last known endpoints stay, marked with the error (their
 			// observed_at gives their age), until a listing succeeds.
-			for i := range e.eps {
-				e.eps[i].ListingError = info
+			for i := range e.caps.eps {
+				e.caps.eps[i].ListingError = info
 			}
 			e.mu.Unlock()
 		}
@@ -70,7 +78,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		for i, ep := range eps {
 			// Unsafe call: retried only when it provably never reached the
 			// server; RESOURCE_EXHAUSTED comes back after one request.
-			probes[i] = e.pol.Do(ctx, Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
+			probes[i] = e.pol.Do(ctx, retry.Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
 				return e.o.Capacity.Probe(ctx, ep.Name)
 			})
 		}
@@ -79,8 +87,8 @@ func (e *Engine) capacityRound(ctx context.Context) {
 	defer e.mu.Unlock()
 	delete(e.wsErrs, CallCapacity)
 	now := e.clk.Now()
-	prev := make(map[string]model.Endpoint, len(e.eps))
-	for _, ep := range e.eps {
+	prev := make(map[string]model.Endpoint, len(e.caps.eps))
+	for _, ep := range e.caps.eps {
 		prev[ep.Name] = ep
 	}
 	for i := range eps {
@@ -96,12 +104,12 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		perr := probes[i]
 		if errors.Is(perr, sources.ErrProbeSkipped) {
 			if !known {
-				e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: perr.Error()})
+				e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: perr.Error()})
 			}
 			perr = nil
 		}
 		if perr != nil && ctx.Err() == nil {
-			ep.LastError = ErrorInfoOf(perr)
+			ep.LastError = retry.ErrorInfoOf(perr)
 			var he *sources.HTTPError
 			// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
 			// index quota) stays the last error: the model flags it as such.
@@ -126,10 +134,10 @@ func (e *Engine) capacityRound(ctx context.Context) {
 					ev.RequestID, ev.Err = ep.LastError.RequestID, ep.LastError
 				}
 			}
-			e.emit(ev)
+			e.out.emit(ev)
 		}
 	}
-	e.eps = eps
+	e.caps.eps = eps
 }
 
 // learn applies one round to the endpoint's learned limit: a refusal
@@ -138,7 +146,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
 	store := e.o.Learned
 	if store == nil {
-		store = e.memLearned
+		store = e.caps.mem
 	}
 	prev := store.Learned(ep.Name)
 	rid := ""
@@ -151,17 +159,17 @@ func (e *Engine) learn(ep *model.Endpoint, rows int64, now time.Time) {
 	switch out {
 	case model.LearnNew:
 		serr = store.SetLearned(ep.Name, l)
-		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, RequestID: rid,
+		e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, RequestID: rid,
 			Message: fmt.Sprintf("%s: limit learned from RESOURCE_EXHAUSTED at %s rows", ep.Name, textfmt.Count(rows)) + learnedFrom(ep.ExhaustedVia)})
 	case model.LearnForget:
 		serr = store.SetLearned(ep.Name, nil)
-		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
+		e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
 			Message: fmt.Sprintf("%s: holds %s rows, above the learned limit of %s: the limit is learned again at the next refusal",
 				ep.Name, textfmt.Count(rows), textfmt.Count(prev.Rows))})
 	}
 	if serr != nil {
 		// The limit is in effect; only its persistence failed.
-		e.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
+		e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name,
 			Message: fmt.Sprintf("%s: learned limit kept in memory only (state file: %v)", ep.Name, serr)})
 	}
 }

@@ -16,12 +16,13 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
 var (
-	safeCall   = Call{Name: CallStatus, Safe: true, OpID: "01ef0000-0000-4000-8000-000000000001"}
-	unsafeCall = Call{Name: "ExecuteStatement", Safe: false}
+	safeCall   = retry.Call{Name: CallStatus, Safe: true, OpID: "01ef0000-0000-4000-8000-000000000001"}
+	unsafeCall = retry.Call{Name: "ExecuteStatement", Safe: false}
 )
 
 // statusErr makes one real status call against a server that answers the
@@ -189,12 +190,12 @@ func TestClassifyTable(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.err(t)
 			for _, k := range []struct {
-				call Call
+				call retry.Call
 				w    want
 			}{{safeCall, c.safe}, {unsafeCall, c.unsafe}} {
-				d := Classify(k.call, err)
+				d := retry.Classify(k.call, err)
 				if d.Retry != k.w.retry || d.Kind != k.w.kind || (d.Retry && d.FreshConn != k.w.fresh) {
-					t.Errorf("%s safe=%v: Classify(%q) = %+v, want retry=%v kind=%s fresh=%v",
+					t.Errorf("%s safe=%v: retry.Classify(%q) = %+v, want retry=%v kind=%s fresh=%v",
 						c.name, k.call.Safe, err, d, k.w.retry, k.w.kind, k.w.fresh)
 				}
 				if d.Reason == "" {
@@ -209,10 +210,10 @@ func TestClassifyTable(t *testing.T) {
 }
 
 func TestClassifyTimeoutCostsMore(t *testing.T) {
-	if d := Classify(safeCall, realReadTimeout(t)); !d.Timeout {
+	if d := retry.Classify(safeCall, realReadTimeout(t)); !d.Timeout {
 		t.Errorf("read timeout not marked Timeout: %+v", d)
 	}
-	if d := Classify(safeCall, realReset(t)); d.Timeout {
+	if d := retry.Classify(safeCall, realReset(t)); d.Timeout {
 		t.Errorf("reset marked Timeout: %+v", d)
 	}
 }
@@ -224,11 +225,11 @@ func TestClassifyTypeLostInText(t *testing.T) {
 		"Post \"http://h/x\": http: server closed idle connection":                  true,
 		"something else entirely": false,
 	} {
-		if d := Classify(safeCall, errors.New(msg)); d.Retry != want {
+		if d := retry.Classify(safeCall, errors.New(msg)); d.Retry != want {
 			t.Errorf("%q: retry=%v want %v", msg, d.Retry, want)
 		}
 	}
-	if d := Classify(unsafeCall, io.ErrUnexpectedEOF); d.Retry {
+	if d := retry.Classify(unsafeCall, io.ErrUnexpectedEOF); d.Retry {
 		t.Errorf("unexpected EOF retried for an unsafe call")
 	}
 }
@@ -239,14 +240,14 @@ func FuzzClassify(f *testing.F) {
 		f.Add(s, true)
 	}
 	f.Fuzz(func(t *testing.T, msg string, safe bool) {
-		d := Classify(Call{Name: "X", Safe: safe}, errors.New(msg))
+		d := retry.Classify(retry.Call{Name: "X", Safe: safe}, errors.New(msg))
 		if d.Kind == "" || d.Reason == "" {
 			t.Fatalf("incomplete decision %+v for %q", d, msg)
 		}
 		if d.Retry && d.Kind == model.KindPermanent {
 			t.Fatalf("retrying a permanent error: %+v", d)
 		}
-		_ = ErrorInfoOf(errors.New(msg))
+		_ = retry.ErrorInfoOf(errors.New(msg))
 	})
 }
 
@@ -262,7 +263,7 @@ func FuzzParseErrorBody(f *testing.F) {
 		if he.RetryAfter < 0 {
 			t.Fatalf("negative wait %s", he.RetryAfter)
 		}
-		d := Classify(safeCall, he)
+		d := retry.Classify(safeCall, he)
 		if d.Kind == "" {
 			t.Fatalf("no kind for %+v", he)
 		}
@@ -282,6 +283,6 @@ func BenchmarkClassify(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		_ = Classify(safeCall, errs[i%len(errs)])
+		_ = retry.Classify(safeCall, errs[i%len(errs)])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 )
 
 func opID(i int) string { return fmt.Sprintf("01ef0000-0000-4000-8000-%012d", i) }
@@ -269,7 +270,7 @@ func TestEngineCloseQueueUntilHandleGone(t *testing.T) {
 	defer src.CloseIdleConnections()
 	s.add(srvOp{ID: opID(1), State: "FINISHED", Open: true})
 	o := sourceOptions(src)
-	o.Policy.Limits = map[string]Limit{CallClose: {Attempts: 1}}
+	o.Policy.Limits = map[string]retry.Limit{CallClose: {Attempts: 1}}
 	h := startEngine(t, o)
 	h.run(time.Second, 100*time.Millisecond)
 	s.setFault(func(r request) fault {
@@ -279,7 +280,7 @@ func TestEngineCloseQueueUntilHandleGone(t *testing.T) {
 		return fault{}
 	})
 	err := h.e.Close(context.Background(), opID(1))
-	if err == nil || ErrorInfoOf(err).RequestID != "req-close-1" {
+	if err == nil || retry.ErrorInfoOf(err).RequestID != "req-close-1" {
 		t.Fatalf("Close: %v", err)
 	}
 	h.settle()
@@ -341,7 +342,7 @@ func TestEngineShutdownClosesQueued(t *testing.T) {
 	s.add(srvOp{ID: opID(1), State: "FINISHED", Open: true})
 	s.add(srvOp{ID: opID(2), State: "FINISHED", Open: true})
 	o := sourceOptions(src)
-	o.Policy.Limits = map[string]Limit{CallClose: {Attempts: 1}}
+	o.Policy.Limits = map[string]retry.Limit{CallClose: {Attempts: 1}}
 	h := startEngine(t, o)
 	h.run(time.Second, 100*time.Millisecond)
 	s.setFault(func(r request) fault {
@@ -398,7 +399,7 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 		return fault{status: 401, body: errBody("UNAUTHENTICATED", "bad token", "req-401")}
 	})
 	err := e.RunOnce(context.Background())
-	info := ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	if err == nil || info.RequestID != "req-401" || info.HTTPStatus != 401 {
 		t.Fatalf("err %v info %+v", err, info)
 	}
@@ -417,8 +418,8 @@ func TestEngineRunOnceAndErrors(t *testing.T) {
 
 func TestEventsNeverBlockDropOldest(t *testing.T) {
 	e := NewEngine(Options{})
-	for i := range cap(e.events) + 10 {
-		e.emit(model.Event{Message: fmt.Sprint(i)})
+	for i := range cap(e.out.ch) + 10 {
+		e.out.emit(model.Event{Message: fmt.Sprint(i)})
 	}
 	if e.Health().EventsDropped != 10 {
 		t.Fatalf("dropped %d", e.Health().EventsDropped)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -25,18 +24,16 @@ type Member struct {
 type Fleet struct {
 	members []Member
 	window  time.Duration
-	events  chan model.Event
-	emitMu  sync.Mutex
-	dropped atomic.Int64
+	out     *emitter
 }
 
 // NewFleet builds a fleet; window is the clients[] window of the merged
-// snapshot (0 → 1h).
+// snapshot (0 → model.DefaultWindow).
 func NewFleet(window time.Duration, members ...Member) *Fleet {
 	if window <= 0 {
-		window = time.Hour
+		window = model.DefaultWindow
 	}
-	return &Fleet{members: members, window: window, events: make(chan model.Event, 4096)}
+	return &Fleet{members: members, window: window, out: newEmitter()}
 }
 
 // Members lists the fleet's workspaces in the order given.
@@ -73,16 +70,14 @@ func (f *Fleet) forward(ctx context.Context, m Member) {
 			if len(f.members) > 1 {
 				ev.Workspace = m.Name
 			}
-			f.emitMu.Lock()
-			sendDropOldest(f.events, ev, &f.dropped)
-			f.emitMu.Unlock()
+			f.out.emit(ev)
 		}
 	}
 }
 
 // Events is the members' events in arrival order (buffered; the oldest
 // are dropped and counted when nobody reads).
-func (f *Fleet) Events() <-chan model.Event { return f.events }
+func (f *Fleet) Events() <-chan model.Event { return f.out.ch }
 
 // Snapshots are the members' own snapshots, each with whether its last
 // discovery round succeeded (Up; false before the first).
@@ -100,27 +95,12 @@ func (f *Fleet) named(take func(*Engine) model.Snapshot) []model.NamedSnapshot {
 // Snapshot merges the members' snapshots (model.Merge) with the clients[]
 // of all of them; one member's snapshot is returned as it is.
 func (f *Fleet) Snapshot() model.Snapshot {
-	s := f.SnapshotWithoutClients()
-	s.Clients = f.Clients(s)
+	if len(f.members) == 1 {
+		return f.members[0].Engine.Snapshot()
+	}
+	s := model.Merge(f.named((*Engine).snapshot))
+	s.Clients = model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
 	return s
-}
-
-// SnapshotWithoutClients is Snapshot with clients[] left out, as
-// Engine.SnapshotWithoutClients.
-func (f *Fleet) SnapshotWithoutClients() model.Snapshot {
-	if len(f.members) == 1 {
-		return f.members[0].Engine.SnapshotWithoutClients()
-	}
-	return model.Merge(f.named((*Engine).SnapshotWithoutClients))
-}
-
-// Clients is the clients[] of s, one of this fleet's snapshots, as
-// Snapshot aggregates it.
-func (f *Fleet) Clients(s model.Snapshot) []model.ClientStats {
-	if len(f.members) == 1 {
-		return f.members[0].Engine.Clients(s)
-	}
-	return model.AggregateClients(s.Operations, s.GeneratedAt, f.window)
 }
 
 // Health sums the members' health; the budget is the sum of their
@@ -151,7 +131,7 @@ func (f *Fleet) Health() Health {
 			h.LastError = &le
 		}
 	}
-	h.EventsDropped += f.dropped.Load()
+	h.EventsDropped += f.out.dropped.Load()
 	return h
 }
 

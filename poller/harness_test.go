@@ -26,14 +26,15 @@ func startEngine(t *testing.T, o Options) *harness {
 	clk := newFakeClock()
 	o.Clock = clk
 	h := &harness{t: t, clk: clk, changed: make(chan struct{}, 1), done: make(chan error, 1)}
-	h.e = NewEngine(o)
-	h.e.hook = func() {
+	wake := func() {
 		select {
 		case h.changed <- struct{}{}:
 		default:
 		}
 	}
-	h.e.pol.notify = h.e.hook
+	o.Policy.Waiting = wake // a backoff wait started
+	h.e = NewEngine(o)
+	h.e.loop.changed = wake
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.e.Run(ctx) }()
@@ -51,7 +52,9 @@ func (h *harness) stop() {
 	if err := <-h.done; err != nil {
 		h.t.Errorf("Run returned %v on cancel, want nil", err)
 	}
-	checkViews(h.t)
+	if err := checkEngine(h.e); err != nil {
+		h.t.Error(err)
+	}
 }
 
 func (h *harness) settle() {
@@ -62,10 +65,14 @@ func (h *harness) settle() {
 		select {
 		case <-h.changed:
 		case <-failsafe.C:
-			n, all := h.e.pol.sleepingUntil(h.clk.Now())
+			n, all := h.e.pol.SleepingUntil(h.clk.Now())
 			h.t.Fatalf("engine did not settle: busy %d parked %v loopAt %s now %s wake %d sleepers %d allAfter %v",
-				h.e.busy.Load(), h.e.parked.Load(), time.Unix(0, h.e.loopAt.Load()).UTC(), h.clk.Now(), len(h.e.wake), n, all)
+				h.e.loop.busy.Load(), h.e.loop.parked.Load(), time.Unix(0, h.e.loop.at.Load()).UTC(), h.clk.Now(), len(h.e.loop.wake), n, all)
 		}
+	}
+	// Settled, the engine's parts are at rest: each checks its own.
+	if err := checkEngine(h.e); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -30,7 +31,7 @@ func TestFreshConnRequestedOnlyAfterTransportErrors(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	var asked []bool
-	_, err := Do(context.Background(), NewPolicy(PolicyOptions{Clock: newAutoClock()}), Call{Name: CallStatus, Safe: true, OpID: "a"},
+	_, err := retry.Do(context.Background(), retry.NewPolicy(retry.PolicyOptions{Clock: newAutoClock()}), retry.Call{Name: CallStatus, Safe: true, OpID: "a"},
 		func(ctx context.Context) (sources.Status, error) {
 			asked = append(asked, sources.FreshConnRequested(ctx))
 			return src.Status(ctx, sources.Ref{StatementID: "a"})
@@ -43,9 +44,9 @@ func TestFreshConnRequestedOnlyAfterTransportErrors(t *testing.T) {
 // The observer hears every retry and the give-up, with the cause.
 func TestObserverReports(t *testing.T) {
 	var mu sync.Mutex
-	var reps []Report
-	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), Observe: func(r Report) { mu.Lock(); reps = append(reps, r); mu.Unlock() }})
-	err := p.Do(context.Background(), Call{Name: "GetStatement", Safe: true, OpID: "x"}, func(context.Context) error {
+	var reps []retry.Report
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: newAutoClock(), Observe: func(r retry.Report) { mu.Lock(); reps = append(reps, r); mu.Unlock() }})
+	err := p.Do(context.Background(), retry.Call{Name: "GetStatement", Safe: true, OpID: "x"}, func(context.Context) error {
 		return &sources.HTTPError{Call: "GetStatement", StatusCode: 503, ErrorCode: "TEMPORARILY_UNAVAILABLE", RequestID: "rq"}
 	})
 	if err == nil || len(reps) != 4 || reps[3].GaveUp == nil || reps[0].Wait <= 0 || reps[0].Decision.Kind != model.KindUnavailable {
@@ -121,22 +122,4 @@ func (u *unknownOpenSource) calls() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.n
-}
-
-// Each page of a listing is one request, retried on its own for as long
-// as its elapsed limit allows; its attempt timeout is the default.
-func TestListingRequestsRetriedAlone(t *testing.T) {
-	p := NewPolicy(PolicyOptions{})
-	for _, name := range []string{"ListQueries", "ListWarehouses", "ListEndpoints", "ListIndexes", "GetIndex"} {
-		if got := p.limit(name); got.Attempts != 12 || got.Elapsed != 15*time.Second || got.Attempt != 10*time.Second {
-			t.Fatalf("%s limit %+v, want 12 attempts within 15s, 10s each", name, got)
-		}
-	}
-	if got := p.limit("GetOperationStatus").Attempt; got != 10*time.Second {
-		t.Fatalf("GetOperationStatus attempt timeout %s, want the default 10s", got)
-	}
-	p = NewPolicy(PolicyOptions{AttemptTimeout: 2 * time.Second})
-	if got := p.limit("SomethingElse").Attempt; got != 2*time.Second {
-		t.Fatalf("unnamed call attempt timeout %s, want PolicyOptions.AttemptTimeout", got)
-	}
 }

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
 // statusVia runs one policy-wrapped status call through src.
-func statusVia(p *Policy, src *httpSource, id string) error {
-	_, err := Do(context.Background(), p, Call{Name: CallStatus, Safe: true, OpID: id}, func(ctx context.Context) (sources.Status, error) {
+func statusVia(p *retry.Policy, src *httpSource, id string) error {
+	_, err := retry.Do(context.Background(), p, retry.Call{Name: CallStatus, Safe: true, OpID: id}, func(ctx context.Context) (sources.Status, error) {
 		return src.Status(ctx, sources.Ref{StatementID: id})
 	})
 	return err
@@ -31,9 +32,9 @@ func TestResourceExhaustedOneRequestFast(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	p := NewPolicy(PolicyOptions{Clock: clk})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: clk})
 	start := time.Now()
-	err := p.Do(context.Background(), Call{Name: CallProbe, Safe: false, OpID: "vs-1"}, func(ctx context.Context) error { return src.upsert(ctx) })
+	err := p.Do(context.Background(), retry.Call{Name: CallProbe, Safe: false, OpID: "vs-1"}, func(ctx context.Context) error { return src.upsert(ctx) })
 	took := time.Since(start)
 	if n, _ := s.count("/upsert"); n != 1 {
 		t.Fatalf("requests = %d, want exactly 1", n)
@@ -54,14 +55,14 @@ func TestResourceExhaustedOneRequestFast(t *testing.T) {
 		}
 	}
 	var he *sources.HTTPError
-	var g *GiveUpError
+	var g *retry.GiveUpError
 	if !errors.As(err, &he) || !errors.As(err, &g) || g.Attempts != 1 || !g.Permanent {
 		t.Fatalf("chain: %#v", err)
 	}
-	info := ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	if info.Kind != model.KindPermanent || info.ErrorCode != "RESOURCE_EXHAUSTED" || info.HTTPStatus != 429 ||
 		info.RequestID != "0c6b8a1e-5a8f-4d1e-9e0b-7d3c2f1a9b00" || info.Attempts != 1 || info.Call != CallProbe {
-		t.Errorf("ErrorInfoOf = %+v", info)
+		t.Errorf("retry.ErrorInfoOf = %+v", info)
 	}
 	if strings.Contains(msg, testToken) {
 		t.Error("token in error text")
@@ -94,7 +95,7 @@ func TestRetryUsesFreshConnection(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := statusVia(NewPolicy(PolicyOptions{}), src, "a"); err != nil {
+					if err := statusVia(retry.NewPolicy(retry.PolicyOptions{}), src, "a"); err != nil {
 						t.Error(err)
 					}
 				}()
@@ -105,11 +106,11 @@ func TestRetryUsesFreshConnection(t *testing.T) {
 				t.Fatalf("pool has %d connections, want 3", base)
 			}
 			s.setFault(func(r request) fault { return fault{reset: r.NthOn >= 2} })
-			o := PolicyOptions{Clock: newAutoClock()}
+			o := retry.PolicyOptions{Clock: newAutoClock()}
 			if dropIdle {
 				o.Idle = []sources.IdleCloser{src}
 			}
-			p := NewPolicy(o)
+			p := retry.NewPolicy(o)
 			err := statusVia(p, src, "a")
 			reqs := s.requests()
 			if dropIdle {
@@ -141,7 +142,7 @@ func TestStaleKeepAliveRetried(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	p := NewPolicy(PolicyOptions{Clock: clk, Idle: []sources.IdleCloser{src}})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: clk, Idle: []sources.IdleCloser{src}})
 	if err := statusVia(p, src, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	p := NewPolicy(PolicyOptions{Clock: clk})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: clk})
 	if err := statusVia(p, src, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestRetryAfterBeyondCapGivesUpAtOnce(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	err := statusVia(NewPolicy(PolicyOptions{Clock: clk}), src, "a")
+	err := statusVia(retry.NewPolicy(retry.PolicyOptions{Clock: clk}), src, "a")
 	if n, _ := s.count("/status"); n != 1 || len(clk.Waits()) != 0 {
 		t.Fatalf("requests %d waits %v", n, clk.Waits())
 	}
@@ -202,7 +203,7 @@ func TestAttemptLimitAndBackoffGrowth(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	p := NewPolicy(PolicyOptions{Clock: clk, Rand: func() float64 { return 1 }})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: clk, Rand: func() float64 { return 1 }})
 	err := statusVia(p, src, "01ef")
 	if n, _ := s.count("/status"); n != 4 {
 		t.Fatalf("requests %d, want 4", n)
@@ -215,20 +216,9 @@ func TestAttemptLimitAndBackoffGrowth(t *testing.T) {
 		t.Fatalf("error %q", err)
 	}
 	// Unsafe calls are not retried on 502.
-	err = p.Do(context.Background(), Call{Name: "ExecuteStatement"}, func(ctx context.Context) error { return src.upsert(ctx) })
+	err = p.Do(context.Background(), retry.Call{Name: "ExecuteStatement"}, func(ctx context.Context) error { return src.upsert(ctx) })
 	if n, _ := s.count("/upsert"); n != 1 || err == nil {
 		t.Fatalf("unsafe 502: %d requests, err %v", n, err)
-	}
-}
-
-func TestBackoffCeilingCapped(t *testing.T) {
-	for i, want := range []time.Duration{250, 500, 1000, 2000, 4000, 8000, 8000, 8000} {
-		if got := ceiling(250*time.Millisecond, 8*time.Second, i+1); got != want*time.Millisecond {
-			t.Errorf("ceiling(%d) = %s want %s", i+1, got, want*time.Millisecond)
-		}
-	}
-	if lo, hi := equalJitter(8*time.Second, 0), equalJitter(8*time.Second, 0.999999); lo != 4*time.Second || hi > 8*time.Second {
-		t.Errorf("jitter range [%s, %s]", lo, hi)
 	}
 }
 
@@ -238,7 +228,7 @@ func TestElapsedLimit(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	clk := newAutoClock()
-	err := statusVia(NewPolicy(PolicyOptions{Clock: clk}), src, "a")
+	err := statusVia(retry.NewPolicy(retry.PolicyOptions{Clock: clk}), src, "a")
 	// 15 s then another 15 s would pass the 20 s limit.
 	if n, _ := s.count("/status"); n != 2 || !strings.Contains(err.Error(), "would pass the 20s elapsed limit") {
 		t.Fatalf("%d requests, err %v", n, err)
@@ -250,13 +240,13 @@ func TestBudgetExhausted(t *testing.T) {
 	s.setFault(func(request) fault { return fault{reset: true} })
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
-	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), BudgetCapacity: 12, RetryCost: 5, Idle: []sources.IdleCloser{src}})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: newAutoClock(), BudgetCapacity: 12, RetryCost: 5, Idle: []sources.IdleCloser{src}})
 	_ = statusVia(p, src, "a") // 3 attempts: 2 retries pay 10
 	err := statusVia(p, src, "b")
 	if n, _ := s.count("/status"); n != 4 {
 		t.Fatalf("requests %d, want 3 + 1", n)
 	}
-	var g *GiveUpError
+	var g *retry.GiveUpError
 	if !errors.As(err, &g) || g.Attempts != 1 || !strings.Contains(err.Error(), "retry budget exhausted") ||
 		!strings.Contains(err.Error(), "transport: connection reset by peer") {
 		t.Fatalf("err %v", err)
@@ -284,10 +274,10 @@ func TestCanceledReturnsAtOnce(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := NewPolicy(PolicyOptions{})
+	p := retry.NewPolicy(retry.PolicyOptions{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := Do(ctx, p, Call{Name: CallStatus, Safe: true, OpID: "a"}, func(ctx context.Context) (sources.Status, error) {
+		_, err := retry.Do(ctx, p, retry.Call{Name: CallStatus, Safe: true, OpID: "a"}, func(ctx context.Context) (sources.Status, error) {
 			return src.Status(ctx, sources.Ref{StatementID: "a"})
 		})
 		done <- err
@@ -295,7 +285,7 @@ func TestCanceledReturnsAtOnce(t *testing.T) {
 	<-arrived
 	cancel()
 	err := <-done
-	if !errors.Is(err, context.Canceled) || ErrorInfoOf(err).Kind != model.KindCanceled {
+	if !errors.Is(err, context.Canceled) || retry.ErrorInfoOf(err).Kind != model.KindCanceled {
 		t.Fatalf("err %v", err)
 	}
 	if n, _ := s.count("/status"); n != 1 {
@@ -309,7 +299,7 @@ func TestAttemptTimeoutIsATransportTimeout(t *testing.T) {
 	s.setFault(func(r request) fault { return fault{hang: len(s.reqs) == 1} })
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
-	p := NewPolicy(PolicyOptions{Clock: newAutoClock(), AttemptTimeout: 30 * time.Millisecond, Idle: []sources.IdleCloser{src}})
+	p := retry.NewPolicy(retry.PolicyOptions{Clock: newAutoClock(), AttemptTimeout: 30 * time.Millisecond, Idle: []sources.IdleCloser{src}})
 	if err := statusVia(p, src, "a"); err != nil {
 		t.Fatalf("hung attempt not retried: %v", err)
 	}
@@ -320,7 +310,7 @@ func TestAttemptTimeoutIsATransportTimeout(t *testing.T) {
 
 func TestGenericDoReturnsValue(t *testing.T) {
 	n := 0
-	v, err := Do(context.Background(), NewPolicy(PolicyOptions{Clock: newAutoClock()}), Call{Name: "X", Safe: true}, func(context.Context) (int, error) {
+	v, err := retry.Do(context.Background(), retry.NewPolicy(retry.PolicyOptions{Clock: newAutoClock()}), retry.Call{Name: "X", Safe: true}, func(context.Context) (int, error) {
 		n++
 		if n < 2 {
 			return 0, &sources.HTTPError{Call: "X", StatusCode: 503}
@@ -333,7 +323,7 @@ func TestGenericDoReturnsValue(t *testing.T) {
 }
 
 func TestRedactsTokens(t *testing.T) {
-	g := &GiveUpError{Call: Call{Name: "X"}, Attempts: 1, Last: errors.New("Authorization: Bearer dapi0123abcd failed, token=abc")}
+	g := &retry.GiveUpError{Call: retry.Call{Name: "X"}, Attempts: 1, Last: errors.New("Authorization: Bearer dapi0123abcd failed, token=abc")}
 	if msg := g.Error(); strings.Contains(msg, "dapi0123abcd") || strings.Contains(msg, "token=abc") {
 		t.Fatalf("secret in %q", msg)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -16,11 +17,11 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	e.mu.Lock()
 	ref := en.ref
 	e.mu.Unlock()
-	call := Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
-	st, err := Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
+	call := retry.Call{Name: CallStatus, Safe: true, OpID: ref.StatementID}
+	st, err := retry.Do(ctx, e.pol, call, func(ctx context.Context) (sources.Status, error) {
 		t0 := e.clk.Now()
 		st, err := e.o.Status.Status(ctx, ref)
-		e.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
+		e.sched.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
 		return st, err
 	})
 	var settled sources.Status
@@ -36,23 +37,22 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	// answer came from a source that never reports activity (a warehouse
 	// that is not running is asked through the REST API) — is not spent:
 	// a later operation gets it.
-	if en.probe && !e.activity && (err != nil || (st.ClientLastActivity == nil && st.Note != "")) {
-		e.probes--
+	if en.probe && !e.batch.activity && (err != nil || (st.ClientLastActivity == nil && st.Note != "")) {
+		e.batch.probes--
 	}
 	en.polling, en.probe = false, false
-	e.inflight--
+	e.sched.inflight--
 	e.polls++
 	if err != nil && ctx.Err() != nil {
 		// Shutting down, or a RunOnce round's deadline: not a failure of
 		// the operation. It stays scheduled, so the next round (--watch)
 		// polls it again.
 		if !en.retired && en.idx < 0 {
-			en.next = stamp(now)
-			e.heap.push(en)
+			e.sched.at(en, now)
 		}
 		return
 	}
-	e.touch(en)
+	e.views.touch(en)
 	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
@@ -62,14 +62,14 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		return
 	case err != nil:
 		op.Poll.Failed++
-		info := ErrorInfoOf(err)
+		info := retry.ErrorInfoOf(err)
 		op.LastError = info
 		e.lastErr = info
 	default:
-		if st.ClientLastActivity != nil && !e.activity {
+		if st.ClientLastActivity != nil && !e.batch.activity {
 			// The source reports the owning client's activity (INACTIVE's
 			// evidence): live operations keep a per-operation poll.
-			e.activity = true
+			e.batch.activity = true
 			e.logf("the status source reports client activity: live operations are polled one by one too")
 		}
 		e.applyStatus(en, st, now)
@@ -85,7 +85,7 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
-	e.touch(en)
+	e.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -119,7 +119,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if op.ServerError != "" && op.State == model.StateFailed {
 			msg += ": " + op.ServerError
 		}
-		e.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.out.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
 	if op.State.Terminal() && !en.terminal {
@@ -127,13 +127,13 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
-		en.terminal, en.terminalAt = true, stamp(at)
+		en.terminal, en.terminalAt = true, at
 	}
 	// A terminal operation whose openness the source cannot tell is
 	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
 	// could still matter; a known-open one is polled until it is closed
 	// or reaped, however long that takes.
-	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(unstamp(en.terminalAt)) > 5*e.o.Thresholds.LeakAfter+time.Minute {
+	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(en.terminalAt) > 5*e.o.Thresholds.LeakAfter+time.Minute {
 		closed = true
 	}
 	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
@@ -142,7 +142,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	if closed && !en.queued {
 		e.retire(en, now)
 	}
-	e.addLive(en) // a source that took back an end (never query history)
+	e.ops.addLive(en) // a source that took back an end (never query history)
 }
 
 // markGone records that the server no longer has the operation, with the
@@ -151,7 +151,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
-	e.touch(en)
+	e.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -165,7 +165,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 	}
 	op.StatusSource, op.StatusNote = st.Source, st.Note
 	if settleErr != nil {
-		op.LastError = ErrorInfoOf(settleErr)
+		op.LastError = retry.ErrorInfoOf(settleErr)
 		op.Poll.Failed++
 	} else {
 		op.LastPollOKAt = now
@@ -180,7 +180,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 				msg += " (from query history)"
 			}
 		}
-		e.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
+		e.out.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
 	op.Open = boolRef(false)

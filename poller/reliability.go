@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -19,22 +20,22 @@ type Settler interface {
 // listing goes through the policy on its own (a throttled page is retried
 // alone; the pages already read are kept). Listings are safe to repeat.
 func (e *Engine) retry(ctx context.Context, call string, fn func(context.Context) error) error {
-	return e.pol.Do(ctx, Call{Name: call, Safe: true}, fn)
+	return e.pol.Do(ctx, retry.Call{Name: call, Safe: true}, fn)
 }
 
 // setDiscoveryErrors replaces the workspace errors of the previous
 // discovery with this one's: a listing that failed, a truncation, a side
 // listing (warehouses) that failed. Called with e.mu held.
 func (e *Engine) setDiscoveryErrors(errs []error) {
-	for k := range e.discKeys {
+	for k := range e.disc.keys {
 		delete(e.wsErrs, k)
 	}
-	e.discKeys = map[string]bool{}
+	e.disc.keys = map[string]bool{}
 	for _, err := range errs {
 		info := listingErrorInfo(err)
 		key := string(info.Kind) + ":" + info.Call
 		e.wsErrs[key] = *info
-		e.discKeys[key] = true
+		e.disc.keys[key] = true
 		e.lastErr = info
 	}
 }
@@ -45,17 +46,17 @@ func (e *Engine) setDiscoveryErrors(errs []error) {
 func listingErrorInfo(err error) *model.ErrorInfo {
 	t, ok := sources.IsTruncated(err)
 	if !ok {
-		return ErrorInfoOf(err)
+		return retry.ErrorInfoOf(err)
 	}
 	info := &model.ErrorInfo{Kind: model.KindTruncated, Call: t.Call, Seen: t.Seen}
 	if t.Err != nil {
-		base := ErrorInfoOf(t.Err)
+		base := retry.ErrorInfoOf(t.Err)
 		info.ErrorCode, info.HTTPStatus, info.RequestID = base.ErrorCode, base.HTTPStatus, base.RequestID
 		info.Attempts, info.Elapsed = base.Attempts, base.Elapsed
 	}
 	info.Message = sources.Redact(fmt.Sprintf("listing truncated after %d pages, %d %s seen: %s", t.Pages, t.Seen, t.What, t.Reason))
 	if t.Err != nil {
-		info.Message += ": " + sources.Redact(describe(t.Err))
+		info.Message += ": " + sources.Redact(retry.Describe(t.Err))
 	}
 	return info
 }
@@ -106,7 +107,7 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 		}
 		unread++
 		if op.LastError == nil {
-			e.touch(en)
+			e.views.touch(en)
 			msg := "status not read this round"
 			if ctxErr != nil {
 				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"

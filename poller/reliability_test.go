@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -77,7 +78,7 @@ func goneStatus() (sources.Status, error) {
 
 func scriptedEngine(s *scripted) *Engine {
 	return NewEngine(Options{Discoverer: s, Status: s, Capacity: s, Settle: s, Clock: newAutoClock(),
-		Policy: PolicyOptions{Limits: map[string]Limit{"GetOperationStatus": {Attempts: 1}}}})
+		Policy: retry.PolicyOptions{Limits: map[string]retry.Limit{"GetOperationStatus": {Attempts: 1}}}})
 }
 
 func errorOf(s model.Snapshot, kind model.ErrorKind) *model.ErrorInfo {

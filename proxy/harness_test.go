@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -57,8 +57,8 @@ func startProxy(t testing.TB, upstream string, o Options) *Server {
 
 // fastPolicy keeps the project's policy but with short backoff, so tests
 // do not wait seconds between attempts.
-func fastPolicy() poller.PolicyOptions {
-	return poller.PolicyOptions{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, AttemptTimeout: 2 * time.Second}
+func fastPolicy() retry.PolicyOptions {
+	return retry.PolicyOptions{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, AttemptTimeout: 2 * time.Second}
 }
 
 // client is a Thrift client as an outside application: its own

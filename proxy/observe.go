@@ -16,7 +16,7 @@ import (
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
@@ -90,7 +90,7 @@ func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	rq.path, rq.ua, rq.auth = req.URL.Path, req.Header.Get("User-Agent"), req.Header.Get("Authorization")
 	tr := p.observeRequest(rq)
 
-	call := poller.Call{Name: rq.call, OpID: rq.opID}
+	call := retry.Call{Name: rq.call, OpID: rq.opID}
 	switch {
 	case !p.o.Heal || rq.call == "":
 		return t.once(req, rq, tr, prefix)
@@ -129,7 +129,7 @@ func (t *observer) once(req *http.Request, rq request, tr tracked, body []byte) 
 // healed runs the call under the retry policy, on a fresh connection after
 // a transport error, within the client's own request (its context ends
 // when the client gives up).
-func (t *observer) healed(req *http.Request, rq request, tr tracked, body []byte, call poller.Call) (*http.Response, error) {
+func (t *observer) healed(req *http.Request, rq request, tr tracked, body []byte, call retry.Call) (*http.Response, error) {
 	var last *http.Response
 	attempts := 0
 	var firstErr error
@@ -489,7 +489,7 @@ func (p *Proxy) clientCloseFailed(o *op, err error) {
 		return
 	}
 	now := p.clk.Now()
-	info := poller.ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	info.Message = clean(info.Message)
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.f.Close.ClientError = info
@@ -748,7 +748,7 @@ func (p *Proxy) armAbandon(o *op, now time.Time) {
 func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
 	cause := ""
 	if first != nil {
-		cause = clean(poller.ErrorInfoOf(first).Message)
+		cause = clean(retry.ErrorInfoOf(first).Message)
 	}
 	if ok {
 		p.stats.healed.Add(1)

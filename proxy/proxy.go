@@ -20,7 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 	"github.com/dbxtop/dbxtop/textfmt"
@@ -47,9 +47,9 @@ type Options struct {
 	Transport *http.Transport
 	// Policy options for healing and the proxy's own calls (zero: the
 	// project's defaults, docs/retry-policy.md).
-	Policy poller.PolicyOptions
+	Policy retry.PolicyOptions
 	// Clock drives the close queue and abandonment; nil is the wall clock.
-	Clock poller.Clock
+	Clock retry.Clock
 	// Tick is how often the close queue and abandonment look (default 1s).
 	Tick time.Duration
 	// Logger receives one structured record per upstream failure, heal,
@@ -107,7 +107,7 @@ type Options struct {
 // poll comes anyway) within the same 20 s; ExecuteStatement is repeated
 // only after a failed dial, and its answer may legitimately take minutes
 // (direct results), so its per-attempt deadline must not cut it.
-var HealLimits = map[string]poller.Limit{
+var HealLimits = map[string]retry.Limit{
 	"GetOperationStatus":   {Attempts: 20, Elapsed: 20 * time.Second},
 	"GetResultSetMetadata": {Attempts: 20, Elapsed: 20 * time.Second},
 	"CancelOperation":      {Attempts: 20, Elapsed: 20 * time.Second},
@@ -173,9 +173,9 @@ type Proxy struct {
 	up       *http.Transport // pooled
 	fresh    *http.Transport // no keep-alive: a healing retry never reuses a stale connection
 	recent   *http.Transport // idle connections kept only moments: for calls never repeated
-	pol      *poller.Policy
+	pol      *retry.Policy
 	own      *thrift.Client
-	clk      poller.Clock
+	clk      retry.Clock
 	st       *store
 	stats    counters
 	vec      vectorState // the REST leg's Vector Search writes (vector.go)
@@ -274,7 +274,7 @@ func New(o Options) (*Proxy, error) {
 	if po.BudgetCapacity <= 0 {
 		po.BudgetCapacity = healBudget
 	}
-	lim := map[string]poller.Limit{}
+	lim := map[string]retry.Limit{}
 	for k, v := range HealLimits {
 		lim[k] = v
 	}
@@ -283,7 +283,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	po.Limits = lim
 	po.Idle = append(po.Idle, p.up)
-	p.pol = poller.NewPolicy(po)
+	p.pol = retry.NewPolicy(po)
 	p.own, err = thrift.NewClient(thrift.Options{
 		Host:         u.String(),
 		HTTPPath:     func(path string) string { return path },

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -169,7 +169,7 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	var err error
 	attempts := 0
 	if cerr == nil {
-		err = p.pol.Do(cctx, poller.Call{Name: "CloseOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+		err = p.pol.Do(cctx, retry.Call{Name: "CloseOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 			attempts++
 			if err := p.gated("CloseOperation", ref); err != nil {
 				return err
@@ -203,7 +203,7 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 		}
 		return err
 	}
-	info := poller.ErrorInfoOf(err)
+	info := retry.ErrorInfoOf(err)
 	info.Message = clean(info.Message)
 	o.f.Close.LastError = info
 	o.closeFails++
@@ -214,7 +214,7 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 		return err
 	}
 	p.st.setQueued(o, true)
-	o.f.Close.NextTry = now.Add(poller.CloseRetryWait(o.closeFails, rand.Float64()))
+	o.f.Close.NextTry = now.Add(retry.CloseRetryWait(o.closeFails, rand.Float64()))
 	p.st.arm(o, o.f.Close.NextTry)
 	o.event(now, "close-failed", fmt.Sprintf("close by the proxy (%s) failed: %s; next try at %s", who, info.Message, o.f.Close.NextTry.UTC().Format(time.RFC3339)), cred)
 	p.log.Warn("close by the proxy failed", "statement_id", o.f.StatementID, "by", who, "credentials", cred,
@@ -242,7 +242,7 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 		p.log.Warn("abandoned operation not closed", "statement_id", ref.StatementID, "reason", cerr.Error())
 		return
 	}
-	st, err := poller.Do(cctx, p.pol, poller.Call{Name: "GetOperationStatus", Safe: true, OpID: ref.StatementID},
+	st, err := retry.Do(cctx, p.pol, retry.Call{Name: "GetOperationStatus", Safe: true, OpID: ref.StatementID},
 		func(actx context.Context) (sources.Status, error) {
 			if err := p.gated("GetOperationStatus", ref); err != nil {
 				return sources.Status{}, err
@@ -257,7 +257,7 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 		return
 	}
 	if err == nil && st.State.Live() {
-		cerr := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+		cerr := p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 			if err := p.gated("CancelOperation", ref); err != nil {
 				return err
 			}
@@ -267,7 +267,7 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 		p.st.mu.Lock()
 		msg := "canceled by the proxy (abandoned)"
 		if cerr != nil {
-			msg = "cancel by the proxy failed: " + clean(poller.ErrorInfoOf(cerr).Message)
+			msg = "cancel by the proxy failed: " + clean(retry.ErrorInfoOf(cerr).Message)
 		} else if o.open() {
 			o.f.State = model.StateCanceled
 		}
@@ -309,7 +309,7 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 	if cerr != nil {
 		return cerr
 	}
-	err := p.pol.Do(cctx, poller.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+	err := p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 		if err := p.gated("CancelOperation", ref); err != nil {
 			return err
 		}
@@ -320,7 +320,7 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 	defer p.st.mu.Unlock()
 	msg := "canceled for dbxtop"
 	if err != nil {
-		msg = "cancel for dbxtop failed: " + clean(poller.ErrorInfoOf(err).Message)
+		msg = "cancel for dbxtop failed: " + clean(retry.ErrorInfoOf(err).Message)
 	}
 	o.event(p.clk.Now(), "canceled", msg, cred)
 	return err

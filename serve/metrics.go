@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -271,7 +272,7 @@ type Counters struct {
 }
 
 // NewCounters builds the counters; hand Observer and Done to each
-// workspace's poller.PolicyOptions.
+// workspace's retry.PolicyOptions.
 func NewCounters() *Counters {
 	return &Counters{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_calls_total",
@@ -307,8 +308,8 @@ func (c *Counters) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Observer counts one workspace's retries and give-ups (PolicyOptions.Observe).
-func (c *Counters) Observer(workspace string) func(poller.Report) {
-	return func(r poller.Report) {
+func (c *Counters) Observer(workspace string) func(retry.Report) {
+	return func(r retry.Report) {
 		kind := string(r.Decision.Kind)
 		if kind == "" {
 			kind = string(model.KindPermanent)
@@ -325,15 +326,15 @@ func (c *Counters) Observer(workspace string) func(poller.Report) {
 }
 
 // Done counts one workspace's finished calls by outcome (PolicyOptions.Done).
-func (c *Counters) Done(workspace string) func(poller.Call, int, error) {
-	return func(call poller.Call, _ int, err error) {
+func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
+	return func(call retry.Call, _ int, err error) {
 		outcome := "ok"
 		switch {
 		case err == nil:
 		case errors.Is(err, sources.ErrHandleGone):
 			outcome = "gone"
 		default:
-			if info := poller.ErrorInfoOf(err); info != nil && info.Kind != "" {
+			if info := retry.ErrorInfoOf(err); info != nil && info.Kind != "" {
 				outcome = string(info.Kind)
 			} else {
 				outcome = "error"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/proxy"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
@@ -63,7 +64,7 @@ func TestServeExportsProxiedRefusals(t *testing.T) {
 	c := NewCounters()
 	eng := poller.NewEngine(poller.Options{Discoverer: rest, Status: rest, Capacity: proxy.MergeCapacity(admin, rest),
 		Refresh: 200 * time.Millisecond, ReadOnly: true, Workspace: model.Workspace{Host: srv.URL()},
-		Policy: poller.PolicyOptions{Observe: c.Observer("ws"), Done: c.Done("ws")}})
+		Policy: retry.PolicyOptions{Observe: c.Observer("ws"), Done: c.Done("ws")}})
 	fleet := poller.NewFleet(time.Hour, poller.Member{Name: "ws", Engine: eng})
 	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c, Tick: 50 * time.Millisecond})
 	if err != nil {

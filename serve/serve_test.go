@@ -18,6 +18,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -37,8 +38,8 @@ func workspace(t *testing.T, ctx context.Context, name, host, token string, c *C
 	t.Cleanup(rest.CloseIdleConnections)
 	eng := poller.NewEngine(poller.Options{Discoverer: rest, Status: rest, Actions: rest, Capacity: rest,
 		Refresh: 200 * time.Millisecond, ReadOnly: true, Workspace: model.Workspace{Host: host},
-		Policy: poller.PolicyOptions{Observe: c.Observer(name), Done: c.Done(name),
-			Default: poller.Limit{Attempts: 1}, Limits: map[string]poller.Limit{poller.CallDiscover: {Attempts: 1}, "ListQueries": {Attempts: 1}, "ListEndpoints": {Attempts: 1}}}})
+		Policy: retry.PolicyOptions{Observe: c.Observer(name), Done: c.Done(name),
+			Default: retry.Limit{Attempts: 1}, Limits: map[string]retry.Limit{poller.CallDiscover: {Attempts: 1}, "ListQueries": {Attempts: 1}, "ListEndpoints": {Attempts: 1}}}})
 	return poller.Member{Name: name, Engine: eng}
 }
 

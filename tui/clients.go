@@ -77,8 +77,6 @@ func (m *clientsModel) View() string {
 	appW := max(16, m.width-2-cliUserW-1-4*(cliNumW+1)-cliP95W-1)
 	var out []string
 	switch {
-	case m.ctx.clientsLeft:
-		out = append(out, st.Dim.Render("  aggregating the recent window"))
 	case len(cs) == 0:
 		out = append(out, st.Dim.Render("  no statements in the recent window"))
 	case cs[0].Orphans > 0 || cs[0].Leaks > 0:

@@ -19,15 +19,6 @@ type snapMsg struct {
 	// recomputes it only if the operator changed the order meanwhile.
 	rows  rowOrder
 	order orderSpec
-	// clientsLeft: the engine left clients[] out (clientsApart).
-	clientsLeft bool
-}
-
-// clientsMsg carries the clients[] aggregated for the snapshot applied
-// refresh-th (clientsFor).
-type clientsMsg struct {
-	refresh int
-	clients []model.ClientStats
 }
 
 // tickMsg asks for the next snapshot.
@@ -42,31 +33,12 @@ type eventMsg struct {
 
 // fetch takes a snapshot in a command: the engine copies its state there,
 // not in Update.
-// clients[] are left out unless the Clients view shows them.
 func (m *Model) fetch() tea.Cmd {
-	e, ca, order := m.eng, m.lean, m.ops.orderSpec()
-	lean := ca != nil && m.view != viewClients
+	e, order := m.eng, m.ops.orderSpec()
 	return func() tea.Msg {
-		var s model.Snapshot
-		if lean {
-			s = ca.SnapshotWithoutClients()
-		} else {
-			s = e.Snapshot()
-		}
-		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations), clientsLeft: lean}
+		s := e.Snapshot()
+		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations)}
 	}
-}
-
-// clientsFor aggregates the clients[] the current snapshot was taken
-// without, in a command, when the Clients view shows them (nil: nothing
-// to do, or already asked for this snapshot).
-func (m *Model) clientsFor() tea.Cmd {
-	if !m.ctx.clientsLeft || m.view != viewClients || m.clientsAsked == m.refresh {
-		return nil // clientsLeft is only ever set with m.lean
-	}
-	ca, s, n := m.lean, m.ctx.snap, m.refresh
-	m.clientsAsked = n
-	return func() tea.Msg { return clientsMsg{refresh: n, clients: ca.Clients(s)} }
 }
 
 // tick schedules the next fetch. Only one fetch is ever outstanding: the

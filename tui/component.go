@@ -44,15 +44,12 @@ type programContext struct {
 	opts          Options
 	readOnly      bool
 
-	snap   model.Snapshot
-	health poller.Health
-	loaded bool
-	// clientsLeft: snap's clients[] were left out (clientsApart), not
-	// found empty; the Clients view says so until they are aggregated.
-	clientsLeft bool
-	ring        *ring
-	busy        map[string]string       // statement id → "closing…" while an action runs
-	results     map[string]actionResult // statement id → last action result, shown in the row for a while
+	snap    model.Snapshot
+	health  poller.Health
+	loaded  bool
+	ring    *ring
+	busy    map[string]string       // statement id → "closing…" while an action runs
+	results map[string]actionResult // statement id → last action result, shown in the row for a while
 
 	status     string
 	statusCrit bool

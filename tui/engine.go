@@ -27,16 +27,6 @@ type Engine interface {
 	Cancel(ctx context.Context, id string) error
 }
 
-// clientsApart is an Engine that can leave a snapshot's clients[] out and
-// aggregate them on their own (*poller.Engine, *poller.Fleet): the
-// aggregation reads every operation again, a twentieth of the process's
-// CPU at 10,000 live, so the TUI asks for it only while the Clients view
-// shows it and for an export. Without it every snapshot carries them.
-type clientsApart interface {
-	SnapshotWithoutClients() model.Snapshot
-	Clients(s model.Snapshot) []model.ClientStats
-}
-
 // Colors override the palette ("#rrggbb" or an ANSI number); "" keeps
 // the default. Severity is never carried by colour alone.
 type Colors struct{ Warning, Critical, OK, Accent, Dim string }

@@ -29,13 +29,9 @@ func (m *Model) export() tea.Cmd {
 		return nil
 	}
 	snap := m.ctx.snap
-	ca, left := m.lean, m.ctx.clientsLeft // left only with m.lean
 	events := m.ctx.ring.newest(exportEvents, "")
 	dir, now := m.ctx.opts.ExportDir, m.ctx.opts.Now().UTC()
 	return func() tea.Msg {
-		if left { // an export holds clients[] whatever the view
-			snap.Clients = ca.Clients(snap)
-		}
 		paths, err := writeExport(dir, now, snap, events)
 		return exportDoneMsg{paths: paths, err: err}
 	}

@@ -44,7 +44,6 @@ type Model struct {
 
 	ctx    *programContext
 	eng    Engine
-	lean   clientsApart // eng, when it can leave clients[] out; nil otherwise
 	events <-chan model.Event
 	done   <-chan struct{} // closed by Run when the program ends
 
@@ -60,11 +59,8 @@ type Model struct {
 
 	counts  flagCounts
 	refresh int // snapshots applied, for tests and the paused badge
-	// clientsAsked: the snapshot (its refresh) whose clients[] were last
-	// asked for (clientsFor).
-	clientsAsked int
-	confirm      *pendingAction
-	lastErr      lastErrorState
+	confirm *pendingAction
+	lastErr lastErrorState
 }
 
 // lastErrorState ages the header's last error and notices recovery: the
@@ -114,12 +110,10 @@ func newModel(e Engine, o Options) *Model {
 			start = viewID(v)
 		}
 	}
-	lean, _ := e.(clientsApart)
 	return &Model{
 		view:      start,
 		ctx:       ctx,
 		eng:       e,
-		lean:      lean,
 		events:    e.Events(),
 		ops:       ops,
 		detail:    &detailModel{ctx: ctx, ops: ops},
@@ -188,15 +182,8 @@ func (m *Model) View() string {
 	return m.frame
 }
 
-// route handles one message; keys go to handleKey. Whatever it was, the
-// Clients view, if it shows, gets the clients[] a snapshot left out.
-func (m *Model) route(msg tea.Msg) tea.Cmd {
-	cmd := m.routeMsg(msg)
-	if c := m.clientsFor(); c != nil {
-		return tea.Batch(cmd, c)
-	}
-	return cmd
-}
+// route handles one message; keys go to handleKey.
+func (m *Model) route(msg tea.Msg) tea.Cmd { return m.routeMsg(msg) }
 
 func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
@@ -213,18 +200,11 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 		} else {
 			m.applySnapshot(msg.snap, msg.health)
 		}
-		m.ctx.clientsLeft = msg.clientsLeft
 		m.endpoints.Update(msg)
 		m.clients.Update(msg)
 		return m.tick()
 	case tickMsg:
 		return m.fetch()
-	case clientsMsg:
-		if m.ctx.clientsLeft && msg.refresh == m.refresh { // else a newer snapshot came
-			m.ctx.snap.Clients, m.ctx.clientsLeft = msg.clients, false
-			m.clients.clamp()
-		}
-		return nil
 	case eventMsg:
 		if !msg.ok {
 			return nil // the engine closed its channel: it stopped

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -32,9 +32,9 @@ func TestRetryAfterResetUsesNoPooledConnection(t *testing.T) {
 		writeJSON(w, map[string]any{"statement_id": "s-run", "status": map[string]any{"state": "RUNNING"}})
 	})
 	c := f.client(t)
-	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []sources.IdleCloser{c}})
+	pol := retry.NewPolicy(retry.PolicyOptions{Idle: []sources.IdleCloser{c}})
 	ref := sources.Ref{StatementID: "s-run", WarehouseID: "wh1"}
-	st, err := poller.Do(context.Background(), pol, poller.Call{Name: CallGetStatement, Safe: true},
+	st, err := retry.Do(context.Background(), pol, retry.Call{Name: CallGetStatement, Safe: true},
 		func(ctx context.Context) (sources.Status, error) { return c.Status(ctx, ref) })
 	if err != nil {
 		t.Fatalf("status through the policy: %v", err)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -51,8 +51,8 @@ func TestRetryAfterTransportErrorUsesNoPooledConnection(t *testing.T) {
 	if _, err := c.OpenSession(ctx, "wh1"); err != nil {
 		t.Fatal(err)
 	}
-	pol := poller.NewPolicy(poller.PolicyOptions{Idle: []sources.IdleCloser{c}})
-	err := pol.Do(ctx, poller.Call{Name: "GetOperationStatus", Safe: true}, func(ctx context.Context) error {
+	pol := retry.NewPolicy(retry.PolicyOptions{Idle: []sources.IdleCloser{c}})
+	err := pol.Do(ctx, retry.Call{Name: "GetOperationStatus", Safe: true}, func(ctx context.Context) error {
 		_, err := c.Status(ctx, statusRef())
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
@@ -215,10 +216,10 @@ func dbxtopProbe(t testing.TB, s *sim.Server, ep string) probeResult {
 		t.Fatalf("databricks.New: %v", err)
 	}
 	defer rc.CloseIdleConnections()
-	pol := poller.NewPolicy(poller.PolicyOptions{})
+	pol := retry.NewPolicy(retry.PolicyOptions{})
 	base := getStats(t, s)
 	start := time.Now()
-	err = pol.Do(ctx, poller.Call{Name: poller.CallProbe}, func(ctx context.Context) error { return rc.Probe(ctx, ep) })
+	err = pol.Do(ctx, retry.Call{Name: poller.CallProbe}, func(ctx context.Context) error { return rc.Probe(ctx, ep) })
 	r := probeResult{elapsed: time.Since(start), err: err}
 	d := getStats(t, s).minus(base)
 	r.requests = d.Requests["UpsertDataVectorIndex"]

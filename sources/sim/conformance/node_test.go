@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/dbxtop/dbxtop/internal/testenv"
 	"math/big"
 	"net"
 	"os"
@@ -29,18 +30,17 @@ import (
 func nodeModules(t *testing.T) string {
 	t.Helper()
 	dir, _ := filepath.Abs(filepath.Join("node", "node_modules"))
-	_, nodeErr := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(dir, "@databricks", "sql"))
-	if nodeErr != nil || modErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the pinned Node drivers are missing in CI (.ci/run installs them): node %v, modules %v", nodeErr, modErr)
+	testenv.Tool(t, "node")
+	if _, modErr := os.Stat(filepath.Join(dir, "@databricks", "sql")); modErr != nil {
+		if testenv.CI() {
+			t.Fatalf("the pinned Node drivers are missing in CI (.ci/run installs them): %v", modErr)
 		}
-		t.Skip("skipped: node or the Node drivers are missing (npm ci --prefix sources/sim/conformance/node)")
+		t.Skip("skipped: the Node drivers are missing (npm ci --prefix sources/sim/conformance/node)")
 	}
 	out, err := exec.Command("node", "--version").Output()
 	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".", 2)[0])
 	if err != nil || major < 20 {
-		if os.Getenv("CI") == "true" {
+		if testenv.CI() {
 			t.Fatalf("node %q: @databricks/sql 2.1.0 needs Node 20 or later", strings.TrimSpace(string(out)))
 		}
 		t.Skip("skipped: @databricks/sql 2.1.0 needs Node 20 or later")

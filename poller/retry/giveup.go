@@ -1,4 +1,4 @@
-package poller
+package retry
 
 import (
 	"errors"
@@ -46,7 +46,7 @@ func (e *GiveUpError) Error() string {
 	if e.Reason != "" && !e.Permanent {
 		s += " (" + e.Reason + ")"
 	}
-	return sources.Redact(s + ": " + describe(e.Last))
+	return sources.Redact(s + ": " + Describe(e.Last))
 }
 
 func plural(n int) string {
@@ -56,8 +56,8 @@ func plural(n int) string {
 	return "s"
 }
 
-// describe renders a cause without repeating the call name.
-func describe(err error) string {
+// Describe renders a cause without repeating the call name.
+func Describe(err error) string {
 	if err == nil {
 		return "no error recorded"
 	}
@@ -86,14 +86,14 @@ func ErrorInfoOf(err error) *model.ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	info := &model.ErrorInfo{Message: sources.Redact(describe(err)), Attempts: 1}
+	info := &model.ErrorInfo{Message: sources.Redact(Describe(err)), Attempts: 1}
 	var g *GiveUpError
 	if errors.As(err, &g) {
 		info.Kind, info.Call = g.Kind, g.Call.Name
 		info.Attempts, info.Elapsed = g.Attempts, g.Elapsed
 		// The other fields carry call, attempts, elapsed, code and
 		// request id: the message is the cause, not the whole chain again.
-		info.Message = sources.Redact(describe(g.Last))
+		info.Message = sources.Redact(Describe(g.Last))
 	} else {
 		info.Kind = Classify(Call{Safe: true}, err).Kind
 	}

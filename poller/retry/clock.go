@@ -1,4 +1,4 @@
-package poller
+package retry
 
 import "time"
 
@@ -15,7 +15,8 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-func clockOr(c Clock) Clock {
+// ClockOr is c, or the real clock when c is nil.
+func ClockOr(c Clock) Clock {
 	if c == nil {
 		return realClock{}
 	}

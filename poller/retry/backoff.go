@@ -1,4 +1,4 @@
-package poller
+package retry
 
 import (
 	"math/rand/v2"
@@ -39,5 +39,6 @@ func randFloat() float64 { return rand.Float64() }
 // engine's queue and the proxy's share it, so a failed close is retried
 // alike wherever it is queued.
 func CloseRetryWait(fails int, r float64) time.Duration {
+	const closeBase, closeCap = 2 * time.Second, 60 * time.Second
 	return equalJitter(ceiling(closeBase, closeCap, fails), r)
 }

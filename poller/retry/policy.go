@@ -1,4 +1,4 @@
-package poller
+package retry
 
 import (
 	"context"
@@ -53,6 +53,9 @@ type PolicyOptions struct {
 	Done func(call Call, attempts int, err error)
 	// Rand returns [0,1) for jitter; nil → math/rand/v2.
 	Rand func() float64
+	// Waiting, if set, is told when a backoff wait starts (tests settle
+	// on it). It must not block.
+	Waiting func()
 }
 
 // listingLimit is the limit of one request of a paginated listing.
@@ -106,7 +109,7 @@ func (o PolicyOptions) withDefaults() PolicyOptions {
 	deff(&o.RetryCost, 5)
 	deff(&o.TimeoutCost, 10)
 	deff(&o.SuccessRefund, 1)
-	o.Clock = clockOr(o.Clock)
+	o.Clock = ClockOr(o.Clock)
 	if o.Rand == nil {
 		o.Rand = randFloat
 	}
@@ -137,7 +140,6 @@ type Policy struct {
 	sleepMu  sync.Mutex
 	sleepers map[uint64]time.Time
 	sleepSeq uint64
-	notify   func() // test hook: a backoff wait started
 }
 
 // NewPolicy builds a policy; the zero PolicyOptions gives the defaults.
@@ -150,6 +152,16 @@ func NewPolicy(o PolicyOptions) *Policy {
 func (p *Policy) Budget() (available, capacity float64) {
 	return p.budget.available(), p.budget.capacity
 }
+
+// Counts returns the retries made and the calls given up since the
+// policy was built (a canceled call or a gone handle is not a give-up).
+func (p *Policy) Counts() (retries, giveUps int64) {
+	return p.retries.Load(), p.giveUps.Load()
+}
+
+// Rand draws the policy's jitter in [0,1): the close queue waits with it
+// (CloseRetryWait).
+func (p *Policy) Rand() float64 { return p.o.Rand() }
 
 func (p *Policy) limit(name string) Limit {
 	l, ok := p.o.Limits[name]
@@ -192,6 +204,13 @@ func Do[T any](ctx context.Context, p *Policy, call Call, fn func(context.Contex
 		return err
 	})
 	return out, err
+}
+
+// DoAttempts is Do that also returns the number of attempts made, and
+// does not tell PolicyOptions.Done: the close queue records each close's
+// attempts on the operation itself.
+func (p *Policy) DoAttempts(ctx context.Context, call Call, fn func(ctx context.Context) error) (int, error) {
+	return p.do(ctx, call, fn)
 }
 
 // do also returns the number of attempts made.
@@ -289,8 +308,8 @@ func (p *Policy) sleep(ctx context.Context, d time.Duration) bool {
 		delete(p.sleepers, id)
 		p.sleepMu.Unlock()
 	}()
-	if p.notify != nil {
-		p.notify()
+	if p.o.Waiting != nil {
+		p.o.Waiting()
 	}
 	select {
 	case <-ch:
@@ -339,9 +358,9 @@ func (e *attemptTimeoutError) Error() string {
 func (e *attemptTimeoutError) Unwrap() error { return e.err }
 func (e *attemptTimeoutError) Timeout() bool { return true }
 
-// sleepingUntil counts backoff waits in progress and whether all of them
+// SleepingUntil counts backoff waits in progress and whether all of them
 // end after t (none is due to wake).
-func (p *Policy) sleepingUntil(t time.Time) (n int, allAfter bool) {
+func (p *Policy) SleepingUntil(t time.Time) (n int, allAfter bool) {
 	p.sleepMu.Lock()
 	defer p.sleepMu.Unlock()
 	allAfter = true
