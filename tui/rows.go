@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -258,10 +257,9 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 	keys := make([]rowKey, 0, len(ops))
 	for i := range ops {
 		op := ops[i]
-		// The cursor is found by its id's memory first: the views of one
-		// operation share its statement id, so no id's bytes are read
-		// (each would be a cache miss) unless this finds nothing.
-		if cursorID != "" && len(op.StatementID) == len(cursorID) && unsafe.StringData(op.StatementID) == unsafe.StringData(cursorID) {
+		// The cursor's operation, preferring one the server still has
+		// (findOp's choice).
+		if cursorID != "" && op.StatementID == cursorID && (o.cursorOp < 0 || ops[o.cursorOp].Gone) {
 			o.cursorOp = i
 		}
 		if op.State.Live() && !op.Gone {
@@ -290,9 +288,6 @@ func buildRows(ops []*model.OperationView, f rowFilter, k sortKey, desc bool, fr
 	}
 
 	sortKeys(keys, k, desc, frozen != nil)
-	if o.cursorOp < 0 {
-		o.cursorOp = findOp(ops, cursorID) // a view copied its id, or it is gone
-	}
 	o.rows = make([]int, len(keys))
 	if o.counts.flagged > 0 {
 		o.flaggedAt = make([]int, 0, min(o.counts.flagged, len(keys)))
