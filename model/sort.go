@@ -41,89 +41,10 @@ func ParseSortKey(s string) (SortKey, error) {
 // the input position) so that the order is total and stable across
 // refreshes.
 func SortOperations(ops []*OperationView, key SortKey, desc bool) {
-	if (key == SortSeverity || key == "") && desc && byStatementID(ops) {
-		severityFirst(ops)
-		return
-	}
 	// The order is total (statement ids are unique within a workspace,
 	// and the workspace breaks the rest), so pdqsort is deterministic,
 	// and it is near-linear on the nearly sorted input of a refresh.
 	slices.SortFunc(ops, operationOrder(key, desc))
-}
-
-// severityFirst is SortOperations by severity, most severe first, of ops
-// already in statement id order (byStatementID; an engine's order): the
-// unflagged operations keep their order, and the flagged ones are moved
-// to the front, distributed by severity and flag count into their
-// buckets in the order they come (a stable counting sort: their order
-// within a bucket is already the tie-break's). At 100,000 flagged
-// operations a comparison sort here was a tenth of a refresh, each
-// comparison two views' flags away.
-func severityFirst(ops []*OperationView) {
-	// A bucket per (severity rank, flag count): most severe, then most
-	// flags, first. More flags than an operation can carry (a hand-built
-	// view) falls back to the comparison sort.
-	const maxFlags = 7
-	const nb = 3 * (maxFlags + 1)
-	var count [nb]int
-	nf := 0
-	for _, o := range ops {
-		if len(o.Flags) > 0 {
-			nf++
-		}
-	}
-	if nf == 0 {
-		return
-	}
-	flagged := make([]*OperationView, 0, nf)
-	buckets := make([]uint8, 0, nf)
-	fits := true // every flagged view has a bucket
-	w := len(ops) - 1
-	for i := len(ops) - 1; i >= 0; i-- {
-		o := ops[i]
-		if len(o.Flags) == 0 {
-			ops[w] = o
-			w--
-			continue
-		}
-		flagged = append(flagged, o)
-		n := len(o.Flags)
-		if n > maxFlags {
-			fits = false
-			buckets = append(buckets, 0)
-			continue
-		}
-		b := (2-MaxSeverity(o.Flags).Rank())*(maxFlags+1) + (maxFlags - n) // Rank is 0, 1 or 2
-		count[b]++
-		buckets = append(buckets, uint8(b))
-	}
-	if !fits {
-		slices.SortFunc(flagged, operationOrder(SortSeverity, true))
-		copy(ops, flagged)
-		return
-	}
-	var next [nb]int
-	for b, at := 1, count[0]; b < nb; b++ {
-		next[b] = at
-		at += count[b]
-	}
-	for i := len(flagged) - 1; i >= 0; i-- { // flagged is in reverse id order
-		b := buckets[i]
-		ops[next[b]] = flagged[i]
-		next[b]++
-	}
-}
-
-// byStatementID reports whether ops are in the tie-break order of
-// operationOrder: statement id, then workspace.
-func byStatementID(ops []*OperationView) bool {
-	for i := 1; i < len(ops); i++ {
-		a, b := ops[i-1], ops[i]
-		if c := strings.Compare(a.StatementID, b.StatementID); c > 0 || (c == 0 && a.Workspace > b.Workspace) {
-			return false
-		}
-	}
-	return true
 }
 
 // operationOrder is SortOperations' comparison: key, then statement id,

@@ -1,10 +1,7 @@
 package model
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -95,47 +92,5 @@ func TestFilterOperations(t *testing.T) {
 	}
 	if ids(ops)[0] != "d" {
 		t.Error("FilterOperations modified its input")
-	}
-}
-
-// The severity order of views already ordered by statement id (an
-// engine's snapshot) is found without sorting the unflagged ones: it must
-// be exactly what the full sort gives, whatever the flags.
-func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
-	kinds := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}, {Kind: FlagStale, Severity: SeverityCritical},
-		{Kind: FlagUnclosed, Severity: SeverityWarning}, {Kind: FlagReaped, Severity: SeverityWarning}}
-	for seed := range 200 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 16))
-		n := seed%37 + 1
-		var views []*OperationView
-		for i := range n {
-			v := &OperationView{Operation: &Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
-			for _, f := range kinds {
-				if rng.IntN(5) < 2 { // none to all four
-					v.Flags = append(v.Flags, f)
-				}
-			}
-			if seed%11 == 0 && i == n/2 { // more flags than an operation carries: the fallback
-				for range 8 {
-					v.Flags = append(v.Flags, kinds[seed%len(kinds)])
-				}
-			}
-			views = append(views, v)
-		}
-		slices.SortFunc(views, func(a, b *OperationView) int {
-			if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
-				return c
-			}
-			return strings.Compare(a.Workspace, b.Workspace)
-		})
-		if !byStatementID(views) {
-			t.Fatal("fixture not in statement id order")
-		}
-		want := slices.Clone(views)
-		slices.SortFunc(want, operationOrder(SortSeverity, true))
-		SortOperations(views, SortSeverity, true)
-		if !slices.Equal(views, want) {
-			t.Fatalf("seed %d: fast order %v, full sort %v", seed, ids(views), ids(want))
-		}
 	}
 }
