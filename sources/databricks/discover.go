@@ -135,7 +135,7 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 	for {
 		var resp *historyPage
 		err := retry(ctx, CallListQueries, func(ctx context.Context) error {
-			r, err := c.historyList(ctx, req, nil) // slim structs, not the SDK's reflection; rows whole: adopt refreshes what they describe
+			r, err := c.historyList(ctx, req, nil) // dbxtop's decoder (history_decode.go), not the SDK's reflection; rows whole: adopt refreshes what they describe
 			resp = r
 			return c.wrapErr(CallListQueries, err)
 		})
