@@ -105,7 +105,7 @@ func newModel(e Engine, o Options) *Model {
 		results:  map[string]actionResult{},
 	}
 	ops := newOpsModel(ctx)
-	if k, ok := sortByName(o.Sort); ok {
+	if k, err := model.ParseSortKey(o.Sort); err == nil {
 		ops.sort = k
 	}
 	start := viewOps
