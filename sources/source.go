@@ -2,6 +2,9 @@
 // shares: references, status reports, the errors they return, and the
 // interfaces the poller drives them through; sources/thrift,
 // sources/databricks and the simulator's clients implement them.
+//
+// It imports only model and textfmt from dbxtop; no source imports the
+// poller, which drives sources through these interfaces.
 package sources
 
 import (
