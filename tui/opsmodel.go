@@ -20,7 +20,7 @@ type opsModel struct {
 	// rows are indices into snap.Operations in display order, rebuilt per
 	// snapshot, sort or filter change, never per frame; cursorRow is the
 	// cursor operation's row in them (-1: not listed), found while rows
-	// are set (a map of every id was a tenth of a refresh).
+	// are set (no map of every id per refresh).
 	rows      []int
 	cursorRow int
 

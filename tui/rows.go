@@ -46,8 +46,8 @@ func sortKeys(keys []rowKey, desc, paused bool) {
 // snapshot that built it learnt on the way: the header's counts, how many
 // finished rows are collapsed, the flag column's width, which rows are
 // flagged and where the cursor's operation is. Each view is read once per
-// refresh, here: at 100,000 operations every further pass over them was
-// a cache miss per view, about 10 ms each (docs/performance.md).
+// refresh, here: with many operations every further pass over them is a
+// cache miss per view.
 type rowOrder struct {
 	rows       []int      // indices into ops, in display order
 	counts     flagCounts // every operation, whatever the filter; endpoints are the caller's
