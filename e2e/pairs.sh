@@ -6,6 +6,8 @@
 #
 #   e2e/pairs.sh bench A B PKG BENCH [METRIC]  # go benchmark BENCH of PKG, A then B, B then A, ...
 #   e2e/pairs.sh cpu A B                       # TUI CPU, both TUIs watching one simulator at once
+#   e2e/pairs.sh cpu --change 'SUBJECT'        # A: the parent of the commit SUBJECT names
+#                                              # (a git :/ regex), B: that commit (its removal)
 #
 #   PAIRS=5 (default)   how many pairs
 #   BENCHTIME=2s        -benchtime of a bench pair
@@ -16,7 +18,14 @@
 # more, so A's optimization buys that much). Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=$1 A=$2 B=$3
+mode=$1
+if [ "${2:-}" = --change ]; then
+	c=$(git rev-parse --verify "${3:?--change needs a commit subject}^{commit}" 2>/dev/null ||
+		git rev-parse --verify ":/$3")
+	A=$c~ B=$c
+else
+	A=$2 B=$3
+fi
 shift 3
 PAIRS=${PAIRS:-5}
 OUT=${OUT:-$(mktemp -d -t dbxtop-pairs.XXXXXX)}
