@@ -158,7 +158,7 @@ func (m *Model) Init() tea.Cmd {
 // message; a tick, or a frame of engine events while the Events view is
 // not shown, changes nothing visible, so View hands back the frame
 // already rendered instead of building it again (docs/performance.md,
-// "Frames, not events").
+// "What each optimization buys").
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.route(msg)
 	if !m.framed || visible(msg, m.view) {
