@@ -5,7 +5,7 @@
 #   e2e/bench.sh                 # every table, the conformance module's short comparisons
 #   DBXTOP_LONG=1 e2e/bench.sh   # + the conformance module's full comparisons
 #   COUNT=3 e2e/bench.sh         # repeat each go benchmark 3 times (-count)
-#   BASE=91ae72d e2e/bench.sh    # the scale goals side by side with that commit (e2e/goals.sh)
+#   BASE=main e2e/bench.sh       # the scale goals side by side with that commit (e2e/goals.sh)
 #   ONLY_SCALE=1 e2e/bench.sh    # the scale steps alone
 #
 # Raw outputs and the tables are kept in $OUT (default: a new temp dir).

@@ -4,7 +4,7 @@
 # figure at a time with the two trees back to back, so that the machine's
 # noise falls on both alike and the ratio is the figure. Loopback only.
 #
-#   e2e/goals.sh 91ae72d       # ~15 min on 2 cores
+#   e2e/goals.sh main          # this tree against main
 #
 # Figures (each go benchmark's metric; the TUI's CPU from pairs.sh cpu):
 #   calls per operation-minute and p95 staleness, 10,000 live, 50 ms (e2e BenchmarkScaleCallsAndStaleness)
