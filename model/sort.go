@@ -52,21 +52,9 @@ func ParseSortKey(s string) (SortKey, error) {
 // first (unknown last), then statement id, then workspace, then input
 // position, so the order is total and stable across refreshes.
 func SortOperations(ops []*OperationView, key SortKey, desc bool) {
-	sortOperations(ops, key, desc, false)
-}
-
-// sortOperations is SortOperations; idOrdered says that ops are already
-// in statement id order, then workspace (an engine keeps its operations
-// so): their positions then break the ties as the ids would, and the ids'
-// bytes are never compared, which with many ties (every operation
-// flagged alike) was most of a sort's time.
-func sortOperations(ops []*OperationView, key SortKey, desc, idOrdered bool) {
 	es := make([]SortEntry, len(ops))
 	for i, v := range ops {
 		es[i] = NewSortEntry(v, i, key)
-		if idOrdered {
-			es[i].id, es[i].ws = "", ""
-		}
 	}
 	slices.SortFunc(es, func(a, b SortEntry) int { return CompareEntries(&a, &b, desc) })
 	sorted := make([]*OperationView, len(ops))

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -130,30 +129,5 @@ func TestSnapshotIsInModelsOrder(t *testing.T) {
 	s := SnapshotOf(t0, Workspace{}, views, nil, nil)
 	if got := ids(s.Operations); !slices.Equal(got, ids(want)) {
 		t.Errorf("snapshot order %v, SortOperations' %v", got, ids(want))
-	}
-}
-
-// Views in statement id order sort without comparing ids
-// (SnapshotOfIDOrdered): the order is exactly SortOperations'.
-func TestIDOrderedSortIsTheFullSort(t *testing.T) {
-	warn := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}}
-	var views []*OperationView
-	for i := range 300 {
-		v := &OperationView{Operation: &Operation{StatementID: fmt.Sprintf("%04d", i/2), Workspace: []string{"", "w"}[i%2],
-			StartedAt: t0.Add(time.Duration(i%5) * time.Second), State: []State{StateRunning, StatePending}[i%3%2]}}
-		if i%4 == 0 {
-			v.Flags = warn
-		}
-		views = append(views, v)
-	}
-	for _, k := range SortKeys {
-		for _, desc := range []bool{false, true} {
-			want, got := slices.Clone(views), slices.Clone(views)
-			SortOperations(want, k, desc)
-			sortOperations(got, k, desc, true)
-			if !slices.Equal(got, want) {
-				t.Fatalf("sort %s desc=%v: id-ordered %v, full %v", k, desc, ids(got), ids(want))
-			}
-		}
 	}
 }
