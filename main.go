@@ -1,6 +1,8 @@
 // Command dbxtop is a terminal monitor for live operations on Databricks
 // SQL warehouses and Vector Search endpoint capacity. main only wires the
 // command line; see package cmd.
+//
+// It imports only cmd.
 package main
 
 import (

@@ -4,6 +4,9 @@
 // keeps them. A missing file is normal; a corrupt, unreadable or unwritable
 // one gives one warning line and dbxtop goes on with what it has in memory:
 // nothing is lost (a corrupt file is moved aside, never overwritten).
+//
+// It imports only model and textfmt from dbxtop, never poller (which sees it
+// through poller.LearnedLimits) or cmd (which wires it).
 package capstore
 
 import (

@@ -2,6 +2,9 @@
 // and their validation. Everything is parsed and checked before anything
 // starts; the command bodies are fields of app (hooks.go), so that the
 // command tree is tested without running them.
+//
+// It is the one package that may import every other; nothing imports it
+// but main.
 package cmd
 
 import (

@@ -25,9 +25,8 @@ import (
 // oneCore runs the process on one core (GOMAXPROCS=1) unless the
 // environment sets GOMAXPROCS. The TUI's work is a few percent of a core
 // and waits on the network; with a second core the scheduler's spinning
-// threads and the collector's idle mark workers burned a quarter more
-// CPU at 10,000 live statements (docs/performance.md), on the shared
-// bastion an operator runs it from.
+// threads and the collector's idle mark workers burn more CPU than the
+// work itself, on the shared bastion an operator runs it from.
 func oneCore() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)

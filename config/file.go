@@ -6,6 +6,9 @@
 // The file never holds a token: authentication stays with
 // ~/.databrickscfg profiles and the environment. Unknown keys are errors
 // that name the key and its line, so a typo is never silently ignored.
+//
+// It imports only model, sources and textfmt from dbxtop, never poller,
+// tui, serve or cmd: the engine and the views are given what it resolves.
 package config
 
 import (

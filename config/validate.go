@@ -26,10 +26,6 @@ var Columns = []string{"flag", "statement", "state", "user", "warehouse", "works
 // DefaultColumns are shown when the file does not choose.
 var DefaultColumns = []string{"flag", "statement", "state", "user", "warehouse", "workspace", "age", "idle", "close", "retries", "sql"}
 
-// SortKeys are the orders ui.sort accepts.
-var SortKeys = []model.SortKey{model.SortSeverity, model.SortState, model.SortAge, model.SortInactivity,
-	model.SortUser, model.SortWarehouse, model.SortRetries, model.SortStatementID}
-
 var (
 	contextNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 	warehouseIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
@@ -59,8 +55,8 @@ func (f *File) validate() error {
 	if v := f.UI.View; v != "" && !slices.Contains(Views, v) {
 		bad("ui.view", "%q: must be one of %s", v, strings.Join(Views, ", "))
 	}
-	if s := f.UI.Sort; s != "" && !slices.Contains(SortKeys, model.SortKey(s)) {
-		bad("ui.sort", "%q: must be one of %s", s, joinKeys(SortKeys))
+	if s := f.UI.Sort; s != "" && !slices.Contains(model.SortKeys, model.SortKey(s)) {
+		bad("ui.sort", "%q: must be one of %s", s, joinKeys(model.SortKeys))
 	}
 	if f.UI.Columns != nil {
 		if len(f.UI.Columns) == 0 {

@@ -9,4 +9,6 @@
 //
 // Set DBXTOP_BIN to a prebuilt binary to skip the build, and DBXTOP_LONG=1
 // for the long variants. See docs/reliability.md for the figures.
+//
+// Tests only: it may import any package, and none imports it.
 package e2e

@@ -1,5 +1,7 @@
 // Package keymap holds every key binding of the dbxtop TUI and its help
 // text, in one place, so the footer, the Help view and the docs agree.
+//
+// It imports nothing from dbxtop.
 package keymap
 
 import "github.com/charmbracelet/bubbles/key"

@@ -111,34 +111,26 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 // copied, and views is sorted in place (it becomes the snapshot's).
 // Endpoints and errors are evaluated and cleaned as NewSnapshot does.
 func SnapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
-	return snapshotOf(now, ws, views, eps, errs, false)
-}
-
-// SnapshotOfIDOrdered is SnapshotOf for views already in statement id
-// order (an engine keeps its operations so): only the flagged ones are
-// sorted, and the order is not checked (it is a walk over every view).
-func SnapshotOfIDOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
-	return snapshotOf(now, ws, views, eps, errs, true)
-}
-
-func snapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo, idOrdered bool) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
 		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
 		Errors:      append([]ErrorInfo(nil), errs...),
 		Operations:  views,
 	}
-	if idOrdered {
-		severityFirst(s.Operations)
-	} else {
-		SortOperations(s.Operations, SortSeverity, true)
-	}
+	SortOperations(s.Operations, SortSeverity, true)
 	for _, ep := range eps {
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
 	}
 	SortEndpoints(s.Endpoints)
 	s.sanitize()
 	return s
+}
+
+// SnapshotOfIDOrdered is SnapshotOf; the order views come in does not
+// matter. It stays for callers written when views in statement id order
+// had a faster path.
+func SnapshotOfIDOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
+	return SnapshotOf(now, ws, views, eps, errs)
 }
 
 // Summary counts the snapshot's operations, flags and endpoints.

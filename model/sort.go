@@ -35,164 +35,118 @@ func ParseSortKey(s string) (SortKey, error) {
 	return "", fmt.Errorf("unknown sort key %q (one of %v)", s, SortKeys)
 }
 
-// SortOperations sorts in place by key, ascending or descending. Values
-// that are unknown (no start time, no inactivity figure) sort last in
-// both directions; ties always break on StatementID ascending (then on
-// the input position) so that the order is total and stable across
-// refreshes.
+// SortOperations sorts in place by key, ascending or descending: the one
+// order of operations that the TUI, snapshot, serve and attach show
+// (docs/model.md, "Order"). Each key orders by one figure:
+//
+//   - severity: the most severe flag, then how many flags
+//   - state: along the lifecycle (pending, running, then the ended
+//     states: finished, failed, canceled, closed; unknown last)
+//   - age: how long ago it started (ascending: youngest first)
+//   - inactivity: how long since the server last showed activity
+//   - user: case-insensitive; warehouse: its id; retries: poll retries
+//   - id: the statement id
+//
+// Values that are unknown (no start time, no inactivity figure) sort last
+// in both directions. Ties, in both directions, go by start time, newest
+// first (unknown last), then statement id, then workspace, then input
+// position, so the order is total and stable across refreshes.
 func SortOperations(ops []*OperationView, key SortKey, desc bool) {
-	if (key == SortSeverity || key == "") && desc && byStatementID(ops) {
-		severityFirst(ops)
-		return
+	es := make([]SortEntry, len(ops))
+	for i, v := range ops {
+		es[i] = NewSortEntry(v, i, key)
 	}
-	// The order is total (statement ids are unique within a workspace,
-	// and the workspace breaks the rest), so pdqsort is deterministic,
-	// and it is near-linear on the nearly sorted input of a refresh.
-	slices.SortFunc(ops, operationOrder(key, desc))
+	slices.SortFunc(es, func(a, b SortEntry) int { return CompareEntries(&a, &b, desc) })
+	sorted := make([]*OperationView, len(ops))
+	for i := range es {
+		sorted[i] = ops[es[i].Index]
+	}
+	copy(ops, sorted)
 }
 
-// severityFirst is SortOperations by severity, most severe first, of ops
-// already in statement id order (byStatementID; an engine's order): the
-// unflagged operations keep their order, and the flagged ones are moved
-// to the front, distributed by severity and flag count into their
-// buckets in the order they come (a stable counting sort: their order
-// within a bucket is already the tie-break's). At 100,000 flagged
-// operations a comparison sort here was a tenth of a refresh, each
-// comparison two views' flags away.
-func severityFirst(ops []*OperationView) {
-	// A bucket per (severity rank, flag count): most severe, then most
-	// flags, first. More flags than an operation can carry (a hand-built
-	// view) falls back to the comparison sort.
-	const maxFlags = 7
-	const nb = 3 * (maxFlags + 1)
-	var count [nb]int
-	nf := 0
-	for _, o := range ops {
-		if len(o.Flags) > 0 {
-			nf++
-		}
-	}
-	if nf == 0 {
-		return
-	}
-	flagged := make([]*OperationView, 0, nf)
-	buckets := make([]uint8, 0, nf)
-	fits := true // every flagged view has a bucket
-	w := len(ops) - 1
-	for i := len(ops) - 1; i >= 0; i-- {
-		o := ops[i]
-		if len(o.Flags) == 0 {
-			ops[w] = o
-			w--
-			continue
-		}
-		flagged = append(flagged, o)
-		n := len(o.Flags)
-		if n > maxFlags {
-			fits = false
-			buckets = append(buckets, 0)
-			continue
-		}
-		b := (2-MaxSeverity(o.Flags).Rank())*(maxFlags+1) + (maxFlags - n) // Rank is 0, 1 or 2
-		count[b]++
-		buckets = append(buckets, uint8(b))
-	}
-	if !fits {
-		slices.SortFunc(flagged, operationOrder(SortSeverity, true))
-		copy(ops, flagged)
-		return
-	}
-	var next [nb]int
-	for b, at := 1, count[0]; b < nb; b++ {
-		next[b] = at
-		at += count[b]
-	}
-	for i := len(flagged) - 1; i >= 0; i-- { // flagged is in reverse id order
-		b := buckets[i]
-		ops[next[b]] = flagged[i]
-		next[b]++
-	}
+// SortEntry is what SortOperations' order needs of one view, copied out
+// of it so that a sort of many views compares small values that sit side
+// by side in memory rather than following a pointer per comparison.
+// Callers that keep an order of their own (the TUI's table) sort entries
+// with CompareEntries, so that it is the same order.
+type SortEntry struct {
+	// Index is the view's position in the slice the entry was made from:
+	// the last tie-break, and how the caller finds the view again.
+	Index   int32
+	unknown bool   // the key's figure is unknown: last in both directions
+	num     int64  // the key's figure, when it is a number
+	str     string // the key's figure, when it is a text
+	started int64  // start time in Unix nanoseconds, 0: unknown
+	id, ws  string
 }
 
-// byStatementID reports whether ops are in the tie-break order of
-// operationOrder: statement id, then workspace.
-func byStatementID(ops []*OperationView) bool {
-	for i := 1; i < len(ops); i++ {
-		a, b := ops[i-1], ops[i]
-		if c := strings.Compare(a.StatementID, b.StatementID); c > 0 || (c == 0 && a.Workspace > b.Workspace) {
-			return false
-		}
-	}
-	return true
-}
-
-// operationOrder is SortOperations' comparison: key, then statement id,
-// then workspace.
-func operationOrder(key SortKey, desc bool) func(a, b *OperationView) int {
-	primary := opComparator(key)
-	return func(a, b *OperationView) int {
-		c, known := primary(a, b)
-		if c != 0 {
-			if desc && known {
-				c = -c
-			}
-			return c
-		}
-		if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Workspace, b.Workspace)
-	}
-}
-
-// opComparator returns a comparison and whether both sides were known
-// (when one side is unknown the result must not be reversed).
-func opComparator(key SortKey) func(a, b *OperationView) (int, bool) {
-	plain := func(f func(a, b *OperationView) int) func(a, b *OperationView) (int, bool) {
-		return func(a, b *OperationView) (int, bool) { return f(a, b), true }
+// NewSortEntry is view v's entry for key; i is its position (Index).
+func NewSortEntry(v *OperationView, i int, key SortKey) SortEntry {
+	e := SortEntry{Index: int32(i), id: v.StatementID, ws: v.Workspace}
+	if !v.StartedAt.IsZero() {
+		e.started = v.StartedAt.UnixNano()
 	}
 	switch key {
 	case SortState:
-		return plain(func(a, b *OperationView) int { return cmp.Compare(stateRank(a.State), stateRank(b.State)) })
+		e.num = int64(stateRank(v.State))
 	case SortAge:
-		// Older start = larger age.
-		return func(a, b *OperationView) (int, bool) {
-			return unknownLast(a.StartedAt.IsZero(), b.StartedAt.IsZero(), func() int { return b.StartedAt.Compare(a.StartedAt) })
-		}
+		// Older start = larger age; unknown start, unknown age.
+		e.num, e.unknown = -e.started, e.started == 0
 	case SortInactivity:
-		return func(a, b *OperationView) (int, bool) {
-			return unknownLast(a.InactiveFor == nil, b.InactiveFor == nil, func() int { return cmp.Compare(*a.InactiveFor, *b.InactiveFor) })
+		if v.InactiveFor == nil {
+			e.unknown = true
+		} else {
+			e.num = int64(*v.InactiveFor)
 		}
 	case SortUser:
-		return plain(func(a, b *OperationView) int {
-			return strings.Compare(strings.ToLower(a.User), strings.ToLower(b.User))
-		})
+		e.str = strings.ToLower(v.User)
 	case SortWarehouse:
-		return plain(func(a, b *OperationView) int { return strings.Compare(a.WarehouseID, b.WarehouseID) })
+		e.str = v.WarehouseID
 	case SortRetries:
-		return plain(func(a, b *OperationView) int { return cmp.Compare(a.Poll.Retries, b.Poll.Retries) })
+		e.num = int64(v.Poll.Retries)
 	case SortStatementID:
-		return plain(func(a, b *OperationView) int { return 0 }) // the tie-break does it
-	default: // SortSeverity: highest severity, then how many flags
-		return plain(func(a, b *OperationView) int {
-			if c := cmp.Compare(MaxSeverity(a.Flags).Rank(), MaxSeverity(b.Flags).Rank()); c != 0 {
-				return c
-			}
-			return cmp.Compare(len(a.Flags), len(b.Flags))
-		})
+		e.str = v.StatementID
+	default: // SortSeverity
+		e.num = int64(MaxSeverity(v.Flags).Rank())<<32 | int64(len(v.Flags))
 	}
+	return e
 }
 
-func unknownLast(aUnknown, bUnknown bool, known func() int) (int, bool) {
+// CompareEntries is SortOperations' comparison of two entries made for
+// the same key: the key's figure (reversed when desc, unknown last), then
+// the ties' order, which does not depend on the direction.
+func CompareEntries(a, b *SortEntry, desc bool) int {
 	switch {
-	case aUnknown && bUnknown:
-		return 0, false
-	case aUnknown:
-		return 1, false
-	case bUnknown:
-		return -1, false
+	case a.unknown != b.unknown:
+		if a.unknown {
+			return 1
+		}
+		return -1
+	case a.num != b.num || a.str != b.str:
+		c := cmp.Compare(a.num, b.num)
+		if c == 0 {
+			c = strings.Compare(a.str, b.str)
+		}
+		if desc {
+			c = -c
+		}
+		return c
 	}
-	return known(), true
+	switch {
+	case a.started != b.started:
+		if a.started == 0 {
+			return 1 // unknown last
+		}
+		if b.started == 0 {
+			return -1
+		}
+		return cmp.Compare(b.started, a.started) // newest first
+	case a.id != b.id:
+		return strings.Compare(a.id, b.id)
+	case a.ws != b.ws:
+		return strings.Compare(a.ws, b.ws)
+	}
+	return cmp.Compare(a.Index, b.Index)
 }
 
 func stateRank(s State) int {

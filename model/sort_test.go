@@ -1,10 +1,7 @@
 package model
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -39,21 +36,36 @@ func TestSortOperations(t *testing.T) {
 		{SortSeverity, true, []string{"c", "a", "b", "d"}},
 		{SortSeverity, false, []string{"d", "a", "b", "c"}},
 		{SortState, false, []string{"c", "a", "b", "d"}},
-		{SortAge, true, []string{"b", "a", "d", "c"}},  // oldest first, unknown last
-		{SortAge, false, []string{"d", "a", "b", "c"}}, // unknown still last
-		{SortInactivity, true, []string{"c", "b", "a", "d"}},
-		{SortInactivity, false, []string{"b", "c", "a", "d"}},
-		{SortUser, false, []string{"a", "b", "d", "c"}}, // case-insensitive
-		{SortWarehouse, false, []string{"b", "c", "a", "d"}},
+		{SortAge, true, []string{"b", "a", "d", "c"}},         // oldest first, unknown last
+		{SortAge, false, []string{"d", "a", "b", "c"}},        // unknown still last
+		{SortInactivity, true, []string{"c", "b", "d", "a"}},  // unknown last, ties newest first
+		{SortInactivity, false, []string{"b", "c", "d", "a"}}, // unknown still last
+		{SortUser, false, []string{"a", "b", "d", "c"}},       // case-insensitive
+		{SortWarehouse, false, []string{"b", "c", "d", "a"}},  // ties: newest start first, unknown start last
 		{SortRetries, true, []string{"a", "b", "d", "c"}},
 		{SortStatementID, false, []string{"a", "b", "c", "d"}},
-		{SortStatementID, true, []string{"a", "b", "c", "d"}}, // tie-break is always ascending
+		{SortStatementID, true, []string{"d", "c", "b", "a"}},
 	}
 	for _, c := range cases {
 		ops := sortFixture()
 		SortOperations(ops, c.key, c.desc)
 		if got := ids(ops); !slices.Equal(got, c.want) {
 			t.Errorf("sort %s desc=%v: %v, want %v", c.key, c.desc, got, c.want)
+		}
+	}
+}
+
+// The ties' order does not depend on the direction: reversing a key
+// reverses the key's figure only.
+func TestSortTiesKeepTheirOrderBothWays(t *testing.T) {
+	mk := func(id string, start time.Duration) *OperationView {
+		return &OperationView{Operation: &Operation{StatementID: id, State: StateRunning, StartedAt: t0.Add(-start)}}
+	}
+	for _, desc := range []bool{false, true} {
+		ops := []*OperationView{mk("b", time.Hour), mk("c", time.Minute), mk("a", time.Hour), {Operation: &Operation{StatementID: "0", State: StateRunning}}}
+		SortOperations(ops, SortState, desc)
+		if got, want := ids(ops), []string{"c", "a", "b", "0"}; !slices.Equal(got, want) {
+			t.Errorf("desc=%v: %v, want %v (newest start first, then id, unknown start last)", desc, got, want)
 		}
 	}
 }
@@ -72,6 +84,9 @@ func TestParseSortKey(t *testing.T) {
 func TestFilterOperations(t *testing.T) {
 	ops := sortFixture()
 	ops[0].SQL = "SELECT * FROM sales"
+	ops[0].Close.State = CloseClosed // finished and closed: done
+	ops[1].ClientApplication = "Tableau 2025.3"
+	ops[3].Workspace = "ws-x"
 	cases := []struct {
 		spec FilterSpec
 		want []string
@@ -86,6 +101,10 @@ func TestFilterOperations(t *testing.T) {
 		{FilterSpec{Text: "pending"}, []string{"c"}},
 		{FilterSpec{Text: "w1", FlaggedOnly: true}, []string{"b", "c"}},
 		{FilterSpec{Text: "nobody"}, nil},
+		{FilterSpec{Text: "tableau"}, []string{"b"}},
+		{FilterSpec{Workspace: "ws-x"}, []string{"a"}},
+		{FilterSpec{HideDone: true}, []string{"b", "c", "a"}},
+		{FilterSpec{HideDone: true, Text: "sales"}, nil},
 	}
 	for _, c := range cases {
 		got := ids(FilterOperations(ops, c.spec))
@@ -98,44 +117,17 @@ func TestFilterOperations(t *testing.T) {
 	}
 }
 
-// The severity order of views already ordered by statement id (an
-// engine's snapshot) is found without sorting the unflagged ones: it must
-// be exactly what the full sort gives, whatever the flags.
-func TestSeverityOrderOfIDOrderedViewsIsTheFullSort(t *testing.T) {
-	kinds := []Flag{{Kind: FlagInactive, Severity: SeverityWarning}, {Kind: FlagStale, Severity: SeverityCritical},
-		{Kind: FlagUnclosed, Severity: SeverityWarning}, {Kind: FlagReaped, Severity: SeverityWarning}}
-	for seed := range 200 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 16))
-		n := seed%37 + 1
-		var views []*OperationView
-		for i := range n {
-			v := &OperationView{Operation: &Operation{StatementID: fmt.Sprintf("%02d", (i/2*7+seed)%97), Workspace: []string{"", "w1"}[i%2]}}
-			for _, f := range kinds {
-				if rng.IntN(5) < 2 { // none to all four
-					v.Flags = append(v.Flags, f)
-				}
-			}
-			if seed%11 == 0 && i == n/2 { // more flags than an operation carries: the fallback
-				for range 8 {
-					v.Flags = append(v.Flags, kinds[seed%len(kinds)])
-				}
-			}
-			views = append(views, v)
-		}
-		slices.SortFunc(views, func(a, b *OperationView) int {
-			if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
-				return c
-			}
-			return strings.Compare(a.Workspace, b.Workspace)
-		})
-		if !byStatementID(views) {
-			t.Fatal("fixture not in statement id order")
-		}
-		want := slices.Clone(views)
-		slices.SortFunc(want, operationOrder(SortSeverity, true))
-		SortOperations(views, SortSeverity, true)
-		if !slices.Equal(views, want) {
-			t.Fatalf("seed %d: fast order %v, full sort %v", seed, ids(views), ids(want))
-		}
+// A snapshot's operations (what snapshot prints, serve sends and attach
+// receives) are in SortOperations' severity order, most severe first,
+// whatever order the views came in.
+func TestSnapshotIsInModelsOrder(t *testing.T) {
+	views := sortFixture()
+	views = append(views, &OperationView{Operation: &Operation{StatementID: "e", State: StateRunning, StartedAt: t0}, Flags: views[1].Flags})
+	want := slices.Clone(views)
+	SortOperations(want, SortSeverity, true)
+	slices.Reverse(views)
+	s := SnapshotOf(t0, Workspace{}, views, nil, nil)
+	if got := ids(s.Operations); !slices.Equal(got, ids(want)) {
+		t.Errorf("snapshot order %v, SortOperations' %v", got, ids(want))
 	}
 }

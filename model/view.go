@@ -2,8 +2,7 @@ package model
 
 import "time"
 
-// Shared, immutable operation views (docs/performance.md, "Incremental
-// snapshots"): a snapshot holds pointers to views, and a view is reused
+// Shared, immutable operation views (docs/model.md, "Snapshot"): a snapshot holds pointers to views, and a view is reused
 // from one snapshot to the next for as long as it is exactly what a fresh
 // evaluation would give. Nothing is ever written to a view once built,
 // so the TUI, an export and the engine can hold the same one.

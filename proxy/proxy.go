@@ -5,6 +5,10 @@
 // heals idempotent calls with the project's retry policy, queues failed
 // client closes until they succeed, and tells dbxtop what it saw through
 // an admin API. See docs/proxy.md.
+//
+// It imports sources, sources/thrift, model, textfmt and the retry policy
+// from dbxtop, never tui, serve, config or cmd (cmd wires it), and
+// sources/sim never imports it.
 package proxy
 
 import (

@@ -2,6 +2,9 @@
 // table and JSON of `dbxtop snapshot`, the Markdown incident report of the
 // TUI's export, the Nagios exit code, and the 0600 file writer. Renderers
 // never see credentials: a Snapshot holds none.
+//
+// It imports only model, sources and textfmt from dbxtop: it renders, it
+// never drives the engine (no poller, tui, serve or cmd).
 package report
 
 import (

@@ -7,6 +7,9 @@
 // Every endpoint but /healthz needs the bearer token. Server-supplied text
 // that becomes a metric label goes through textfmt.Line; JSON carries it as
 // data (escaped by encoding/json) for the consumer to sanitise on output.
+//
+// It imports poller, report, model, sources, config and textfmt from
+// dbxtop, never tui or cmd.
 package serve
 
 import (

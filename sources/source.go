@@ -2,6 +2,9 @@
 // shares: references, status reports, the errors they return, and the
 // interfaces the poller drives them through; sources/thrift,
 // sources/databricks and the simulator's clients implement them.
+//
+// It imports only model and textfmt from dbxtop; no source imports the
+// poller, which drives sources through these interfaces.
 package sources
 
 import (
@@ -135,10 +138,9 @@ type BatchStatusSource interface {
 //
 // followed (nil: none) names the statements the engine follows already:
 // their rows may be Partial, since the engine takes only a followed
-// statement's execution facts from a listing. At 10,000 live statements
-// the listing reads 4,000 rows a second, nearly all of them followed, and
-// their texts, users and applications were most of what decoding them
-// cost and allocated (docs/performance.md).
+// statement's execution facts from a listing. At scale nearly every row
+// a listing reads is followed, and texts, users and applications are most
+// of what decoding a row costs (docs/performance.md).
 type LiveLister interface {
 	ListLive(ctx context.Context, token string, dst []Discovered, followed Followed) ([]Discovered, string, error)
 }

@@ -61,7 +61,7 @@ func TestCursorStaysAcrossSortAndFilter(t *testing.T) {
 	for m.selected().StatementID != idUnclosed {
 		press(m, "j")
 	}
-	for range numSortKeys {
+	for range model.SortKeys {
 		press(m, "s")
 		must(t, m.selected() != nil && m.selected().StatementID == idUnclosed, "sort %s moved the cursor to %s", m.ops.sort, m.ops.cursorID)
 	}
@@ -78,7 +78,7 @@ func TestCursorStaysAcrossSortAndFilter(t *testing.T) {
 	must(t, m.selected() == nil, "cursor silently moved to %v", m.selected())
 	must(t, strings.Contains(plain(m), "operation 01ef2c3c… is hidden by the filter"), "no hidden line:\n%s", plain(m))
 	press(m, "esc")
-	must(t, m.ops.filter.text == "" && m.selected().StatementID == idUnclosed, "esc did not restore the cursor: %q %v", m.ops.filter.text, m.ops.cursorID)
+	must(t, m.ops.filter.Text == "" && m.selected().StatementID == idUnclosed, "esc did not restore the cursor: %q %v", m.ops.filter.Text, m.ops.cursorID)
 }
 
 func TestGoneOperationIsAnnouncedNotReplaced(t *testing.T) {
@@ -261,7 +261,7 @@ func TestFilterAndFlaggedOnly(t *testing.T) {
 	must(t, slices.Equal(ids(m), []string{idInactive}), "filter alice: %v", ids(m))
 	must(t, strings.Contains(plain(m), "/AlIcE_"), "filter input not shown")
 	press(m, "enter")
-	must(t, !m.ops.box.active && m.ops.filter.text == "alice", "enter did not keep the filter")
+	must(t, !m.ops.box.active && m.ops.filter.Text == "alice", "enter did not keep the filter")
 	press(m, "esc")
 	must(t, len(m.ops.rows) == 7 && m.ops.doneHidden == 1, "esc did not clear: %d", len(m.ops.rows))
 
@@ -277,8 +277,8 @@ func TestFilterAndFlaggedOnly(t *testing.T) {
 
 func TestSortCyclesColumnsAndReverses(t *testing.T) {
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 120, 40)
-	press(m, "s") // age, descending: oldest first
-	must(t, m.ops.sort == sortAge, "sort %s", m.ops.sort)
+	press(m, "s", "s") // state, then age, descending: oldest first
+	must(t, m.ops.sort == model.SortAge, "sort %s", m.ops.sort)
 	got := ids(m)
 	must(t, got[0] == idReaped && got[len(got)-1] == idUnknown, "age desc %v", got)
 	must(t, strings.Contains(plain(m), "AGE▼"), "no sort marker")
@@ -286,8 +286,8 @@ func TestSortCyclesColumnsAndReverses(t *testing.T) {
 	got = ids(m)
 	must(t, got[0] == idUnknown && got[len(got)-1] == idReaped, "age asc %v", got)
 	must(t, strings.Contains(plain(m), "AGE▲"), "no reversed marker")
-	press(m, "s", "s", "s") // inactivity → state → user
-	must(t, m.ops.sort == sortUser && ids(m)[0] == idInactive, "user asc %v", ids(m))
+	press(m, "s", "s") // inactivity → user
+	must(t, m.ops.sort == model.SortUser && ids(m)[0] == idInactive, "user asc %v", ids(m))
 }
 
 func TestDetailShowsEverything(t *testing.T) {

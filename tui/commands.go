@@ -85,9 +85,8 @@ func waitEvent(ch <-chan model.Event, done <-chan struct{}) tea.Cmd {
 			if !ok {
 				return eventMsg{}
 			}
-			// Sized from what is queued: with churn a frame holds hundreds
-			// of events, and growing the slice event by event was a tenth
-			// of what the TUI process allocated.
+			// Sized from what is queued: with churn a frame holds many
+			// events, and growing the slice event by event is garbage.
 			evs = make([]model.Event, 0, min(max(2*len(ch)+1, 16), maxFrameEvents))
 			evs = append(evs, ev)
 		case <-done:

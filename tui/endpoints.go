@@ -298,3 +298,10 @@ func indentWrapped(ls []string) []string {
 	}
 	return ls
 }
+
+// containsFold is strings.Contains, ignoring case; sub is already lower.
+// The Endpoints and Events views filter with it; operations are filtered
+// by model.FilterSpec.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), sub)
+}

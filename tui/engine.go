@@ -1,6 +1,10 @@
 // Package tui is dbxtop's Bubble Tea program: the Operations, Endpoints,
 // Events and Help views, the operation detail, and the row actions that
 // go through the follow engine.
+//
+// It imports poller, model, sources, keymap, report and textfmt from
+// dbxtop, never config, serve or cmd: cmd gives it an engine and its
+// options.
 package tui
 
 import (

@@ -101,7 +101,7 @@ func newModel(e Engine, o Options) *Model {
 		results:  map[string]actionResult{},
 	}
 	ops := newOpsModel(ctx)
-	if k, ok := sortByName(o.Sort); ok {
+	if k, err := model.ParseSortKey(o.Sort); err == nil {
 		ops.sort = k
 	}
 	start := viewOps
@@ -152,7 +152,7 @@ func (m *Model) Init() tea.Cmd {
 // message; a tick, or a frame of engine events while the Events view is
 // not shown, changes nothing visible, so View hands back the frame
 // already rendered instead of building it again (docs/performance.md,
-// "Frames, not events").
+// "What each optimization buys").
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.route(msg)
 	if !m.framed || visible(msg, m.view) {

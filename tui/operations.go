@@ -18,7 +18,7 @@ type column struct {
 	title string
 	width int
 	drop  int
-	sort  sortKey
+	sort  model.SortKey // "": the column does not sort
 	grow  int
 }
 
@@ -66,17 +66,17 @@ const (
 )
 
 var allColumns = []column{
-	{colFlag, "FLAG", 21, 0, sortFlag, 0},
-	{colID_, "STATEMENT", 9, 0, sortID, 0},
-	{colState, "STATE", 8, 0, sortState, 0},
-	{colUser, "USER", 11, 5, sortUser, 13},
-	{colWarehouse, "WAREHOUSE", 10, 4, sortWarehouse, 10},
-	{colWorkspace, "WORKSPACE", 10, 5, -1, 6},
-	{colAge, "AGE", 6, 6, sortAge, 0},
-	{colInactive, "IDLE/REAPER", 14, 0, sortInactivity, 0},
-	{colClose, "CLOSE", 13, 2, -1, 0},
-	{colRetries, "RETRY", 5, 3, sortRetries, 0},
-	{colSQL, "SQL", 0, 1, -1, 0},
+	{colFlag, "FLAG", 21, 0, model.SortSeverity, 0},
+	{colID_, "STATEMENT", 9, 0, model.SortStatementID, 0},
+	{colState, "STATE", 8, 0, model.SortState, 0},
+	{colUser, "USER", 11, 5, model.SortUser, 13},
+	{colWarehouse, "WAREHOUSE", 10, 4, model.SortWarehouse, 10},
+	{colWorkspace, "WORKSPACE", 10, 5, "", 6},
+	{colAge, "AGE", 6, 6, model.SortAge, 0},
+	{colInactive, "IDLE/REAPER", 14, 0, model.SortInactivity, 0},
+	{colClose, "CLOSE", 13, 2, "", 0},
+	{colRetries, "RETRY", 5, 3, model.SortRetries, 0},
+	{colSQL, "SQL", 0, 1, "", 0},
 }
 
 // layout picks the columns that fit width: SQL goes first, then close,
@@ -137,7 +137,7 @@ func (m *opsModel) viewLines() []string {
 	hb.WriteString("  ")
 	for _, c := range cols {
 		t := c.title
-		if c.sort == m.sort && c.sort >= 0 {
+		if c.sort == m.sort && c.sort != "" {
 			t += arrow(g, m.desc)
 		}
 		w := c.width
@@ -172,7 +172,7 @@ func (m *opsModel) viewLines() []string {
 func (m *opsModel) emptyLines() []string {
 	st := &m.ctx.styles
 	switch {
-	case m.filter.text != "" || m.filter.flaggedOnly:
+	case m.filter.Text != "" || m.filter.FlaggedOnly:
 		return []string{st.Dim.Render("  no operations match the filter (esc clears it, f toggles flagged only)")}
 	case m.doneHidden > 0:
 		return []string{st.Dim.Render(fmt.Sprintf("  no live or flagged operations; %d finished and closed (d shows them)", m.doneHidden))}
@@ -269,7 +269,7 @@ func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel b
 	if flagCell != "" {
 		f, _ := worstFlag(op.Flags)
 		row = strings.Replace(row, "\x00", st.ForSeverity(f.Severity).Render(flagCell), 1)
-	} else if isDone(op) {
+	} else if op.Done() {
 		row = st.Dim.Render(row)
 	}
 	return row
@@ -297,17 +297,6 @@ func idleCell(ctx *programContext, op *model.OperationView) string {
 		s += " " + ctx.glyphs.Reaper + textfmt.Duration(*op.ReapedIn)
 	}
 	return s
-}
-
-// isDone is an operation that ended normally and is closed (or gone with
-// nothing to say): nothing to act on, so it is dimmed, and collapsed
-// unless the operator asks for it (d).
-func isDone(op *model.OperationView) bool {
-	if len(op.Flags) > 0 || !op.State.Terminal() && !op.Gone {
-		return false
-	}
-	return op.Gone || op.State == model.StateClosed || op.Close.State == model.CloseClosed ||
-		(op.Open != nil && !*op.Open)
 }
 
 // closeCell shows a running action first, then dbxtop's close bookkeeping.

@@ -21,7 +21,7 @@ func TestMultiRuneKeyIsThatManyPresses(t *testing.T) {
 	must(t, m.ops.cursorIdx == start+3, "jjj moved to %d from %d", m.ops.cursorIdx, start)
 	// A burst that opens the filter types the rest into it.
 	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/bob")})
-	must(t, m.ops.box.active && m.ops.filter.text == "bob", "burst /bob: active %v text %q", m.ops.box.active, m.ops.filter.text)
+	must(t, m.ops.box.active && m.ops.filter.Text == "bob", "burst /bob: active %v text %q", m.ops.box.active, m.ops.filter.Text)
 }
 
 // `/` works in every list and keys typed after it never run commands.
@@ -111,7 +111,7 @@ func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
 		head := strings.Join(strings.Split(plain(m), "\n")[:5], "\n")
 		must(t, strings.Contains(head, "READ-ONLY") && strings.Contains(head, "PAUSED"), "badges missing:\n%s", head)
 		if m.view == viewOps {
-			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort age desc"), "filter/sort missing:\n%s", head)
+			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort state desc"), "filter/sort missing:\n%s", head)
 		}
 	}
 }

@@ -20,7 +20,7 @@ type opsModel struct {
 	// rows are indices into snap.Operations in display order, rebuilt per
 	// snapshot, sort or filter change, never per frame; cursorRow is the
 	// cursor operation's row in them (-1: not listed), found while rows
-	// are set (a map of every id was a tenth of a refresh).
+	// are set (no map of every id per refresh).
 	rows      []int
 	cursorRow int
 
@@ -32,9 +32,9 @@ type opsModel struct {
 	offset    int
 	missing   missingKind
 
-	sort      sortKey
+	sort      model.SortKey
 	desc      bool
-	filter    rowFilter
+	filter    model.FilterSpec
 	box       filterBox
 	paused    bool
 	frozen    map[string]int // replaced, never mutated: commands read it
@@ -59,7 +59,7 @@ const (
 )
 
 func newOpsModel(ctx *programContext) *opsModel {
-	return &opsModel{ctx: ctx, desc: true /* most severe first */, cursorRow: -1, hidden: hiddenColumns(ctx.opts.Columns)}
+	return &opsModel{ctx: ctx, sort: model.SortSeverity, desc: true /* most severe first */, filter: model.FilterSpec{HideDone: true}, cursorRow: -1, hidden: hiddenColumns(ctx.opts.Columns)}
 }
 
 func (m *opsModel) SetSize(w, h int) {
@@ -99,7 +99,7 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 	}
 	if m.box.active {
 		if m.box.key(km) {
-			m.filter.text = m.box.text
+			m.filter.Text = m.box.text
 			m.rebuild()
 		}
 		return nil
@@ -119,7 +119,7 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Bottom):
 		m.moveCursor(len(m.rows))
 	case key.Matches(km, k.Sort):
-		m.sort = (m.sort + 1) % numSortKeys
+		m.sort = model.SortKeys[(slices.Index(model.SortKeys, m.sort)+1)%len(model.SortKeys)]
 		m.resort()
 	case key.Matches(km, k.SortReverse):
 		m.desc = !m.desc
@@ -127,19 +127,19 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Filter):
 		m.box.open()
 	case key.Matches(km, k.Back):
-		if m.filter.text != "" {
+		if m.filter.Text != "" {
 			m.setFilterText("")
 		}
 	case key.Matches(km, k.Flagged):
-		m.filter.flaggedOnly = !m.filter.flaggedOnly
+		m.filter.FlaggedOnly = !m.filter.FlaggedOnly
 		m.rebuild()
 	case key.Matches(km, k.Finished):
-		m.filter.showDone = !m.filter.showDone
+		m.filter.HideDone = !m.filter.HideDone
 		m.rebuild()
 	case key.Matches(km, k.Pause):
 		m.setPaused(!m.paused)
 	case key.Matches(km, k.Workspace):
-		m.filter.workspace = nextWorkspace(m.ctx.snap.Workspaces, m.filter.workspace)
+		m.filter.Workspace = nextWorkspace(m.ctx.snap.Workspaces, m.filter.Workspace)
 		m.rebuild()
 	}
 	return nil
@@ -164,7 +164,7 @@ func nextWorkspace(ws []model.WorkspaceStatus, cur string) string {
 
 func (m *opsModel) setFilterText(s string) {
 	m.box.set(s)
-	m.filter.text = m.box.text
+	m.filter.Text = m.box.text
 	m.rebuild()
 }
 
@@ -190,8 +190,8 @@ func (m *opsModel) rebuild() {
 // snapshot. frozen maps are replaced, never mutated, so a spec can be
 // handed to a command.
 type orderSpec struct {
-	filter    rowFilter
-	sort      sortKey
+	filter    model.FilterSpec
+	sort      model.SortKey
 	desc      bool
 	frozenGen int // 0: not paused; else which frozen order applies
 	frozen    map[string]int
@@ -264,7 +264,7 @@ func (m *opsModel) syncCursor(op int) {
 	m.missing = gone
 	if op >= 0 && !ops[op].Gone {
 		m.missing = hidden
-		if !m.filter.showDone && isDone(ops[op]) {
+		if m.filter.HideDone && ops[op].Done() {
 			m.missing = collapsed
 		}
 	}

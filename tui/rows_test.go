@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -16,8 +17,8 @@ import (
 // TestRowOrderAgreesWithSeparatePasses: what buildRows' one pass finds
 // out on the way (counts, collapsed rows, flag column width, flagged
 // rows, the cursor) is what a pass of its own over the views gives, for
-// every sort, direction, filter and kind of cursor: one found by its
-// id's memory, one only by value (a copied id), one that is gone.
+// every sort, direction, filter and kind of cursor: the view's own id, a
+// copy of it, one that is gone.
 func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 	s := fixtureSnapshot()
 	big := bigSnapshot(300)
@@ -29,14 +30,14 @@ func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 	ops := append(slices.Clone(s.Operations), big.Operations...)
 	noEndpoints := model.Snapshot{Operations: ops}
 	wantCounts := countFlags(&noEndpoints)
-	filters := []rowFilter{{}, {showDone: true}, {flaggedOnly: true}, {text: "wh-1"}, {text: "select", showDone: true}}
+	filters := []model.FilterSpec{{HideDone: true}, {}, {HideDone: true, FlaggedOnly: true}, {HideDone: true, Text: "wh-1"}, {Text: "select"}}
 	var cursors []string
 	for _, i := range []int{0, 3, len(ops) / 2, len(ops) - 1} {
 		cursors = append(cursors, ops[i].StatementID, strings.Clone(ops[i].StatementID))
 	}
 	cursors = append(cursors, "", "no-such-statement")
 	for _, g := range []Glyphs{unicodeGlyphs, asciiGlyphs} {
-		for k := range numSortKeys {
+		for _, k := range model.SortKeys {
 			for _, desc := range []bool{false, true} {
 				for fi, f := range filters {
 					for _, cur := range cursors {
@@ -50,7 +51,7 @@ func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 	}
 }
 
-func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowFilter, g Glyphs, cur string, o rowOrder, want flagCounts) {
+func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f model.FilterSpec, g Glyphs, cur string, o rowOrder, want flagCounts) {
 	t.Helper()
 	if o.counts.ops != want.ops || o.counts.running != want.running || o.counts.flagged != want.flagged ||
 		!maps.Equal(o.counts.warn, want.warn) || !maps.Equal(o.counts.crit, want.crit) {
@@ -58,7 +59,7 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowF
 	}
 	done := 0
 	for _, op := range ops {
-		if isDone(op) && !f.showDone {
+		if op.Done() && f.HideDone {
 			done++
 		}
 	}
@@ -66,7 +67,7 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowF
 	flagW := len("FLAG") + 2
 	for i, r := range o.rows {
 		op := ops[r]
-		if !f.match(op, isDone(op)) {
+		if !f.Match(op) {
 			t.Fatalf("%s: row %d (%s) does not match the filter", name, i, op.StatementID)
 		}
 		if len(op.Flags) > 0 {
@@ -98,36 +99,32 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f rowF
 	}
 }
 
-// TestSortKeysIsTheGeneralOrder: the comparisons sortKeys picks for
-// speed give exactly the order of the general one (cmpKeys, reversed
-// whole when descending), ties included.
-func TestSortKeysIsTheGeneralOrder(t *testing.T) {
+// TestTableOrderIsModels: for every sort key and direction, the TUI's
+// order of one snapshot is model.SortOperations' order of it: one order,
+// model's (docs/model.md, "Order"). Many ties (same state, user, start
+// time) make the ties' order count.
+func TestTableOrderIsModels(t *testing.T) {
+	s := fixtureSnapshot()
+	big := bigSnapshot(300)
 	rng := rand.New(rand.NewPCG(7, 16))
-	for round := range 50 {
-		for k := range numSortKeys {
-			for _, desc := range []bool{false, true} {
-				keys := make([]rowKey, 200+round)
-				for i := range keys {
-					keys[i] = rowKey{idx: int32(i), frozen: -1, num: int64(rng.IntN(3)), secs: int64(rng.IntN(4)),
-						nanos: int32(rng.IntN(3)), id: fmt.Sprintf("id-%04d", rng.IntN(100000))}
-					if k == sortState || k == sortUser || k == sortWarehouse {
-						keys[i].str = []string{"", "a", "b"}[rng.IntN(3)]
-					}
-				}
-				want := slices.Clone(keys)
-				slices.SortStableFunc(want, func(a, b rowKey) int {
-					c := cmpKeys(&a, &b)
-					if desc {
-						c = -c
-					}
-					return c
-				})
-				sortKeys(keys, k, desc, false)
-				for i := range keys {
-					if cmpKeys(&keys[i], &want[i]) != 0 {
-						t.Fatalf("round %d sort %s desc %v: row %d is %+v, the general order has %+v", round, k, desc, i, keys[i], want[i])
-					}
-				}
+	for _, op := range big.Operations {
+		o := *op.Operation
+		o.StartedAt = o.StartedAt.Truncate(time.Hour).Add(time.Duration(rng.IntN(3)) * time.Minute)
+		o.User = []string{"alice", "Alice", "bob"}[rng.IntN(3)]
+		op.Operation = &o
+	}
+	ops := append(slices.Clone(s.Operations), big.Operations...)
+	for _, k := range model.SortKeys {
+		for _, desc := range []bool{false, true} {
+			o := buildRows(ops, model.FilterSpec{}, k, desc, nil, unicodeGlyphs, "")
+			got := make([]*model.OperationView, len(o.rows))
+			for i, r := range o.rows {
+				got[i] = ops[r]
+			}
+			want := slices.Clone(ops)
+			model.SortOperations(want, k, desc)
+			if !slices.Equal(got, want) {
+				t.Fatalf("sort %s desc=%v: the table's order differs from model's", k, desc)
 			}
 		}
 	}

@@ -322,19 +322,19 @@ func (m *Model) viewInfo() []seg {
 			dir = "asc"
 		}
 		out := []seg{{st.Bold.Render(fmt.Sprintf("sort %s %s", o.sort, dir)), prioCritical}}
-		if o.filter.text != "" {
-			out = append(out, seg{st.Bold.Render(fmt.Sprintf("filter %q", clip(o.filter.text, 20, m.ctx.glyphs.Ellipsis))), prioCritical})
+		if o.filter.Text != "" {
+			out = append(out, seg{st.Bold.Render(fmt.Sprintf("filter %q", clip(o.filter.Text, 20, m.ctx.glyphs.Ellipsis))), prioCritical})
 		}
-		if o.filter.flaggedOnly {
+		if o.filter.FlaggedOnly {
 			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
 		}
-		if o.filter.workspace != "" {
-			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+		if o.filter.Workspace != "" {
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.Workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
 		} else if len(m.ctx.snap.Workspaces) > 1 {
 			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
 		}
 		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
-		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {
+		if n := o.flaggedBelow(); n > 0 && o.sort != model.SortSeverity {
 			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})
 		}
 		return out

@@ -5,6 +5,9 @@
 // own retry loop, so every method makes exactly ONE HTTP attempt and the
 // poller's policy alone decides about retries (the SDK would retry a 429
 // RESOURCE_EXHAUSTED for five minutes and never read Retry-After).
+//
+// It imports only sources, model and textfmt from dbxtop, never poller,
+// proxy, tui or cmd.
 package databricks
 
 import (

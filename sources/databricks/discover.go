@@ -50,11 +50,10 @@ func (c *Client) DiscoverScope(ctx context.Context, retry sources.Retry, scope s
 	}
 	now := c.now()
 	var problems []error
-	// Sized from the last discovery of the same scope: at 10,000
+	// Sized from the last discovery of the same scope: with many
 	// operations, growing the slice row by row was most of the listing's
 	// CPU. With headroom: with churn, the ended statements a discovery
-	// lists grow from one to the next, and one doubling of 40,000 rows
-	// copies 18 MB.
+	// lists grow from one to the next, and a doubling copies them all.
 	last := &c.lastDiscovered[scopeIndex(scope)]
 	hint := int(last.Load())
 	if hint > 0 {

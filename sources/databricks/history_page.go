@@ -21,11 +21,10 @@ import (
 )
 
 // historyPage is one query-history answer, decoded by decodeHistoryPage
-// rather than the SDK's QueryInfo decoder, which normalises every field by
-// reflection (reflect.VisibleFields per row): measured at ~0.3–0.7 ms CPU
-// per row, a second of CPU for one page of 999 live statements, while
-// this decodes the same page in about a millisecond. Only the fields
-// dbxtop reads are kept; the request is the SDK's (historyList).
+// rather than the SDK's QueryInfo decoder, which normalises every field of
+// every row by reflection: far too slow for the live listing's pages
+// (docs/performance.md). Only the fields dbxtop reads are kept; the
+// request is the SDK's (historyList).
 type historyPage struct {
 	HasNextPage   bool         `json:"has_next_page"`
 	NextPageToken string       `json:"next_page_token"`
@@ -36,8 +35,8 @@ type historyPage struct {
 
 // rowArrays keep the row arrays of decoded pages from one page to the
 // next: decoded into an array with room, the decoder does not allocate a
-// new one per page (~170 KB for 999 rows). Nothing keeps a row once its
-// page is read: callers copy what they need, then release the page.
+// new one per page. Nothing keeps a row once its page is read: callers
+// copy what they need, then release the page.
 var rowArrays = sync.Pool{New: func() any { return new([]historyRow) }}
 
 // maxPooledRows: an array grown past it by an outsized answer is left to
@@ -111,11 +110,10 @@ func (r *historyRow) info() sql.QueryInfo {
 // answer's size bound, fresh connections on request) and its error type
 // (apierr.GetAPIError, so wrapErr reads error_code, request id and
 // Retry-After as from any SDK call). Only the read differs: the SDK's
-// client reads every JSON answer with io.ReadAll (from 512 bytes, doubling,
-// zeroing each step) before handing it over, and that was 30 % of the
-// bytes dbxtop allocated at 10,000 live statements and the largest single
-// driver of its garbage collection (docs/performance.md). Here the answer
-// is read into a pooled buffer that keeps its capacity from page to page.
+// client reads every JSON answer with io.ReadAll (growing from a small
+// buffer, zeroing each step) before handing it over, the largest driver of
+// garbage collection at scale. Here the answer is read into a pooled
+// buffer that keeps its capacity from page to page.
 //
 // followed (nil: none) lets the rows of followed statements be partial
 // (decodePageFast).
@@ -167,9 +165,9 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	return decodeHistoryPage(buf.Bytes(), followed) // nothing it returns points into buf
 }
 
-// pageBuffers hold query-history answers while they are decoded; a page
-// of 999 rows is ~0.6 MB, and a buffer grown past maxPooledPage by an
-// unusual answer (up to MaxBody) is left to the collector.
+// pageBuffers hold query-history answers while they are decoded; a
+// buffer grown past maxPooledPage by an unusual answer (up to MaxBody) is
+// left to the collector.
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledPage = 4 << 20
@@ -192,10 +190,8 @@ func historyQuery(req sql.ListQueryHistoryRequest) (string, error) {
 
 // decodeHistoryPage decodes one answer in one pass of its own
 // (decodePageFast): without reflection, without copying the answer, and
-// allocating only the strings a row keeps. goccy/go-json, used before,
-// copied every answer whole (0.6 MB a page: a quarter of what dbxtop
-// allocated at 10,000 live statements), and its strings pointed into
-// that copy until each was copied again. b is the caller's pooled
+// allocating only the strings a row keeps: it earns its place by the
+// TUI's CPU at scale (docs/performance.md). b is the caller's pooled
 // buffer, reused once this returns: nothing returned points into it
 // (TestDecodedPageOwnsItsStrings). An answer outside the fast decoder's
 // subset is decoded by encoding/json, whose verdict and error stand;

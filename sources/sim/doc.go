@@ -8,4 +8,7 @@
 // dbxtop runs and is tested against it with no account. Driver authors can
 // also use it to reproduce the orphan (abandoned poll) and leak (lost
 // CloseOperation) bugs. See docs/simulator.md.
+//
+// It imports only sources, sources/thrift, model and textfmt from dbxtop,
+// never poller, proxy, serve or config: cmd wires an embedded proxy to it.
 package sim

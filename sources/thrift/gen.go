@@ -7,6 +7,9 @@
 // compiler. Regenerate with `go generate ./sources/thrift/` (Debian
 // thrift-compiler 0.17; the output builds with github.com/apache/thrift
 // v0.17 … v0.25, pinned to v0.23.0 in go.mod).
+//
+// It imports only sources, model and textfmt from dbxtop, never poller,
+// proxy, tui or cmd.
 package thrift
 
 //go:generate thrift -r --gen go:package_prefix=github.com/dbxtop/dbxtop/sources/thrift/gen/,thrift_import=github.com/apache/thrift/lib/go/thrift -out gen idl/TCLIService.thrift
