@@ -130,7 +130,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	case msg.Button == tea.MouseButtonWheelDown:
 		return press(k.Down)
 	case msg.Button == tea.MouseButtonLeft && msg.Action == tea.MouseActionPress:
-		row := msg.Y - headerLines - 1 // minus the column header
+		row := msg.Y - m.headerHeight() - 1 // minus the column header
 		if m.view == viewOps && !m.detailOpen && row >= 0 {
 			if i := m.ops.offset + row; i < len(m.ops.rows) && row < m.ops.tableRows() {
 				m.ops.moveCursor(i - m.ops.cursorIdx)

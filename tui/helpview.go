@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // flagHelp is the legend the Help view shows: what each flag means and
@@ -114,6 +116,9 @@ func (m *helpModel) build() []string {
 	out = append(out, st.Bold.Render("  Flags")+st.Dim.Render("  ("+g.Crit+" CRIT = critical, "+g.Warn+" WARN = warning)"))
 	for _, f := range flagHelp {
 		text := f.means
+		if sh := shortKind[model.FlagKind(f.kind)]; sh != f.kind {
+			text = "(" + sh + " in a narrow header) " + text
+		}
 		if f.act != "" && !m.ctx.readOnly {
 			text += " " + f.act // read-only: never advertise a disabled key
 		}

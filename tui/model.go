@@ -59,7 +59,8 @@ type Model struct {
 	clients   *clientsModel
 
 	counts  flagCounts
-	refresh int // snapshots applied, for tests and the paused badge
+	sized   [2]int // the body size the views were last given (resize)
+	refresh int    // snapshots applied, for tests and the paused badge
 	// clientsAsked: the snapshot (its refresh) whose clients[] were last
 	// asked for (clientsFor).
 	clientsAsked int
@@ -202,10 +203,7 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.ctx.width, m.ctx.height = msg.Width, msg.Height
-		bw, bh := msg.Width, m.bodyHeight()
-		for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
-			c.SetSize(bw, bh)
-		}
+		m.resize()
 		return nil
 	case snapMsg:
 		if msg.order.same(m.ops.orderSpec()) {
@@ -267,6 +265,7 @@ func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows rowOrd
 		m.counts.add(s.Endpoints[i].Flags)
 	}
 	m.trackLastError()
+	m.resize()
 	m.ops.setRows(rows)
 }
 

@@ -108,7 +108,7 @@ func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
 		for range tabs {
 			press(m, "tab")
 		}
-		head := strings.Join(strings.Split(plain(m), "\n")[:5], "\n")
+		head := strings.Join(strings.Split(plain(m), "\n")[:m.headerHeight()], "\n")
 		must(t, strings.Contains(head, "READ-ONLY") && strings.Contains(head, "PAUSED"), "badges missing:\n%s", head)
 		if m.view == viewOps {
 			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort age desc"), "filter/sort missing:\n%s", head)
@@ -273,7 +273,7 @@ func TestMouseIsOptIn(t *testing.T) {
 	m = syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
 	m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown})
 	must(t, m.ops.cursorIdx == start+1, "wheel did not move")
-	m.Update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: headerLines + 1 + 3})
+	m.Update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: m.headerHeight() + 1 + 3})
 	must(t, m.ops.cursorIdx == 3, "click selected %d", m.ops.cursorIdx)
 }
 

@@ -12,16 +12,30 @@ import (
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
-// Layout: a fixed header, the body of the current view, and a two-line
-// footer (status line and short help). Every line is cut to the width so
-// the screen never wraps.
-const (
-	headerLines = 5
-	footerLines = 2
-)
+// Layout: a header, the body of the current view, and a two-line footer
+// (status line and short help). Every line is cut to the width so the
+// screen never wraps. The header is five lines, six when the raised flag
+// kinds need a second line (flagLines).
+const footerLines = 2
+
+// headerHeight is how many lines header() returns.
+func (m *Model) headerHeight() int { return 4 + len(m.flagLines()) }
 
 func (m *Model) bodyHeight() int {
-	return max(1, m.ctx.height-headerLines-footerLines)
+	return max(1, m.ctx.height-m.headerHeight()-footerLines)
+}
+
+// resize gives every view the body's size; the body shrinks by a line
+// when the flag counts need a second header line.
+func (m *Model) resize() {
+	bw, bh := m.ctx.width, m.bodyHeight()
+	if bw == m.sized[0] && bh == m.sized[1] {
+		return
+	}
+	m.sized = [2]int{bw, bh}
+	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
+		c.SetSize(bw, bh)
+	}
 }
 
 // render builds the frame from the model's state: exactly height lines of
@@ -216,34 +230,6 @@ func (m *Model) header() []string {
 	}
 
 	c := &m.counts
-	l3 := []seg{{"flags", prioCritical}}
-	// Only raised flags are listed, critical ones before warnings.
-	nflags := 0
-	for _, k := range []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped} {
-		if c.warn[k]+c.crit[k] > 0 {
-			p := prioHigh
-			if c.crit[k] > 0 {
-				p = prioCritical
-			}
-			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
-			nflags++
-		}
-	}
-	if nflags == 0 {
-		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
-	}
-	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
-	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity, model.FlagEndpointState,
-		model.FlagThroughput, model.FlagIndexQuota, model.FlagIndexNotReady} {
-		if c.warn[k]+c.crit[k] > 0 {
-			p := prioHigh
-			if c.crit[k] > 0 {
-				p = prioCritical
-			}
-			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
-		}
-	}
-
 	// Tabs: the current one in brackets.
 	var tabs []string
 	for v := viewID(0); v < numViews; v++ {
@@ -258,13 +244,9 @@ func (m *Model) header() []string {
 	l4 = append(l4, seg{st.Dim.Render(fmt.Sprintf("ops %d live %d flagged %d", c.ops, c.running, c.flagged)), prioLow})
 
 	cut := st.Dim.Render(g.Cut)
-	return []string{
-		fitSegs(l1, w, "  ", cut),
-		fitSegs(l2, w, "  ", cut),
-		m.lastErrorLine(),
-		fitSegs(l3, w, " ", cut),
-		fitSegs(l4, w, "  ", cut),
-	}
+	out := []string{fitSegs(l1, w, "  ", cut), fitSegs(l2, w, "  ", cut), m.lastErrorLine()}
+	out = append(out, m.flagLines()...)
+	return append(out, fitSegs(l4, w, "  ", cut))
 }
 
 // lastErrorLine is the last error with its age, or when it recovered. It
@@ -350,22 +332,6 @@ func clip(s string, n int, ell string) string {
 		return s
 	}
 	return ansi.Truncate(s, n, ell)
-}
-
-// countCell is "INACTIVE 3" with its severity as a symbol, so it reads
-// without colour: "!! INACTIVE 3 (1 crit)".
-func (m *Model) countCell(k model.FlagKind, warn, crit int) string {
-	st, g := &m.ctx.styles, m.ctx.glyphs
-	n := warn + crit
-	switch {
-	case crit > 0 && warn > 0:
-		return st.Crit.Render(fmt.Sprintf("%s %s %d(%d crit)", g.Crit, k, n, crit))
-	case crit > 0:
-		return st.Crit.Render(fmt.Sprintf("%s %s %d", g.Crit, k, n))
-	case warn > 0:
-		return st.Warn.Render(fmt.Sprintf("%s %s %d", g.Warn, k, n))
-	}
-	return ""
 }
 
 // statusLine: the filter prompt while typing; else the gone/hidden line

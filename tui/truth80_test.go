@@ -1,0 +1,89 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// allKindsSnapshot raises every kind in model's lists at once, each both
+// critical and warning (the widest count form), on top of the fixture.
+func allKindsSnapshot() model.Snapshot {
+	s := fixtureSnapshot()
+	for i, k := range model.OperationFlagKinds() {
+		for j, sev := range []model.Severity{model.SeverityCritical, model.SeverityWarning} {
+			s.Operations = append(s.Operations, &model.OperationView{Operation: &model.Operation{
+				StatementID: fmt.Sprintf("01ff%04d-0000-4000-8000-%012d", i, j), State: model.StateRunning,
+				StartedAt: fixedNow.Add(-time.Minute)},
+				Flags: []model.Flag{{Kind: k, Severity: sev, Detail: "raised by the test"}}})
+		}
+	}
+	for i, k := range model.EndpointFlagKinds() {
+		s.Endpoints = append(s.Endpoints, model.EndpointView{Endpoint: model.Endpoint{Name: fmt.Sprintf("vs-%d", i), State: "ONLINE"},
+			Flags: []model.Flag{{Kind: k, Severity: model.SeverityCritical}, {Kind: k, Severity: model.SeverityWarning}}})
+	}
+	return s
+}
+
+// TestHeaderShowsEveryRaisedKind: with every kind raised at once, each one
+// is on screen at 80×24 (full or short name) in colour, NO_COLOR and
+// --ascii, and nothing is cut.
+func TestHeaderShowsEveryRaisedKind(t *testing.T) {
+	for _, vr := range goldenVariants {
+		if vr.name == "readonly" {
+			continue
+		}
+		t.Run(vr.name, func(t *testing.T) {
+			o := testOptions()
+			o.Refresh = 200 * time.Millisecond
+			vr.set(&o)
+			screen := ansi.Strip(runGoldenOn(t, allKindsSnapshot(), nil, o, 80, 24, nil, nil))
+			lines := strings.Split(screen, "\n")
+			must(t, len(lines) == 24, "%d lines", len(lines))
+			var head string
+			for _, l := range lines {
+				if strings.HasPrefix(l, "[Operations]") {
+					break
+				}
+				head += l + "\n"
+			}
+			for _, k := range append(model.OperationFlagKinds(), model.EndpointFlagKinds()...) {
+				full, short := string(k), shortKind[k]
+				must(t, strings.Contains(head, full+" ") || strings.Contains(head, short+" "), "%s missing from the header:\n%s", k, head)
+			}
+			cut := "»"
+			if vr.name == "ascii" {
+				cut = ">>"
+			}
+			for _, l := range strings.Split(head, "\n") {
+				if !strings.HasPrefix(l, "dbxtop") && !strings.HasPrefix(l, "poller") {
+					must(t, !strings.Contains(l, cut), "flag line cut: %s", l)
+				}
+			}
+		})
+	}
+}
+
+// TestHeaderNamesWhatItCuts: at a width where not even the compact form
+// fits, the cut kinds are named after the Cut glyph.
+func TestHeaderNamesWhatItCuts(t *testing.T) {
+	o := testOptions()
+	o.NoColor, o.Renderer = true, testRenderer(termenv.Ascii)
+	m := syncModel(t, newFakeEngine(allKindsSnapshot()), o, 80, 24)
+	ls := m.fitKinds([]string{"flags"}, model.OperationFlagKinds(), 40)
+	must(t, len(ls) <= maxKindLines, "%d lines", len(ls))
+	for _, l := range ls {
+		must(t, ansi.StringWidth(l) <= 40, "too wide: %q", l)
+	}
+	got := strings.Join(ls, "\n")
+	for _, k := range model.OperationFlagKinds() {
+		must(t, strings.Contains(got, shortKind[k]), "%s neither shown nor named: %q", k, got)
+	}
+	must(t, strings.Contains(got, "»"), "no cut glyph: %q", got)
+}
