@@ -46,6 +46,10 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 
 	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
 	obs, err := newFleetObserver(runCtx, cfg, logf)
+	if nw := (*databricks.NoWorkspaceError)(nil); errors.As(err, &nw) {
+		fmt.Fprintln(stderr, "dbxtop snapshot: "+sources.RedactToken(err.Error(), cfg.Token))
+		return report.ExitUnknown
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -179,6 +180,9 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
+		if nw := (*databricks.NoWorkspaceError)(nil); errors.As(err, &nw) {
+			return exitUsage // before the terminal is taken: nothing to watch
+		}
 		return 1
 	}
 	defer closeConns()

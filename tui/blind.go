@@ -43,7 +43,16 @@ func blindBanner(ctx *programContext, width int) []string {
 	if len(errs) > 1 {
 		out = append(out, st.Dim.Render(fmt.Sprintf("    (%d more failing calls: see the Events view)", len(errs)-1)))
 	}
-	out = append(out, "", st.Dim.Render("    dbxtop keeps retrying; this clears by itself once the call succeeds."))
+	// Only a passing failure clears by itself; a refused token or a
+	// missing permission stays until someone fixes it.
+	last := "dbxtop keeps retrying; this clears once the call succeeds."
+	if e.Kind == model.KindPermanent {
+		last = "dbxtop asks again every refresh, but this will not clear until the cause above is fixed."
+	}
+	out = append(out, "")
+	for _, l := range wrapWords(last, width-6) {
+		out = append(out, st.Dim.Render("    "+l))
+	}
 	return out
 }
 
@@ -109,6 +118,9 @@ func explain(e *model.ErrorInfo) (cause, check string) {
 		return "throttled by the workspace", "dbxtop backs off; other clients may be using the workspace's request limits."
 	case e.HTTPStatus >= 500:
 		return fmt.Sprintf("the workspace answered HTTP %d", e.HTTPStatus), "A server-side problem: it usually passes; quote the request id to Databricks support if it does not."
+	}
+	if e.Kind == model.KindPermanent {
+		return "the call was refused", "Retrying will not help: see the call below and the Events view for what to change."
 	}
 	return string(e.Kind), "See the call below and the Events view."
 }

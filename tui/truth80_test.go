@@ -87,3 +87,24 @@ func TestHeaderNamesWhatItCuts(t *testing.T) {
 	}
 	must(t, strings.Contains(got, "»"), "no cut glyph: %q", got)
 }
+
+// TestBlindBannerPromisesOnlyWhatCanCome: a permanent failure (refused
+// token, permission) never says it clears by itself; a passing one does.
+func TestBlindBannerPromisesOnlyWhatCanCome(t *testing.T) {
+	for _, tc := range []struct {
+		err   model.ErrorInfo
+		clear bool
+	}{
+		{model.ErrorInfo{Kind: model.KindPermanent, Call: "ListQueries", HTTPStatus: 401, Message: "invalid token"}, false},
+		{model.ErrorInfo{Kind: model.KindPermanent, Call: "ListQueries", Message: "default auth: cannot configure default credentials"}, false},
+		{model.ErrorInfo{Kind: model.KindTransport, Call: "ListQueries", Message: "dial tcp: connection refused"}, true},
+	} {
+		m := syncModel(t, newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Errors: []model.ErrorInfo{tc.err}}), testOptions(), 80, 24)
+		screen := plain(m)
+		must(t, strings.Contains(screen, "this clears once") == tc.clear, "%s: clears=%v:\n%s", tc.err.Message, tc.clear, screen)
+		if !tc.clear {
+			must(t, strings.Contains(strings.Join(strings.Fields(screen), " "), "will not clear until the cause above is fixed."), "%s: no 'will not clear':\n%s", tc.err.Message, screen)
+			must(t, !strings.Contains(screen, "workspace: permanent"), "bare kind as the cause:\n%s", screen)
+		}
+	}
+}
