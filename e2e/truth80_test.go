@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -27,5 +30,37 @@ func TestNoWorkspaceFailsFast(t *testing.T) {
 	r = run(t, runOpts{args: []string{"snapshot"}, home: home, env: []string{"DATABRICKS_HOST=https://example.cloud.databricks.com"}})
 	if r.code != 3 || !strings.Contains(r.stderr, "no credentials for https://example.cloud.databricks.com") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
 		t.Fatalf("snapshot without credentials:\n%s", r)
+	}
+}
+
+// TestAttachSaysServeIsDown: `dbxtop attach` at 80×24 whose serve dies
+// says so in its header (data as of …, serve down) instead of showing
+// frozen ages as if they were live.
+func TestAttachSaysServeIsDown(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	sim := startSim(t, home, "--scenario", "quiet")
+	srv := start(t, home, []string{"DATABRICKS_TOKEN=" + sim.token}, "serve", "--host", sim.host,
+		"--listen", "127.0.0.1:0", "--refresh", "500ms")
+	var listen, token string
+	if n, _ := fmt.Sscanf(srv.waitFirstLine(30*time.Second), "listen=%s token=%s", &listen, &token); n != 2 {
+		t.Fatal("serve's first line")
+	}
+	s := startTmuxEnv(t, 80, 24, home, home, "", []string{"DBXTOP_SERVE_TOKEN=" + token}, "attach", listen)
+	s.waitScreen("attach showing serve's data", 30*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "[Operations]") && strings.Contains(scr, "last error")
+	})
+	if code, _ := srv.signalAndWait(syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Logf("serve exited %d", code)
+	}
+	scr := s.waitScreen("the serve-down banner", 30*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "serve down:")
+	})
+	if !regexp.MustCompile(`data as of \d\d:\d\d:\d\d — serve down: `).MatchString(scr) {
+		t.Fatalf("banner:\n%s", scr)
+	}
+	s.keys("q")
+	if code, stderr := s.waitExit(15 * time.Second); code != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -56,6 +56,9 @@ type programContext struct {
 
 	status     string
 	statusCrit bool
+	// frozen: a source is down (serve, the proxy, the workspace's
+	// listing); set with each snapshot.
+	frozen *frozenState
 }
 
 func (c *programContext) setStatus(s string, crit bool) { c.status, c.statusCrit = s, crit }

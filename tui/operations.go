@@ -289,6 +289,10 @@ func idleCell(ctx *programContext, op *model.OperationView) string {
 	if op.HasFlag(model.FlagStale) && !op.LastPollOKAt.IsZero() {
 		return "as of " + op.LastPollOKAt.UTC().Format("15:04:05")
 	}
+	if at := agedAt(ctx, op); !at.IsZero() {
+		// Its source is down: the countdown stopped being true then.
+		return "as of " + at.UTC().Format("15:04:05")
+	}
 	s := textfmt.Duration(*op.InactiveFor)
 	if op.ReapedIn != nil {
 		s += " " + ctx.glyphs.Reaper + textfmt.Duration(*op.ReapedIn)

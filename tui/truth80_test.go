@@ -10,6 +10,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
 )
 
 // allKindsSnapshot raises every kind in model's lists at once, each both
@@ -107,4 +108,72 @@ func TestBlindBannerPromisesOnlyWhatCanCome(t *testing.T) {
 			must(t, !strings.Contains(screen, "workspace: permanent"), "bare kind as the cause:\n%s", screen)
 		}
 	}
+}
+
+// TestFrozenIsVisible: whenever a source is down the header says since
+// when the data is current and which source is down, and running rows
+// stop counting down as if they were live.
+func TestFrozenIsVisible(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		set    func(s *model.Snapshot, h *poller.Health)
+		banner string
+		aged   string // the idle cell of a running row
+	}{
+		{"serve", func(s *model.Snapshot, h *poller.Health) {
+			s.GeneratedAt = fixedNow.Add(-2 * time.Minute)
+			s.Errors = append(s.Errors, model.ErrorInfo{Kind: model.KindTransport, Call: "attach",
+				Message: "cannot reach serve; showing its last snapshot: GET /api/v1/snapshot: connection refused"})
+			*h = poller.Health{LastError: &model.ErrorInfo{Kind: model.KindTransport, Call: "attach", Message: "connection refused"}}
+		}, "data as of 11:58:00 — serve down: GET /api/v1/snapshot: connection refused", "as of 11:58:00"},
+		{"workspace", func(s *model.Snapshot, h *poller.Health) {
+			h.DiscoveryFailures, h.LastDiscovery = 3, fixedNow.Add(-90*time.Second)
+			s.Errors = append(s.Errors, model.ErrorInfo{Kind: model.KindTransport, Call: "ListQueries", Message: "connection refused"})
+			for _, op := range s.Operations {
+				if !op.LastPollOKAt.IsZero() {
+					op.LastPollOKAt = fixedNow.Add(-90 * time.Second)
+				}
+			}
+		}, "data as of 11:58:30 — workspace down: ListQueries: transport: connection refused", "as of 11:58:30"},
+		{"proxy", func(s *model.Snapshot, h *poller.Health) {
+			h.DiscoveryFailures, h.LastDiscovery = 1, fixedNow.Add(-30*time.Second)
+			s.Errors = append(s.Errors, model.ErrorInfo{Kind: model.KindTransport, Call: "ProxyOperations", Message: "connection refused"})
+		}, "data as of 11:59:30 — proxy down: ProxyOperations", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, h := fixtureSnapshot(), fixtureHealth()
+			tc.set(&s, &h)
+			e := newFakeEngine(s)
+			e.health = h
+			m := syncModel(t, e, testOptions(), 80, 24)
+			screen := plain(m)
+			must(t, strings.Contains(screen, tc.banner), "no banner %q:\n%s", tc.banner, screen)
+			if tc.name == "serve" {
+				must(t, !strings.Contains(screen, "followed 0") && strings.Contains(screen, "counters are unknown"), "zero counters shown as known:\n%s", screen)
+			}
+			if tc.aged != "" {
+				must(t, strings.Contains(screen, tc.aged) && !strings.Contains(screen, "→1m10s"), "rows not aged (%q):\n%s", tc.aged, screen)
+			}
+		})
+	}
+	// Up again: no banner.
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	must(t, !strings.Contains(plain(m), " down"), "banner while up:\n%s", plain(m))
+}
+
+// TestLastErrorAgesFromTheLatestFailure: the same error failing again
+// (another give-up) restarts its age.
+func TestLastErrorAgesFromTheLatestFailure(t *testing.T) {
+	now := fixedNow
+	o := testOptions()
+	o.Now = func() time.Time { return now }
+	e := newFakeEngine(fixtureSnapshot())
+	m := syncModel(t, e, o, 200, 50)
+	now = now.Add(15 * time.Second)
+	refresh(m)
+	must(t, strings.Contains(plain(m), "last error 15s ago"), "no age:\n%s", plain(m))
+	e.health.GiveUps += 6 // the same call gave up six more times
+	now = now.Add(5 * time.Second)
+	refresh(m)
+	must(t, strings.Contains(plain(m), "last error 0s ago"), "age from the first failure:\n%s", plain(m))
 }

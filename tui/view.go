@@ -218,6 +218,10 @@ func (m *Model) header() []string {
 		{fmt.Sprintf("retry budget %.0f/%.0f", h.BudgetAvailable, h.BudgetCapacity), prioHigh},
 		{fmt.Sprintf("polls %d", h.Polls), prioLow}, {fmt.Sprintf("retries %d", h.Retries), prioMid},
 		{fmt.Sprintf("give-ups %d", h.GiveUps), prioMid}}
+	if f := m.ctx.frozen; f != nil && f.all {
+		// serve's health is unknown while it is down: never zeros.
+		l2 = []seg{{"poller", prioCritical}, {st.Warn.Render("? (serve down: its counters are unknown)"), prioCritical}}
+	}
 	if h.BatchCalls > 0 {
 		l2 = append(l2, seg{fmt.Sprintf("batches %d", h.BatchCalls), prioLow})
 	}
@@ -260,6 +264,9 @@ func (m *Model) lastErrorLine() string {
 		if e := &m.ctx.snap.Errors[i]; e.Kind == model.KindTruncated {
 			return truncLine(st.Crit.Render("INCOMPLETE: "+e.Call+" "+e.Message), m.ctx.width, g.Ellipsis)
 		}
+	}
+	if f := m.ctx.frozen; f != nil {
+		return m.frozenLine(f)
 	}
 	e := m.ctx.health.LastError
 	if e == nil {
