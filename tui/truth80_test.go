@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
@@ -176,4 +177,69 @@ func TestLastErrorAgesFromTheLatestFailure(t *testing.T) {
 	now = now.Add(5 * time.Second)
 	refresh(m)
 	must(t, strings.Contains(plain(m), "last error 0s ago"), "age from the first failure:\n%s", plain(m))
+}
+
+// TestSlashFiltersInEveryListView: in every view but Help, `/` opens the
+// filter prompt, which then takes every key as text: q does not quit, e
+// does not export; esc closes it.
+func TestSlashFiltersInEveryListView(t *testing.T) {
+	for v := viewID(0); v < numViews; v++ {
+		if v == viewHelp {
+			continue
+		}
+		t.Run(viewNames[v], func(t *testing.T) {
+			e := newFakeEngine(fixtureSnapshot())
+			m := syncModel(t, e, testOptions(), 80, 24)
+			for m.view != v {
+				press(m, "tab")
+			}
+			refresh(m)
+			press(m, "/")
+			_, ok := m.current().(capturer)
+			must(t, ok && m.current().(capturer).Capturing(), "/ did not open a prompt in %s", viewNames[v])
+			for _, k := range []string{"q", "e", "x", "s"} {
+				if cmd := press(m, k); cmd != nil {
+					must(t, fmt.Sprintf("%T", cmd()) != fmt.Sprintf("%T", tea.Quit()), "%q quit from the %s prompt", k, viewNames[v])
+				}
+			}
+			lines := strings.Split(plain(m), "\n")
+			must(t, strings.HasPrefix(lines[len(lines)-2], "/qexs_"), "%s prompt line %q", viewNames[v], lines[len(lines)-2])
+			must(t, len(e.Calls()) == 0, "an action ran: %v", e.Calls())
+			press(m, "esc")
+			must(t, !m.current().(capturer).Capturing(), "esc did not close the prompt")
+			must(t, m.view == v, "left the view")
+		})
+	}
+}
+
+func TestClientsFilter(t *testing.T) {
+	s := fixtureSnapshot()
+	s.Clients = []model.ClientStats{{ClientApplication: "Databricks JDBC 2.6.36", User: "etl-bot", Statements: 9, Orphans: 2},
+		{ClientApplication: "databricks-sql-go", User: "bob@example.com", Statements: 3}}
+	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
+	for m.view != viewClients {
+		press(m, "tab")
+	}
+	refresh(m)
+	press(m, "/", "b", "o", "b", "enter")
+	screen := plain(m)
+	must(t, strings.Contains(screen, "databricks-sql-go") && !strings.Contains(screen, "etl-bot") && strings.Contains(screen, `filter "bob"`), "filter bob:\n%s", screen)
+}
+
+// TestClientsAt80KeepsDriverVersions: at 80 columns every column header
+// is whole and a long application keeps its version.
+func TestClientsAt80KeepsDriverVersions(t *testing.T) {
+	s := fixtureSnapshot()
+	p95 := 90 * time.Second
+	s.Clients = []model.ClientStats{{ClientApplication: "Databricks JDBC Driver for Spark SQL 2.6.36", User: "etl-bot", Statements: 9, Orphans: 2, P95Duration: &p95},
+		{ClientApplication: "databricks-sql-go 1.6.1", User: "bob@example.com", Statements: 3}}
+	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
+	for m.view != viewClients {
+		press(m, "tab")
+	}
+	refresh(m)
+	screen := plain(m)
+	for _, want := range []string{"CLIENT APPLICATION", "USER", "ORPHANS", "CANCELS", "P95", "2.6.36", "databricks-sql-go 1.6.1", "1m30s"} {
+		must(t, strings.Contains(screen, want), "%q missing at 80:\n%s", want, screen)
+	}
 }

@@ -70,7 +70,8 @@ func (m *Model) render() string {
 	lines = append(lines, m.statusLine(), m.shortHelp())
 	for i, l := range lines {
 		if ansi.StringWidth(l) > w {
-			lines[i] = ansi.Truncate(l, w, "")
+			// Never a silent cut mid-word: the ellipsis says text goes on.
+			lines[i] = ansi.Truncate(l, w, m.ctx.glyphs.Ellipsis)
 		}
 	}
 	frame := strings.Join(lines, "\n")
@@ -330,6 +331,10 @@ func (m *Model) viewInfo() []seg {
 		if t := m.evs.box.text; t != "" {
 			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
 		}
+	case viewClients:
+		if t := m.clients.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
 	}
 	return nil
 }
@@ -352,6 +357,8 @@ func (m *Model) statusLine() string {
 		return m.endpoints.box.prompt(st, "name, type, state, flag or index")
 	case m.view == viewEvents && m.evs.box.active:
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
+	case m.view == viewClients && m.clients.box.active:
+		return m.clients.box.prompt(st, "client application or user")
 	case m.view == viewOps && m.ops.missing == gone:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == collapsed:
