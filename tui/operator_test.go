@@ -103,7 +103,7 @@ func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
 	o := testOptions()
 	o.ReadOnly = true
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 80, 24)
-	press(m, "space", "/", "w", "h", "enter", "s")
+	press(m, "space", "/", "w", "h", "enter", "s", "3")
 	for _, tabs := range []int{0, 1, 1, 1} {
 		for range tabs {
 			press(m, "tab")
@@ -285,7 +285,7 @@ func TestFlaggedBelowIsSaid(t *testing.T) {
 			StartedAt: fixedNow.Add(-time.Second)}})
 	}
 	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
-	press(m, "s", "S") // age ascending: youngest first, flagged rows sink
+	press(m, "s", "3", "S") // age ascending: youngest first, flagged rows sink
 	must(t, strings.Contains(plain(m), "flagged below"), "not said:\n%s", plain(m))
 }
 

@@ -31,11 +31,16 @@ type opsModel struct {
 	cursorIdx int
 	offset    int
 	missing   missingKind
+	// chosen: the operator moved the cursor. Until then it stays on the
+	// top row whatever that row is, and nothing is said about an
+	// operation the operator never picked.
+	chosen bool
 
 	sort      sortKey
 	desc      bool
 	filter    rowFilter
 	box       filterBox
+	menu      sortMenu
 	paused    bool
 	frozen    map[string]int // replaced, never mutated: commands read it
 	frozenGen int
@@ -67,7 +72,7 @@ func (m *opsModel) SetSize(w, h int) {
 	m.ensureVisible()
 }
 
-func (m *opsModel) Capturing() bool { return m.box.active }
+func (m *opsModel) Capturing() bool { return m.box.active || m.menu.open }
 
 func (m *opsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
@@ -104,6 +109,10 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.menu.open {
+		m.menuKey(km)
+		return nil
+	}
 	k := &m.ctx.keys
 	switch {
 	case key.Matches(km, k.Up):
@@ -115,12 +124,11 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.PageDown):
 		m.moveCursor(m.tableRows())
 	case key.Matches(km, k.Top):
-		m.moveCursor(-len(m.rows))
+		m.moveTo(0)
 	case key.Matches(km, k.Bottom):
-		m.moveCursor(len(m.rows))
+		m.moveTo(len(m.rows) - 1)
 	case key.Matches(km, k.Sort):
-		m.sort = (m.sort + 1) % numSortKeys
-		m.resort()
+		m.openSortMenu()
 	case key.Matches(km, k.SortReverse):
 		m.desc = !m.desc
 		m.resort()
@@ -244,10 +252,12 @@ func (m *opsModel) locate(id string) (op, row int) {
 // the first snapshot selects the first row.
 func (m *opsModel) syncCursor(op int) {
 	ops := m.ctx.snap.Operations
-	if m.cursorID == "" {
+	if m.cursorID == "" || !m.chosen {
+		// Not picked by the operator: the top row.
+		m.cursorID, m.cursorIdx, m.cursorRow, m.missing = "", 0, -1, present
 		if len(m.rows) > 0 {
 			m.cursorID = ops[m.rows[0]].StatementID
-			m.cursorIdx, m.cursorRow, m.missing = 0, 0, present
+			m.cursorRow = 0
 		}
 		m.ensureVisible()
 		return
@@ -295,17 +305,24 @@ func (m *opsModel) find(id string) *model.OperationView {
 // moveCursor moves by delta rows; when the cursor's operation is missing
 // it resumes at the row where that operation was.
 func (m *opsModel) moveCursor(delta int) {
-	if len(m.rows) == 0 {
-		return
-	}
-	ops := m.ctx.snap.Operations
 	i := m.cursorIdx
 	if m.cursorRow >= 0 {
 		i += delta
 	} else if delta < 0 {
 		i-- // the row at cursorIdx is the one after the missing operation
 	}
+	m.moveTo(i)
+}
+
+// moveTo puts the cursor on row i (clamped), whatever it was on: g and G
+// are absolute, even when the filter hides the cursor's operation.
+func (m *opsModel) moveTo(i int) {
+	if len(m.rows) == 0 {
+		return
+	}
+	ops := m.ctx.snap.Operations
 	i = max(0, min(i, len(m.rows)-1))
+	m.chosen = true
 	m.cursorIdx, m.cursorRow = i, i
 	m.cursorID = ops[m.rows[i]].StatementID
 	m.missing = present

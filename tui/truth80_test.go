@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,4 +243,62 @@ func TestClientsAt80KeepsDriverVersions(t *testing.T) {
 	for _, want := range []string{"CLIENT APPLICATION", "USER", "ORPHANS", "CANCELS", "P95", "2.6.36", "databricks-sql-go 1.6.1", "1m30s"} {
 		must(t, strings.Contains(screen, want), "%q missing at 80:\n%s", want, screen)
 	}
+}
+
+// TestSelectionIsPredictable: the top row is selected at start and stays
+// the top row until the operator moves; an operation nobody picked never
+// gets a status line; g/G are absolute even with the selected operation
+// hidden by the filter; the header shows row/total.
+func TestSelectionIsPredictable(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	m := syncModel(t, e, testOptions(), 80, 24)
+	top := ids(m)[0]
+	must(t, m.selected() != nil && m.selected().StatementID == top, "top row not selected at start")
+	must(t, strings.Contains(plain(m), "row 1/7"), "no row/total:\n%s", plain(m))
+	// The top operation goes away on its own: the new top row is selected
+	// and nothing is said about the one the operator never picked.
+	s := fixtureSnapshot()
+	s.Operations = slices.DeleteFunc(s.Operations, func(o *model.OperationView) bool { return o.StatementID == top })
+	e.setSnapshot(s)
+	refresh(m)
+	must(t, m.selected() != nil && m.selected().StatementID == ids(m)[0], "cursor left the top row")
+	must(t, !strings.Contains(plain(m), "is gone") && !strings.Contains(plain(m), shortID(top, "…")), "status about an operation nobody picked:\n%s", plain(m))
+
+	// Picked, then hidden by the filter: g and G go to the first and last
+	// rows of what is listed, j to the row after where it was.
+	e.setSnapshot(fixtureSnapshot())
+	m = syncModel(t, e, testOptions(), 80, 24)
+	for m.selected().StatementID != idUnclosed {
+		press(m, "j")
+	}
+	press(m, "/", "w", "h", "-", "2", "enter")
+	must(t, m.selected() == nil && m.ops.missing == hidden, "not hidden")
+	must(t, strings.Contains(plain(m), "row -/"), "position while hidden:\n%s", plain(m))
+	press(m, "g")
+	must(t, m.ops.cursorRow == 0, "g went to row %d", m.ops.cursorRow)
+	press(m, "esc", "/", "w", "h", "-", "1", "enter") // hides the wh-2 row now selected
+	press(m, "G")
+	must(t, m.ops.cursorRow == len(m.ops.rows)-1, "G went to row %d of %d", m.ops.cursorRow, len(m.ops.rows))
+	must(t, strings.Contains(plain(m), fmt.Sprintf("row %d/%d", len(m.ops.rows), len(m.ops.rows))), "row/total at the end:\n%s", plain(m))
+}
+
+// TestSortMenuListsModelsKeys: s opens a menu of model's sort keys that
+// fits 80 columns; a digit picks, esc keeps the order, S reverses.
+func TestSortMenuListsModelsKeys(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "s")
+	lines := strings.Split(plain(m), "\n")
+	status := lines[len(lines)-2]
+	for i, k := range model.SortKeys {
+		must(t, strings.Contains(status, fmt.Sprintf("%d %s", i+1, k)), "%s missing from the menu: %q", k, status)
+	}
+	press(m, "q") // taken by the menu, ignored
+	press(m, "esc")
+	must(t, m.ops.sort == sortFlag && !m.ops.menu.open, "esc changed the sort")
+	press(m, "s", "3")
+	must(t, m.ops.sort == sortAge && strings.Contains(plain(m), "sort age desc") && strings.Contains(plain(m), "AGE▼"), "3 did not sort by age:\n%s", plain(m))
+	press(m, "s", "down", "enter")
+	must(t, m.ops.sort == sortInactivity, "enter picked %s", m.ops.sort)
+	press(m, "S")
+	must(t, strings.Contains(plain(m), "sort inactivity asc"), "S did not reverse:\n%s", plain(m))
 }

@@ -238,6 +238,9 @@ func (m *Model) header() []string {
 	// Tabs: the current one in brackets.
 	var tabs []string
 	for v := viewID(0); v < numViews; v++ {
+		if v == viewHelp && v != m.view && w < 100 {
+			continue // the footer's "? help" names it; 5 columns matter at 80
+		}
 		if v == m.view {
 			tabs = append(tabs, st.TabActive.Render("["+viewNames[v]+"]"))
 		} else {
@@ -318,7 +321,12 @@ func (m *Model) viewInfo() []seg {
 		} else if len(m.ctx.snap.Workspaces) > 1 {
 			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
 		}
-		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
+		// Where the cursor is: "row 3/17" ("-" while its operation is not listed).
+		pos := "-"
+		if o.cursorRow >= 0 {
+			pos = fmt.Sprint(o.cursorRow + 1)
+		}
+		out = append(out, seg{st.Dim.Render(fmt.Sprintf("row %s/%d", pos, len(o.rows))), prioHigh})
 		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {
 			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})
 		}
@@ -351,6 +359,8 @@ func clip(s string, n int, ell string) string {
 func (m *Model) statusLine() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	switch {
+	case m.view == viewOps && m.ops.menu.open && !m.detailOpen:
+		return m.ops.menuLine(st, m.ctx.width)
 	case m.view == viewOps && m.ops.box.active && !m.detailOpen:
 		return m.ops.box.prompt(st, "id, user, warehouse, state, flag or SQL")
 	case m.view == viewEndpoints && m.endpoints.box.active:
