@@ -302,3 +302,22 @@ func TestSortMenuListsModelsKeys(t *testing.T) {
 	press(m, "S")
 	must(t, strings.Contains(plain(m), "sort inactivity asc"), "S did not reverse:\n%s", plain(m))
 }
+
+// TestFleetAt80SaysWhichWorkspace: with several workspaces, at 80×24 each
+// row shows its workspace and the header which one is shown after w; the
+// sorted column is never the one dropped for width.
+func TestFleetAt80SaysWhichWorkspace(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fleetSnapshot()), testOptions(), 80, 24)
+	out := plain(m)
+	must(t, strings.Contains(out, "WORKSPACE") && strings.Contains(out, "staging") && strings.Contains(out, "prod"), "no WORKSPACE column at 80:\n%s", out)
+	must(t, strings.Contains(out, "staging DOWN"), "the down workspace is not named:\n%s", out)
+	press(m, "w")
+	must(t, strings.Contains(plain(m), "workspace prod  "), "after w the header does not say which:\n%s", plain(m))
+
+	m = syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	for i, k := range model.SortKeys {
+		press(m, "s", fmt.Sprint(i+1))
+		head := strings.Split(plain(m), "\n")[m.headerHeight()]
+		must(t, strings.Contains(head, "▼"), "sorted by %s: its column is not on screen: %q", k, head)
+	}
+}

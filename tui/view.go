@@ -317,7 +317,11 @@ func (m *Model) viewInfo() []seg {
 			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
 		}
 		if o.filter.workspace != "" {
-			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+			hint := " (w: next)"
+			if m.ctx.width < 100 {
+				hint = "" // the help lists w; the name is what must fit
+			}
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.workspace, 16, m.ctx.glyphs.Ellipsis) + hint), prioCritical})
 		} else if len(m.ctx.snap.Workspaces) > 1 {
 			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
 		}
