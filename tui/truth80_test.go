@@ -321,3 +321,26 @@ func TestFleetAt80SaysWhichWorkspace(t *testing.T) {
 		must(t, strings.Contains(head, "▼"), "sorted by %s: its column is not on screen: %q", k, head)
 	}
 }
+
+// TestEndpointsAt80: ROWS/LIMIT whole and compact, an expanded last
+// endpoint's indexes on screen, and PgDn never scrolls the selection
+// away.
+func TestEndpointsAt80(t *testing.T) {
+	s := fixtureSnapshot()
+	for i := range 12 { // more endpoints than fit
+		s.Endpoints = append(s.Endpoints, model.EndpointView{Endpoint: model.Endpoint{Name: fmt.Sprintf("vs-extra-%02d", i), State: "ONLINE", RowLimit: 2_000_000,
+			NumIndexes: 2, Indexes: []model.Index{{Name: fmt.Sprintf("main.x.idx_a%02d", i), Ready: true}, {Name: fmt.Sprintf("main.x.idx_b%02d", i), Ready: true}}},
+			Rows: 1_200_000, Usage: 0.6})
+	}
+	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
+	press(m, "tab")
+	screen := plain(m)
+	must(t, strings.Contains(screen, "ROWS/LIMIT") && strings.Contains(screen, "2.0M/2.0M") && strings.Contains(screen, "1.7M/2.0M"), "ROWS/LIMIT cut at 80:\n%s", screen)
+	for range 20 {
+		press(m, "pgdown")
+		must(t, strings.Contains(plain(m), "› "), "PgDn scrolled the selection away:\n%s", plain(m))
+	}
+	press(m, "G", "enter")
+	screen = plain(m)
+	must(t, strings.Contains(screen, "› vs-extra-11") && strings.Contains(screen, "idx_a11") && strings.Contains(screen, "idx_b11"), "expanded last endpoint's indexes off screen:\n%s", screen)
+}
