@@ -144,7 +144,7 @@ func (e *Engine) evalFlags() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	diff := func(key, opID, endpoint string, flags []model.Flag) {
+	diff := func(key, opID, endpoint string, flags []model.Flag, op *model.Operation) {
 		prev := e.flags[key]
 		same := len(prev) == len(flags)
 		for _, f := range flags {
@@ -169,8 +169,14 @@ func (e *Engine) evalFlags() {
 		}
 		for _, f := range prev {
 			if levelOf(cur, f.Kind) == model.SeverityNone {
+				msg := fmt.Sprintf("%s cleared", f.Kind)
+				if f.Kind == model.FlagCloseFailed && op != nil {
+					if by := model.ClosedBy(op); by != "" {
+						msg += ": " + by
+					}
+				}
 				e.emit(model.Event{At: now, Kind: model.EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
-					Message: fmt.Sprintf("%s cleared", f.Kind)})
+					Message: msg})
 			}
 		}
 		if len(cur) == 0 {
@@ -196,7 +202,7 @@ func (e *Engine) evalFlags() {
 		if en.view.Gen() != en.flagged { // else these flags were compared already
 			en.flagged = en.view.Gen()
 			if id := en.op.StatementID; len(v.Flags) > 0 || e.flags[id] != nil {
-				diff(id, id, "", v.Flags)
+				diff(id, id, "", v.Flags, &en.op)
 			}
 		}
 		if at, ok := en.view.Until(); ok {
@@ -236,7 +242,7 @@ func (e *Engine) evalFlags() {
 		v := model.NewEndpointView(ep, now)
 		key := "endpoint:" + v.Name
 		if len(v.Flags) > 0 || e.flags[key] != nil {
-			diff(key, "", v.Name, v.Flags)
+			diff(key, "", v.Name, v.Flags, nil)
 		}
 	}
 }

@@ -344,3 +344,12 @@ func TestEndpointsAt80(t *testing.T) {
 	screen = plain(m)
 	must(t, strings.Contains(screen, "› vs-extra-11") && strings.Contains(screen, "idx_a11") && strings.Contains(screen, "idx_b11"), "expanded last endpoint's indexes off screen:\n%s", screen)
 }
+
+func TestHelpDefinesBothCloseFailedCases(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 200, 120)
+	press(m, "?")
+	screen := strings.Join(strings.Fields(plain(m)), " ")
+	for _, want := range []string{"dbxtop's own close", "its client's close as the proxy saw it", "clears once the operation is closed"} {
+		must(t, strings.Contains(screen, want), "help does not say %q", want)
+	}
+}
