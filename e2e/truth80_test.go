@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // TestNoWorkspaceFailsFast: plain `dbxtop` in a real 80×24 terminal with
@@ -58,6 +62,51 @@ func TestAttachSaysServeIsDown(t *testing.T) {
 	})
 	if !regexp.MustCompile(`data as of \d\d:\d\d:\d\d — serve down: `).MatchString(scr) {
 		t.Fatalf("banner:\n%s", scr)
+	}
+	s.keys("q")
+	if code, stderr := s.waitExit(15 * time.Second); code != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCopyUnderTmuxDefaults: with tmux's own defaults (set-clipboard
+// external, which ignores programs' copies) y at 80×24 says tmux drops it
+// and how to enable it, and no tmux buffer appears.
+func TestCopyUnderTmuxDefaults(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Token: "dapiCOPY0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close(context.Background()) }()
+	owner, err := thrift.NewClient(thrift.Options{Host: srv.URL(), Token: srv.Token(), UserAgent: "e2e-owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.CloseIdleConnections()
+	sess, err := owner.OpenSession(ctx, srv.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := owner.Execute(ctx, sess, "SELECT sleep(60)", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = owner.CancelOperation(context.Background(), op.Ref) }()
+	home := t.TempDir()
+	s := startTmuxEnv(t, 80, 24, home, home, "", []string{"DATABRICKS_HOST=" + srv.URL(), "DATABRICKS_TOKEN=" + srv.Token()}, "--no-color", "--refresh", "1s")
+	if v := strings.TrimSpace(s.tmux("show-options", "-gv", "set-clipboard")); v != "external" {
+		t.Skipf("this tmux's default set-clipboard is %q, not external", v)
+	}
+	s.waitScreen("the running statement selected", 30*time.Second, func(scr string) bool { return strings.Contains(scr, "› ") && strings.Contains(scr, "RUNNING") })
+	s.keys("y")
+	s.waitScreen("the copy status", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "copy id: tmux drops it (set-clipboard external); enable: set -g set-clipboard on")
+	})
+	if b := s.tmux("list-buffers"); b != "" {
+		t.Errorf("a tmux buffer appeared: %q", b)
 	}
 	s.keys("q")
 	if code, stderr := s.waitExit(15 * time.Second); code != 0 {

@@ -31,6 +31,8 @@ type opsModel struct {
 	cursorIdx int
 	offset    int
 	missing   missingKind
+	// missingSeq: when (programContext.seq) missing last became non-present.
+	missingSeq int
 	// chosen: the operator moved the cursor. Until then it stays on the
 	// top row whatever that row is, and nothing is said about an
 	// operation the operator never picked.
@@ -264,21 +266,34 @@ func (m *opsModel) syncCursor(op int) {
 	}
 	if i := m.cursorRow; i >= 0 {
 		m.cursorIdx = i
-		m.missing = present
+		k := present
 		if ops[m.rows[i]].Gone {
-			m.missing = gone
+			k = gone
 		}
+		m.setMissing(k)
 		m.ensureVisible()
 		return
 	}
-	m.missing = gone
+	k := gone
 	if op >= 0 && !ops[op].Gone {
-		m.missing = hidden
+		k = hidden
 		if !m.filter.showDone && isDone(ops[op]) {
-			m.missing = collapsed
+			k = collapsed
 		}
 	}
+	m.setMissing(k)
 	m.cursorIdx = min(m.cursorIdx, max(0, len(m.rows)-1))
+}
+
+// setMissing records why the cursor's operation is not on screen, and
+// when that changed (the status line shows the newer of it and the last
+// action's status).
+func (m *opsModel) setMissing(k missingKind) {
+	if k != m.missing {
+		m.ctx.seq++
+		m.missingSeq = m.ctx.seq
+	}
+	m.missing = k
 }
 
 // selected is the operation under the cursor, or nil when it is not on
@@ -325,10 +340,11 @@ func (m *opsModel) moveTo(i int) {
 	m.chosen = true
 	m.cursorIdx, m.cursorRow = i, i
 	m.cursorID = ops[m.rows[i]].StatementID
-	m.missing = present
+	k := present
 	if ops[m.rows[i]].Gone {
-		m.missing = gone
+		k = gone
 	}
+	m.setMissing(k)
 	m.ensureVisible()
 }
 

@@ -353,3 +353,25 @@ func TestHelpDefinesBothCloseFailedCases(t *testing.T) {
 		must(t, strings.Contains(screen, want), "help does not say %q", want)
 	}
 }
+
+// TestCopyTellsTheTruthUnderTmux: under every tmux set-clipboard value
+// the status line claims a copy only when tmux passes programs' copies on
+// (on), and otherwise says tmux drops it and how to enable it, in 80
+// columns.
+func TestCopyTellsTheTruthUnderTmux(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{"on", ""},
+		{"external", "copy id: tmux drops it (set-clipboard external); enable: set -g set-clipboard on"},
+		{"off", "copy id: tmux drops it (set-clipboard off); enable: set -g set-clipboard on"},
+	} {
+		err := tmuxDrops(tc.value)
+		if tc.want == "" {
+			must(t, err == nil, "%s: %v", tc.value, err)
+			continue
+		}
+		m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+		m.Update(copyDoneMsg{what: "id", err: err})
+		lines := strings.Split(plain(m), "\n")
+		must(t, lines[len(lines)-2] == tc.want, "%s: status %q\n%s", tc.value, lines[len(lines)-2], plain(m))
+	}
+}

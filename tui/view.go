@@ -373,11 +373,11 @@ func (m *Model) statusLine() string {
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
 	case m.view == viewClients && m.clients.box.active:
 		return m.clients.box.prompt(st, "client application or user")
-	case m.view == viewOps && m.ops.missing == gone:
+	case m.view == viewOps && m.ops.missing == gone && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.view == viewOps && m.ops.missing == collapsed:
+	case m.view == viewOps && m.ops.missing == collapsed && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Status.Render(fmt.Sprintf("operation %s finished and was closed (d shows finished rows)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.view == viewOps && m.ops.missing == hidden:
+	case m.view == viewOps && m.ops.missing == hidden && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.ctx.status != "" && m.ctx.statusCrit:
 		return st.Crit.Render(m.ctx.status)
