@@ -321,8 +321,12 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 			return sources.RedactToken(line, cfg.Token)
 		}
 	}
-	line := fmt.Sprintf("dbxtop snapshot: could not observe the workspace: %s failed: %s [error_code=%s request_id=%s]",
-		orUnknown(call), cause, orNone(code), orNone(reqID))
+	what := "the workspace"
+	if strings.HasPrefix(call, "Proxy") {
+		what = "through the proxy (--proxy)" // its failure is the proxy's, not the workspace's
+	}
+	line := fmt.Sprintf("dbxtop snapshot: could not observe %s: %s failed: %s [error_code=%s request_id=%s]",
+		what, orUnknown(call), cause, orNone(code), orNone(reqID))
 	return sources.RedactToken(line, cfg.Token)
 }
 

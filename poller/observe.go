@@ -124,7 +124,27 @@ func (e *Engine) SnapshotWithoutClients() model.Snapshot {
 	ws.Listing = e.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	return model.SnapshotOfIDOrdered(now, ws, views, eps, errs) // e.ordered(): by statement id
+	return model.SnapshotOfIDOrdered(now, ws, views, eps, uniqueErrors(errs)) // e.ordered(): by statement id
+}
+
+// uniqueErrors drops an error that repeats one before it (same kind,
+// call, code and message): one failing source, such as the proxy, seen by
+// several of the engine's calls is one problem in errors[].
+func uniqueErrors(errs []model.ErrorInfo) []model.ErrorInfo {
+	type key struct {
+		kind                model.ErrorKind
+		call, code, message string
+	}
+	seen := make(map[key]bool, len(errs))
+	out := errs[:0]
+	for _, e := range errs {
+		k := key{e.Kind, e.Call, e.ErrorCode, e.Message}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Clients is the clients[] of s, one of this engine's snapshots, as

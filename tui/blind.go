@@ -32,7 +32,18 @@ func blindBanner(ctx *programContext, width int) []string {
 	}
 	e := &errs[0]
 	cause, check := explain(e)
-	out := []string{"", st.Crit.Render("  dbxtop cannot observe the workspace: " + cause)}
+	what := "the workspace"
+	if strings.HasPrefix(e.Call, "Proxy") {
+		what = "through the proxy"
+	}
+	out := []string{""}
+	for i, l := range wrapWords("dbxtop cannot observe "+what+": "+cause, width-4) {
+		ind := "  "
+		if i > 0 {
+			ind = "    "
+		}
+		out = append(out, st.Crit.Render(ind+l))
+	}
 	for _, l := range wrapWords(check, width-6) {
 		out = append(out, "    "+l)
 	}
@@ -102,6 +113,10 @@ func noWarehouses(ctx *programContext, width int) []string {
 func explain(e *model.ErrorInfo) (cause, check string) {
 	msg := strings.ToLower(e.Message + " " + e.ErrorCode)
 	switch {
+	case strings.HasPrefix(e.Call, "Proxy") && (e.HTTPStatus == 401 || e.HTTPStatus == 403):
+		return fmt.Sprintf("%d: the proxy refused DBXTOP_PROXY_TOKEN", e.HTTPStatus), "Set DBXTOP_PROXY_TOKEN to the admin_token= the proxy (dbxtop proxy) printed on its first line; the workspace's token is not the proxy's."
+	case strings.HasPrefix(e.Call, "Proxy") && strings.Contains(msg, "connection refused"):
+		return "the proxy is not answering", "Check that dbxtop proxy runs and that --proxy names its admin= address."
 	case e.HTTPStatus == 401:
 		return "401: the token was refused", "Check DATABRICKS_TOKEN or the profile (--profile, ~/.databrickscfg): it may be expired, revoked or for another workspace."
 	case e.HTTPStatus == 403:

@@ -375,3 +375,12 @@ func TestCopyTellsTheTruthUnderTmux(t *testing.T) {
 		must(t, lines[len(lines)-2] == tc.want, "%s: status %q\n%s", tc.value, lines[len(lines)-2], plain(m))
 	}
 }
+
+func TestProxyTokenErrorBlamesTheProxy(t *testing.T) {
+	e := newFakeEngine(model.Snapshot{GeneratedAt: fixedNow, Errors: []model.ErrorInfo{{Kind: model.KindPermanent, Call: "ProxyOperations", HTTPStatus: 401,
+		Message: "the proxy at 127.0.0.1:7000 refused DBXTOP_PROXY_TOKEN: the admin API needs Authorization: Bearer [REDACTED]"}}})
+	m := syncModel(t, e, testOptions(), 80, 24)
+	screen := strings.Join(strings.Fields(plain(m)), " ")
+	must(t, strings.Contains(screen, "cannot observe through the proxy: 401: the proxy refused DBXTOP_PROXY_TOKEN"), "banner:\n%s", plain(m))
+	must(t, !strings.Contains(screen, "observe the workspace"), "blames the workspace:\n%s", plain(m))
+}

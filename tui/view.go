@@ -330,7 +330,11 @@ func (m *Model) viewInfo() []seg {
 		if o.cursorRow >= 0 {
 			pos = fmt.Sprint(o.cursorRow + 1)
 		}
-		out = append(out, seg{st.Dim.Render(fmt.Sprintf("row %s/%d", pos, len(o.rows))), prioHigh})
+		where := fmt.Sprintf("row %s/%d", pos, len(o.rows))
+		if len(o.rows) == 0 {
+			where = "0 rows"
+		}
+		out = append(out, seg{st.Dim.Render(where), prioHigh})
 		if n := o.flaggedBelow(); n > 0 && o.sort != sortFlag {
 			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})
 		}
