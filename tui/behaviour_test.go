@@ -336,7 +336,7 @@ func TestExportWritesPrivateFiles(t *testing.T) {
 		must(t, err == nil, "stat: %v", err)
 		must(t, fi.Mode().Perm() == 0o600, "%s mode %v", p, fi.Mode().Perm())
 	}
-	must(t, strings.Contains(plain(m), "exported "+jsonPath), "status does not say where:\n%s", plain(m))
+	must(t, strings.Contains(plain(m), "exported ") && strings.Contains(plain(m), filepath.Base(jsonPath)) && strings.Contains(plain(m), filepath.Base(mdPath)), "status does not say where:\n%s", plain(m))
 
 	raw, err := os.ReadFile(jsonPath)
 	must(t, err == nil, "%v", err)

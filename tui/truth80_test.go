@@ -384,3 +384,17 @@ func TestProxyTokenErrorBlamesTheProxy(t *testing.T) {
 	must(t, strings.Contains(screen, "cannot observe through the proxy: 401: the proxy refused DBXTOP_PROXY_TOKEN"), "banner:\n%s", plain(m))
 	must(t, !strings.Contains(screen, "observe the workspace"), "blames the workspace:\n%s", plain(m))
 }
+
+// TestExportStatusKeepsBothFiles: at 80 columns a long export directory is
+// shortened from the left; both file names stay whole.
+func TestExportStatusKeepsBothFiles(t *testing.T) {
+	dir := "/home/operator/incidents/2026/december/outage"
+	a, b := dir+"/dbxtop-snapshot-20261202T031500Z.json", dir+"/dbxtop-incident-20261202T031500Z.md"
+	got := exportStatus(a, b, 80, "…")
+	must(t, ansi.StringWidth(got) <= 80, "%d cells: %q", ansi.StringWidth(got), got)
+	must(t, strings.Contains(got, "dbxtop-{snapshot-20261202T031500Z.json,incident-20261202T031500Z.md}"), "a file lost: %q", got)
+	got = exportStatus(dir+"/s.json", dir+"/i.md", 50, "…")
+	must(t, got == "exported s.json and i.md in …/outage (mode 0600)", "%q", got)
+	short := exportStatus("/tmp/x.json", "/tmp/x.md", 80, "…")
+	must(t, short == "exported /tmp/x.json and /tmp/x.md (mode 0600)", "%q", short)
+}
