@@ -195,12 +195,6 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
-	demoDone := make(chan struct{})
-	if simulated && !ws.ReadOnly {
-		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
-	} else {
-		close(demoDone)
-	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -223,7 +217,6 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	}
 	uiErr := tui.Run(runCtx, eng, opts, os.Stdin, stdout)
 	stop()
-	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

@@ -113,3 +113,28 @@ func TestCopyUnderTmuxDefaults(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestDemoActsOnlyThroughItsClients: `dbxtop demo` left alone at 80×24
+// for the first minute (the scripted closes of old happened at 30–35 s)
+// never records an operator action: only its simulated clients act.
+func TestDemoActsOnlyThroughItsClients(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	start := time.Now()
+	s := startTmux(t, 80, 24, home, home, "demo", "--no-color")
+	s.waitScreen("the demo's first flags", 60*time.Second, func(scr string) bool { return strings.Contains(scr, "UNCLOSED") })
+	time.Sleep(time.Until(start.Add(50 * time.Second))) // the window in which the old script acted
+	s.keys("Tab", "Tab") // Events
+	s.keys("-l", "/requested by")
+	scr := s.waitScreen("the Events filter", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "/requested by_") })
+	if !strings.Contains(scr, `no event matches "requested by"`) {
+		t.Fatalf("an operator action nobody took:\n%s", scr)
+	}
+	s.keys("Escape")
+	// Separately: ESC and q in one read would be alt+q.
+	s.waitScreen("the prompt closed", 10*time.Second, func(scr string) bool { return !strings.Contains(scr, "/requested by_") })
+	s.keys("q")
+	if code, stderr := s.waitExit(15 * time.Second); code != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
