@@ -141,8 +141,9 @@ wait_for "EXHAUST" "$FLAG_TIMEOUT"
 key g
 shot operations
 
-# Detail of the most severe operation.
-key Enter
+# Detail of the most severe operation (g again: the one under the cursor
+# may have been closed since, and then nothing is selected).
+key g Enter
 wait_for "Polls and closes" 10
 shot detail
 key Escape
