@@ -115,6 +115,8 @@ func TestBadFlagValues(t *testing.T) {
 		// snapshot: exit 3 (Nagios UNKNOWN), never 2 (CRITICAL).
 		{[]string{"snapshot", "--count", "5"}, 3, `invalid --count "5": only valid with --watch`},
 		{[]string{"snapshot", "--interval", "10s"}, 3, `invalid --interval "10s": only valid with --watch`},
+		{[]string{"snapshot", "--wide", "--json"}, 3, `invalid --wide: only for the table; --json prints JSON`},
+		{[]string{"snapshot", "--wide", "--watch"}, 3, `invalid --wide: only for the table; --watch prints JSON`},
 		{[]string{"snapshot", "--watch", "--count", "0"}, 3, `invalid --count "0": must be at least 1`},
 		{[]string{"snapshot", "--watch", "--count", "ten"}, 3, `invalid --count "ten": not a whole number`},
 		{[]string{"snapshot", "--watch", "--interval", "-1s"}, 3, `invalid --interval "-1s": must not be negative`},

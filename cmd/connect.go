@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"time"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
@@ -28,8 +29,13 @@ type conn struct {
 	capacity sources.CapacitySource
 }
 
+// authCheckTimeout bounds connect's auth resolution (an OAuth token
+// request, a CLI): past it the first call reports what is wrong.
+const authCheckTimeout = 30 * time.Second
+
 // connect resolves the workspace's auth and builds its sources. It makes
-// no request itself.
+// no request to the workspace itself (auth may ask a token endpoint or a
+// CLI, as the first call would).
 func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any)) (c *conn, err error) {
 	ua := "dbxtop/" + Version
 	rest, err := databricks.New(ctx, databricks.Config{
@@ -40,6 +46,13 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 		UserAgent:  ua,
 	})
 	if err != nil {
+		return nil, err
+	}
+	// No host or no credentials at all: stop here, in one line, rather
+	// than follow a workspace that can never answer.
+	cctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	defer cancel()
+	if err := rest.CheckWorkspace(cctx); err != nil {
 		return nil, err
 	}
 	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}

@@ -50,6 +50,15 @@ can run it as a check:
 					}
 				}
 			}
+			if cfg.Wide && (cfg.JSON || cfg.Watch) {
+				// --wide shapes the human table; JSON and --watch's JSON
+				// lines have no columns to keep.
+				other := "--json"
+				if !cfg.JSON {
+					other = "--watch"
+				}
+				return usagef("invalid --wide: only for the table; %s prints JSON", other)
+			}
 			if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
 				return err
 			}

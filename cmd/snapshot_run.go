@@ -47,6 +47,10 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 
 	cfg.Learned = openLearned(cfg.WorkspaceConfig, stderr, logf, false)
 	obs, err := newFleetObserver(runCtx, cfg, logf)
+	if nw := (*databricks.NoWorkspaceError)(nil); errors.As(err, &nw) {
+		fmt.Fprintln(stderr, "dbxtop snapshot: "+sources.RedactToken(err.Error(), cfg.Token))
+		return report.ExitUnknown
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dbxtop snapshot: could not observe: "+sources.RedactToken(err.Error(), cfg.Token))
 		return report.ExitUnknown
@@ -326,8 +330,12 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 			return sources.RedactToken(line, cfg.Token)
 		}
 	}
-	line := fmt.Sprintf("dbxtop snapshot: could not observe the workspace: %s failed: %s [error_code=%s request_id=%s]",
-		orUnknown(call), cause, orNone(code), orNone(reqID))
+	what := "the workspace"
+	if strings.HasPrefix(call, "Proxy") {
+		what = "through the proxy (--proxy)" // its failure is the proxy's, not the workspace's
+	}
+	line := fmt.Sprintf("dbxtop snapshot: could not observe %s: %s failed: %s [error_code=%s request_id=%s]",
+		what, orUnknown(call), cause, orNone(code), orNone(reqID))
 	return sources.RedactToken(line, cfg.Token)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/tui"
 )
@@ -178,6 +179,9 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
+		if nw := (*databricks.NoWorkspaceError)(nil); errors.As(err, &nw) {
+			return exitUsage // before the terminal is taken: nothing to watch
+		}
 		return 1
 	}
 	defer closeConns()
@@ -190,12 +194,6 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	defer stop()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(runCtx) }()
-	demoDone := make(chan struct{})
-	if simulated && !ws.ReadOnly {
-		go func() { defer close(demoDone); demoOperator(runCtx, eng, max(ws.Refresh, time.Second), logf) }()
-	} else {
-		close(demoDone)
-	}
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -218,7 +216,6 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 	}
 	uiErr := tui.Run(runCtx, eng, opts, os.Stdin, stdout)
 	stop()
-	<-demoDone
 	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
 		logf("engine: %v", err)
 	}

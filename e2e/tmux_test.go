@@ -52,7 +52,9 @@ func startTmuxEnv(t *testing.T, w, h int, home, dir, conf string, env []string, 
 	cmd := append([]string{"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8"}, env...)
 	cmd = append(cmd, bin)
 	cmd = append(cmd, args...)
-	script := shellJoin(cmd) + " 2>" + shellJoin([]string{s.stderrPath}) + "; echo $? >" + shellJoin([]string{s.statusPath})
+	// TMUX is kept, as in a real pane: the program asks tmux about its
+	// options (set-clipboard) through it.
+	script := "env -i TMUX=\"$TMUX\" " + shellJoin(cmd[2:]) + " 2>" + shellJoin([]string{s.stderrPath}) + "; echo $? >" + shellJoin([]string{s.statusPath})
 	if conf == "" {
 		conf = "/dev/null"
 	}

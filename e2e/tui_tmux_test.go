@@ -167,7 +167,7 @@ func TestTUIOperatorInTmux(t *testing.T) {
 	})
 }
 
-// cursorRow is the screen line of the selected row (marked ›), or -1.
+// cursorRow is the screen line of the selected row (marked ❯), or -1.
 func cursorRow(scr string) int {
 	for i, l := range strings.Split(scr, "\n") {
 		if strings.HasPrefix(l, "❯") {

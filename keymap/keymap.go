@@ -83,7 +83,7 @@ func DefaultKeyMap() KeyMap {
 		LastErr:     key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "last error in full")),
 		Suspend:     key.NewBinding(key.WithKeys("ctrl+z"), key.WithHelp("ctrl+z", "suspend (fg resumes)")),
 
-		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
+		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort menu")),
 		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Flagged:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "flagged only")),

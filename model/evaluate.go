@@ -132,7 +132,12 @@ func evaluateInto(flags []Flag, op *Operation, now time.Time, th Thresholds) []F
 		// CLOSE_FAILED names who failed: dbxtop's own close, or the owning
 		// client's as the proxy saw it (dbxtop's, when both, is the one the
 		// operator can act on).
-		if op.Close.State == CloseFailed {
+		// Once the operation is closed (by a later retry, its client, the
+		// proxy's queue or the server), a failed close is history: the
+		// flag clears and its event says who closed it (ClosedBy).
+		if closedOnServer(op) {
+			// nothing to close
+		} else if op.Close.State == CloseFailed {
 			flags = append(flags, closeFailedFlag(op, now))
 		} else if op.Proxy != nil && op.Proxy.CloseOutcome == ProxyCloseFailed {
 			flags = append(flags, clientCloseFailedFlag(op.Proxy, now))
@@ -237,6 +242,35 @@ func unclosedFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
 	}
 	return Flag{Kind: FlagUnclosed, Severity: sev,
 		Detail: fmt.Sprintf("%s %s ago and still open on the server", strings.ToLower(string(op.State)), textfmt.Duration(age))}, true
+}
+
+// closedOnServer: the server no longer holds the operation open.
+func closedOnServer(op *Operation) bool {
+	if p := op.Proxy; p != nil && (p.CloseOutcome == "closed" || p.CloseOutcome == "closed_by_proxy" || p.CloseOutcome == "closed_by_server") {
+		return true // the proxy saw the close succeed
+	}
+	return op.State == StateClosed || op.Close.State == CloseClosed || op.Open != nil && !*op.Open
+}
+
+// ClosedBy says who closed an operation whose CLOSE_FAILED cleared, for
+// the flag-cleared event: dbxtop's own close, the proxy's close queue,
+// the owning client (as the proxy saw it), or the server (seen closed,
+// closer unknown); "" while it is still open.
+func ClosedBy(op *Operation) string {
+	if !closedOnServer(op) {
+		return ""
+	}
+	switch {
+	case op.Close.State == CloseClosed:
+		return "closed by dbxtop's close"
+	case op.Proxy != nil && op.Proxy.CloseOutcome == "closed_by_proxy":
+		return "closed by the proxy's close queue"
+	case op.Proxy != nil && op.Proxy.CloseOutcome == "closed":
+		return "closed by its client (seen by the proxy)"
+	case op.Proxy != nil && op.Proxy.CloseOutcome == "closed_by_server":
+		return "closed by the server (direct results or its session's close)"
+	}
+	return "seen closed on the server (by its client or the server; dbxtop cannot tell which)"
 }
 
 func closeFailedFlag(op *Operation, now time.Time) Flag {

@@ -50,3 +50,15 @@ var DefaultThresholds = Thresholds{
 	ServerIdleTimeout: 430 * time.Second,
 	LeakAfter:         2 * time.Minute,
 }
+
+// OperationFlagKinds are the kinds raised on operations, in the order
+// screens list them; EndpointFlagKinds those raised on Vector Search
+// endpoints. Together they are every FlagKind.
+func OperationFlagKinds() []FlagKind {
+	return []FlagKind{FlagInactive, FlagStale, FlagUnclosed, FlagCloseFailed, FlagReaped}
+}
+
+// EndpointFlagKinds: see OperationFlagKinds.
+func EndpointFlagKinds() []FlagKind {
+	return []FlagKind{FlagExhausted, FlagCapacity, FlagEndpointState, FlagThroughput, FlagIndexQuota, FlagIndexNotReady}
+}

@@ -91,7 +91,7 @@ func (e *Engine) snapshot() model.Snapshot {
 	ws.Listing = e.disc.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	return model.SnapshotOfIDOrdered(now, ws, views, eps, errs) // e.ops.ordered(): by statement id
+	return model.SnapshotOfIDOrdered(now, ws, views, eps, uniqueErrors(errs)) // e.ops.ordered(): by statement id
 }
 
 // evalFlags measures freshness, compares the flags of the operations
@@ -108,7 +108,7 @@ func (e *Engine) evalFlags() {
 		v := model.NewEndpointView(ep, now)
 		key := "endpoint:" + v.Name
 		if len(v.Flags) > 0 || e.views.flags[key] != nil {
-			e.views.diff(key, "", v.Name, v.Flags, now, e.out.emit)
+			e.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
 		}
 	}
 }
@@ -147,4 +147,24 @@ func boolRef(v bool) *bool {
 		return &trueRef
 	}
 	return &falseRef
+}
+
+// uniqueErrors drops an error that repeats one before it (same kind,
+// call, code and message): one failing source, such as the proxy, seen by
+// several of the engine's calls is one problem in errors[].
+func uniqueErrors(errs []model.ErrorInfo) []model.ErrorInfo {
+	type key struct {
+		kind                model.ErrorKind
+		call, code, message string
+	}
+	seen := make(map[key]bool, len(errs))
+	out := errs[:0]
+	for _, e := range errs {
+		k := key{e.Kind, e.Call, e.ErrorCode, e.Message}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func (c *viewCache) look(en *entry, now time.Time, emit func(model.Event)) {
 	if en.view.Gen() != en.flagged { // else these flags were compared already
 		en.flagged = en.view.Gen()
 		if id := en.op.StatementID; len(v.Flags) > 0 || c.flags[id] != nil {
-			c.diff(id, id, "", v.Flags, now, emit)
+			c.diff(id, id, "", v.Flags, &en.op, now, emit)
 		}
 	}
 	if at, ok := en.view.Until(); ok {
@@ -101,8 +101,9 @@ func (c *viewCache) look(en *entry, now time.Time, emit func(model.Event)) {
 
 // diff compares flags with those last compared under key and emits the
 // differences; kinds and severities only are kept, a few bytes per
-// flagged operation.
-func (c *viewCache) diff(key, opID, endpoint string, flags []model.Flag, now time.Time, emit func(model.Event)) {
+// flagged operation. op (nil for an endpoint) names who closed an
+// operation whose CLOSE_FAILED clears.
+func (c *viewCache) diff(key, opID, endpoint string, flags []model.Flag, op *model.Operation, now time.Time, emit func(model.Event)) {
 	prev := c.flags[key]
 	same := len(prev) == len(flags)
 	for _, f := range flags {
@@ -126,8 +127,14 @@ func (c *viewCache) diff(key, opID, endpoint string, flags []model.Flag, now tim
 	}
 	for _, f := range prev {
 		if levelOf(cur, f.Kind) == model.SeverityNone {
+			msg := fmt.Sprintf("%s cleared", f.Kind)
+			if f.Kind == model.FlagCloseFailed && op != nil {
+				if by := model.ClosedBy(op); by != "" {
+					msg += ": " + by
+				}
+			}
 			emit(model.Event{At: now, Kind: model.EventFlagCleared, StatementID: opID, Endpoint: endpoint, Flag: &f,
-				Message: fmt.Sprintf("%s cleared", f.Kind)})
+				Message: msg})
 		}
 	}
 	if len(cur) == 0 {

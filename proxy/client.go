@@ -75,7 +75,12 @@ func (c *AdminClient) do(ctx context.Context, call, method, path string, out any
 		return fmt.Errorf("proxy admin API %s: answer larger than %d bytes", call, maxAdminBody)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return sources.ParseHTTPError(call, resp.StatusCode, resp.Header, body)
+		herr := sources.ParseHTTPError(call, resp.StatusCode, resp.Header, body)
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			// The proxy's token, not the workspace's: say which to fix.
+			return fmt.Errorf("the proxy at %s refused DBXTOP_PROXY_TOKEN (set it to the admin_token= on the proxy's first line): %w", c.base.Host, herr)
+		}
+		return herr
 	}
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(out); err != nil {
 		return fmt.Errorf("proxy admin API %s: not the admin JSON: %w", call, err)

@@ -348,7 +348,7 @@ func TestTableFitsWidthAndWideKeepsAll(t *testing.T) {
 				t.Errorf("width %d: line of %d cells: %q", w, width(l), l)
 			}
 		}
-		if w <= 100 && !strings.Contains(b.String(), "--wide shows them") {
+		if w <= 100 && !strings.Contains(b.String(), "--wide shows:") {
 			t.Errorf("width %d: columns left out silently:\n%s", w, b.String())
 		}
 	}
@@ -359,7 +359,48 @@ func TestTableFitsWidthAndWideKeepsAll(t *testing.T) {
 			t.Errorf("--wide lost %s", col)
 		}
 	}
-	if strings.Contains(b.String(), "left out") {
+	if strings.Contains(b.String(), "--wide shows") {
 		t.Errorf("--wide left columns out")
+	}
+}
+
+// TestTableAt80LeadsWithSeverityAndFlags: at 80 columns the table keeps
+// SEV, FLAGS and USER, shows 8-character ids (whole ones with --wide),
+// and no header line is wider than 80.
+func TestTableAt80LeadsWithSeverityAndFlags(t *testing.T) {
+	s := fixture()
+	for i, o := range s.Operations {
+		id := []string{"3a9f01c2", "7b2e44d0", "c0ffee11", "d15ea5e0"}[i%4]
+		o.StatementID = id + "-0000-4000-8000-00000000000" + string(rune('1'+i))
+		o.User = "user" + string(rune('a'+i)) + "@example.com"
+	}
+	var b bytes.Buffer
+	if err := Table(&b, s, TableOptions{Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	for _, l := range lines[:3] {
+		if width(l) > 80 {
+			t.Errorf("header line of %d cells: %q", width(l), l)
+		}
+	}
+	var head string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "SEV") {
+			head = l
+			break
+		}
+	}
+	if !strings.HasPrefix(head, "SEV   FLAGS") || !strings.Contains(head, "USER") {
+		t.Errorf("operations header %q: want SEV, FLAGS first and USER kept", head)
+	}
+	if !strings.Contains(out, "  3a9f01c2  ") || strings.Contains(out, "3a9f01c2-0000") {
+		t.Errorf("ids not cut to 8 characters:\n%s", out)
+	}
+	b.Reset()
+	_ = Table(&b, s, TableOptions{Width: 80, Wide: true})
+	if !strings.Contains(b.String(), "3a9f01c2-0000-4000-8000-000000000001") {
+		t.Errorf("--wide does not show whole ids:\n%s", b.String())
 	}
 }

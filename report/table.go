@@ -72,10 +72,65 @@ func writeHeader(w *errWriter, s model.Snapshot, opt TableOptions) {
 	if len(s.Workspace.Warehouses) > 0 {
 		whs = strings.Join(s.Workspace.Warehouses, ", ")
 	}
-	w.printf("dbxtop snapshot  %s  host %s  warehouses %s\n",
-		s.GeneratedAt.UTC().Format(time.RFC3339), clean(s.Workspace.Host, opt.ASCII), clean(whs, opt.ASCII))
-	w.printf("operations %d (running %d, flagged %d)  warnings %d  critical %d  endpoints %d (exhausted %d)  errors %d\n",
-		sum.Operations, sum.Running, sum.Flagged, sum.Warnings, sum.Critical, sum.Endpoints, sum.EndpointsExhausted, len(s.Errors))
+	// Pieces packed into lines of the width (--wide: two lines as they
+	// come); a piece is never cut.
+	pack := func(pieces ...string) {
+		line := ""
+		for _, p := range pieces {
+			switch {
+			case line == "":
+				line = p
+			case opt.Wide || width(line)+2+width(p) <= opt.Width:
+				line += "  " + p
+			default:
+				w.printf("%s\n", line)
+				line = p
+			}
+		}
+		w.printf("%s\n", line)
+	}
+	pack("dbxtop snapshot", s.GeneratedAt.UTC().Format(time.RFC3339), "host "+clean(s.Workspace.Host, opt.ASCII), "warehouses "+clean(whs, opt.ASCII))
+	pack(fmt.Sprintf("operations %d (running %d, flagged %d)", sum.Operations, sum.Running, sum.Flagged),
+		fmt.Sprintf("warnings %d", sum.Warnings), fmt.Sprintf("critical %d", sum.Critical),
+		fmt.Sprintf("endpoints %d (exhausted %d)", sum.Endpoints, sum.EndpointsExhausted), fmt.Sprintf("errors %d", len(s.Errors)))
+}
+
+// shortIDLen is how much of a statement id the table shows without
+// --wide; idLen lengthens it where two ids would read the same (ids of
+// statements started together share their leading digits).
+const shortIDLen = 8
+
+// idLen is the shortest prefix length, at least shortIDLen, that tells
+// every id in ops apart; 0 (whole ids) with --wide.
+func idLen(ops []*model.OperationView, opt TableOptions) int {
+	if opt.Wide {
+		return 0
+	}
+	for n := shortIDLen; ; n++ {
+		seen := make(map[string]bool, len(ops))
+		unique, longest := true, 0
+		for _, o := range ops {
+			id := o.StatementID
+			longest = max(longest, len(id))
+			p := id[:min(n, len(id))]
+			if seen[p] {
+				unique = false
+				break
+			}
+			seen[p] = true
+		}
+		if unique || n >= longest {
+			return n
+		}
+	}
+}
+
+// stmtID is the statement id as the table shows it (n from idLen).
+func stmtID(id string, n int, opt TableOptions) string {
+	if n > 0 && len(id) > n {
+		id = id[:n]
+	}
+	return clean(id, opt.ASCII)
 }
 
 // flaggedFirst keeps the snapshot's order within each group.
@@ -140,6 +195,7 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 		hidden = len(ops) - opt.MaxOperations
 		ops = ops[:opt.MaxOperations]
 	}
+	n := idLen(s.Operations, opt)
 	head := []string{"SEV", "FLAGS", "STATEMENT", "STATE", "USER", "WAREHOUSE", "AGE", "IDLE", "REAPER", "CLOSE", "RETRIES", "SQL"}
 	rows := make([][]string, 0, len(ops))
 	sevs := make([]model.Severity, 0, len(ops))
@@ -153,7 +209,7 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 		rows = append(rows, []string{
 			sevLabel(sev),
 			flagKinds(o.Flags),
-			clean(o.StatementID, opt.ASCII),
+			stmtID(o.StatementID, n, opt),
 			string(o.State),
 			clean(textfmt.OrDash(o.User), opt.ASCII),
 			clean(textfmt.OrDash(o.WarehouseID), opt.ASCII),
@@ -166,19 +222,19 @@ func writeOperations(w *errWriter, s model.Snapshot, opt TableOptions) {
 		})
 	}
 	// Left out first when the width is short: RETRIES, REAPER, CLOSE,
-	// AGE, WAREHOUSE, FLAGS (the flag details follow the table anyway),
-	// USER.
-	writeGrid(w, head, rows, opt, []int{10, 8, 9, 6, 5, 1, 4}, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
+	// AGE, WAREHOUSE, IDLE, STATE, USER. The table leads with severity
+	// and flags, which stay.
+	writeGrid(w, head, rows, opt, []int{10, 8, 9, 6, 5, 7, 3, 4}, func(row int, cell string) string { return colourSev(cell, sevs[row], opt) })
 	if hidden > 0 {
 		w.printf("  %s %d more operations not shown\n", cut("……", 1, opt.ASCII), hidden)
 	}
 	var details []string
 	for _, o := range ops {
 		for _, f := range o.Flags {
-			details = append(details, fmt.Sprintf("  %s  %s %s: %s", clean(o.StatementID, opt.ASCII), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
+			details = append(details, fmt.Sprintf("  %s  %s %s: %s", stmtID(o.StatementID, n, opt), f.Kind, f.Severity, clean(f.Detail, opt.ASCII)))
 		}
 		if o.LastError != nil && len(o.Flags) > 0 {
-			details = append(details, fmt.Sprintf("  %s  last error: %s", clean(o.StatementID, opt.ASCII), clean(o.LastError.String(), opt.ASCII)))
+			details = append(details, fmt.Sprintf("  %s  last error: %s", stmtID(o.StatementID, n, opt), clean(o.LastError.String(), opt.ASCII)))
 		}
 	}
 	if len(details) > 0 {
@@ -320,6 +376,6 @@ func writeGrid(w *errWriter, head []string, rows [][]string, opt TableOptions, d
 		w.printf("%s\n", line(r, i))
 	}
 	if len(left) > 0 {
-		w.printf("  (left out: %s; --wide shows them)\n", strings.ToLower(strings.Join(left, ",")))
+		w.printf("  (--wide shows: %s)\n", strings.ToLower(strings.Join(left, ",")))
 	}
 }

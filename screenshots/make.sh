@@ -134,14 +134,16 @@ fi
 echo "waiting for the demo's flags (at most ${FLAG_TIMEOUT}s)..."
 wait_for "[Operations]" 30
 wait_for "CRIT" "$FLAG_TIMEOUT"
-wait_for "EXHAUSTED" "$FLAG_TIMEOUT"
+# EXHAUSTED, or its short name when the header needs them.
+wait_for "EXHAUST" "$FLAG_TIMEOUT"
 
 # Operations, most severe first, cursor on the top row.
 key g
 shot operations
 
-# Detail of the most severe operation.
-key Enter
+# Detail of the most severe operation (g again: the one under the cursor
+# may have been closed since, and then nothing is selected).
+key g Enter
 wait_for "Polls and closes" 10
 shot detail
 key Escape
@@ -175,10 +177,13 @@ wait_for "[y/c/N]" 10
 shot confirm
 key n Escape
 
-# The same demo at 80x24, the size the screen is designed for.
+# The same demo at 80x24, the size the screen is designed for, once
+# REAPED (the last operation kind) has come: the header shows every
+# raised kind.
 tm resize-window -t shots -x 80 -y 24
 key Escape g
 wait_for "[Operations]" 10
+wait_for "REAPED" "$FLAG_TIMEOUT"
 shot operations-80x24
 
 key q

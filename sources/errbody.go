@@ -196,7 +196,7 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // secretPatterns find credentials that a proxy or a server might echo back:
 // Authorization headers, bearer tokens, Databricks personal access tokens.
 var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)(authorization|proxy-authorization|x-databricks-authorization)\s*[:=]\s*"?[^"\r\n,}]*`),
+	regexp.MustCompile(`(?i)(authorization|proxy-authorization|x-databricks-authorization)\s*[:=]\s*"?((?:bearer|basic|token)\s+)?[^"\r\n,}]*`),
 	regexp.MustCompile(`(?i)(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`),
 	regexp.MustCompile(`(?i)dapi[A-Za-z0-9._-]{8,}`),
 	regexp.MustCompile(`(?i)(token|password|secret)("?\s*[:=]\s*"?)[^"\s&,}]+`),
@@ -228,8 +228,9 @@ func RedactToken(s, token string) string {
 	return Redact(s)
 }
 
-// Redact replaces credentials in s with "[REDACTED]": authorization
-// headers, bearer and basic credentials, Databricks tokens, token= /
+// Redact replaces credentials in s with "[REDACTED]", keeping the names
+// around them (a header's name and scheme): authorization headers, bearer
+// and basic credentials, Databricks tokens, token= /
 // password= / secret= values, the userinfo of a URL
 // (https://user:TOKEN@host) and query values whose name looks secret
 // (?sig=…, &api_key=…).
@@ -237,7 +238,11 @@ func Redact(s string) string {
 	for i, re := range secretPatterns {
 		switch i {
 		case 0:
-			s = re.ReplaceAllString(s, "${1}: [REDACTED]")
+			// The header's name and scheme stay: they say what was
+			// refused; only the value is a secret.
+			s = re.ReplaceAllString(s, "${1}: ${2}[REDACTED]")
+		case 1:
+			s = re.ReplaceAllString(s, "${1} [REDACTED]")
 		case 3:
 			s = re.ReplaceAllString(s, "${1}${2}[REDACTED]")
 		default:

@@ -32,7 +32,18 @@ func blindBanner(ctx *programContext, width int) []string {
 	}
 	e := &errs[0]
 	cause, check := explain(e)
-	out := []string{"", st.Crit.Render("  dbxtop cannot observe the workspace: " + cause)}
+	what := "the workspace"
+	if strings.HasPrefix(e.Call, "Proxy") {
+		what = "through the proxy"
+	}
+	out := []string{""}
+	for i, l := range wrapWords("dbxtop cannot observe "+what+": "+cause, width-4) {
+		ind := "  "
+		if i > 0 {
+			ind = "    "
+		}
+		out = append(out, st.Crit.Render(ind+l))
+	}
 	for _, l := range wrapWords(check, width-6) {
 		out = append(out, "    "+l)
 	}
@@ -43,7 +54,16 @@ func blindBanner(ctx *programContext, width int) []string {
 	if len(errs) > 1 {
 		out = append(out, st.Dim.Render(fmt.Sprintf("    (%d more failing calls: see the Events view)", len(errs)-1)))
 	}
-	out = append(out, "", st.Dim.Render("    dbxtop keeps retrying; this clears by itself once the call succeeds."))
+	// Only a passing failure clears by itself; a refused token or a
+	// missing permission stays until someone fixes it.
+	last := "dbxtop keeps retrying; this clears once the call succeeds."
+	if e.Kind == model.KindPermanent {
+		last = "dbxtop asks again every refresh, but this will not clear until the cause above is fixed."
+	}
+	out = append(out, "")
+	for _, l := range wrapWords(last, width-6) {
+		out = append(out, st.Dim.Render("    "+l))
+	}
 	return out
 }
 
@@ -93,6 +113,10 @@ func noWarehouses(ctx *programContext, width int) []string {
 func explain(e *model.ErrorInfo) (cause, check string) {
 	msg := strings.ToLower(e.Message + " " + e.ErrorCode)
 	switch {
+	case strings.HasPrefix(e.Call, "Proxy") && (e.HTTPStatus == 401 || e.HTTPStatus == 403):
+		return fmt.Sprintf("%d: the proxy refused DBXTOP_PROXY_TOKEN", e.HTTPStatus), "Set DBXTOP_PROXY_TOKEN to the admin_token= the proxy (dbxtop proxy) printed on its first line; the workspace's token is not the proxy's."
+	case strings.HasPrefix(e.Call, "Proxy") && strings.Contains(msg, "connection refused"):
+		return "the proxy is not answering", "Check that dbxtop proxy runs and that --proxy names its admin= address."
 	case e.HTTPStatus == 401:
 		return "401: the token was refused", "Check DATABRICKS_TOKEN or the profile (--profile, ~/.databrickscfg): it may be expired, revoked or for another workspace."
 	case e.HTTPStatus == 403:
@@ -109,6 +133,9 @@ func explain(e *model.ErrorInfo) (cause, check string) {
 		return "throttled by the workspace", "dbxtop backs off; other clients may be using the workspace's request limits."
 	case e.HTTPStatus >= 500:
 		return fmt.Sprintf("the workspace answered HTTP %d", e.HTTPStatus), "A server-side problem: it usually passes; quote the request id to Databricks support if it does not."
+	}
+	if e.Kind == model.KindPermanent {
+		return "the call was refused", "Retrying will not help: see the call below and the Events view for what to change."
 	}
 	return string(e.Kind), "See the call below and the Events view."
 }
@@ -130,7 +157,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	case msg.Button == tea.MouseButtonWheelDown:
 		return press(k.Down)
 	case msg.Button == tea.MouseButtonLeft && msg.Action == tea.MouseActionPress:
-		row := msg.Y - headerLines - 1 // minus the column header
+		row := msg.Y - m.headerHeight() - 1 // minus the column header
 		if m.view == viewOps && !m.detailOpen && row >= 0 {
 			if i := m.ops.offset + row; i < len(m.ops.rows) && row < m.ops.tableRows() {
 				m.ops.moveCursor(i - m.ops.cursorIdx)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/textfmt"
@@ -15,23 +16,42 @@ import (
 // clientsModel is the Clients view: the recent window aggregated by client
 // application and user (model.AggregateClients), sorted by orphans, so the
 // client that leaks is the first row ("Databricks JDBC 2.6.36 — 14
-// orphans"). It only scrolls: every figure comes from the snapshot.
+// orphans"). It scrolls and filters (/, on application and user): every
+// figure comes from the snapshot.
 type clientsModel struct {
 	ctx           *programContext
 	width, height int
 	offset        int
+	box           filterBox
+}
+
+func (m *clientsModel) Capturing() bool { return m.box.active }
+
+// visible are the clients the filter lets through, in snapshot order.
+func (m *clientsModel) visible() []model.ClientStats {
+	cs := m.ctx.snap.Clients
+	if m.box.text == "" {
+		return cs
+	}
+	out := make([]model.ClientStats, 0, len(cs))
+	for _, c := range cs {
+		if containsFold(c.ClientApplication, m.box.text) || containsFold(c.User, m.box.text) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (m *clientsModel) SetSize(w, h int) { m.width, m.height = w, h; m.clamp() }
 
 func (m *clientsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
-	return []key.Binding{k.Down, k.Up}
+	return []key.Binding{k.Filter, k.Down, k.Up}
 }
 
 func (m *clientsModel) FullHelp() [][]key.Binding {
 	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom}}
+	return [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.Filter, k.Back}}
 }
 
 func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
@@ -39,8 +59,19 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 	case snapMsg:
 		m.clamp()
 	case tea.KeyMsg:
+		if m.box.active {
+			if m.box.key(msg) {
+				m.offset = 0
+			}
+			m.clamp()
+			return nil
+		}
 		k := &m.ctx.keys
 		switch {
+		case key.Matches(msg, k.Filter):
+			m.box.open()
+		case key.Matches(msg, k.Back):
+			m.box.set("")
 		case key.Matches(msg, k.Down):
 			m.offset++
 		case key.Matches(msg, k.Up):
@@ -48,7 +79,7 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, k.Top):
 			m.offset = 0
 		case key.Matches(msg, k.Bottom):
-			m.offset = len(m.ctx.snap.Clients)
+			m.offset = len(m.visible())
 		}
 		m.clamp()
 	}
@@ -60,23 +91,48 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 func (m *clientsModel) rowsShown() int { return max(1, m.height-2) }
 
 func (m *clientsModel) clamp() {
-	m.offset = min(m.offset, max(0, len(m.ctx.snap.Clients)-m.rowsShown()))
+	m.offset = min(m.offset, max(0, len(m.visible())-m.rowsShown()))
 	m.offset = max(m.offset, 0)
 }
 
-// Fixed widths; CLIENT takes what is left (at least 16).
-const (
-	cliUserW = 18
-	cliNumW  = 8
-	cliP95W  = 8
-)
+// Column widths; CLIENT APPLICATION takes what is left (at least 16).
+// Below 100 columns the others narrow so that the application keeps room
+// for its driver version, the point of this view.
+func (m *clientsModel) widths() (app, user, num, p95 int) {
+	user, num, p95 = 18, 8, 8
+	if m.width < 100 {
+		user, num, p95 = 14, 7, 6
+	}
+	app = max(16, m.width-2-user-1-4*(num+1)-p95-1)
+	return app, user, num, p95
+}
+
+// fitApp fits a client application in w cells keeping its last word (the
+// driver version, "… 2.6.36") when the name must be cut.
+func fitApp(s string, w int, ell string) string {
+	if ansi.StringWidth(s) <= w {
+		return fit(s, w, "")
+	}
+	i := strings.LastIndexByte(s, ' ')
+	if i <= 0 || !strings.ContainsAny(s[i:], "0123456789") {
+		return fit(s, w, ell)
+	}
+	ver := s[i+1:]
+	head := w - ansi.StringWidth(ver) - ansi.StringWidth(ell)
+	if head < 4 {
+		return fit(s, w, ell)
+	}
+	return fit(ansi.Truncate(s[:i], head, "")+ell+ver, w, "")
+}
 
 func (m *clientsModel) View() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	cs := m.ctx.snap.Clients
-	appW := max(16, m.width-2-cliUserW-1-4*(cliNumW+1)-cliP95W-1)
+	cs := m.visible()
+	appW, cliUserW, cliNumW, cliP95W := m.widths()
 	var out []string
 	switch {
+	case len(cs) == 0 && m.box.text != "":
+		out = append(out, st.Dim.Render("  no client matches the filter (esc clears)"))
 	case len(cs) == 0:
 		out = append(out, st.Dim.Render("  no statements in the recent window"))
 	case cs[0].Orphans > 0 || cs[0].Leaks > 0:
@@ -97,7 +153,7 @@ func (m *clientsModel) View() string {
 		if c.P95Duration != nil {
 			p95 = textfmt.Duration(*c.P95Duration)
 		}
-		line := "  " + fit(textfmt.Line(c.ClientApplication), appW, g.Ellipsis) + " " + fit(textfmt.Line(c.User), cliUserW, g.Ellipsis) + " " +
+		line := "  " + fitApp(textfmt.Line(c.ClientApplication), appW, g.Ellipsis) + " " + fit(textfmt.Line(c.User), cliUserW, g.Ellipsis) + " " +
 			rjust(strconv.Itoa(c.Statements), cliNumW) + " " + rjust(strconv.Itoa(c.Orphans), cliNumW) + " " +
 			rjust(strconv.Itoa(c.Leaks), cliNumW) + " " + rjust(strconv.Itoa(c.Cancellations), cliNumW) + " " + rjust(p95, cliP95W)
 		if c.Orphans > 0 || c.Leaks > 0 {

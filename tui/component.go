@@ -53,9 +53,20 @@ type programContext struct {
 
 	status     string
 	statusCrit bool
+	// seq orders what the status line may say: the last action's status
+	// (statusSeq) or the selected operation going missing (opsModel's
+	// missingSeq); the newer one shows.
+	seq, statusSeq int
+	// frozen: a source is down (serve, the proxy, the workspace's
+	// listing); set with each snapshot.
+	frozen *frozenState
 }
 
-func (c *programContext) setStatus(s string, crit bool) { c.status, c.statusCrit = s, crit }
+func (c *programContext) setStatus(s string, crit bool) {
+	c.status, c.statusCrit = s, crit
+	c.seq++
+	c.statusSeq = c.seq
+}
 
 // workspace is what is watched: the snapshot's once the engine has said
 // (its Host is set), else the one the program was started for (several

@@ -125,9 +125,15 @@ func (m *endpointsModel) Update(msg tea.Msg) tea.Cmd {
 // follow clamps the cursor and scrolls so the selected endpoint is on
 // screen; the list is short, so its lines are built whole.
 func (m *endpointsModel) follow() {
-	_, cursorLine, n := m.build()
+	_, _, _, n := m.build()
 	m.cursor = max(0, min(m.cursor, n-1))
+	_, cursorLine, cursorEnd, _ := m.build() // the clamped cursor's lines
 	bh := m.height
+	// Its whole block (an expanded endpoint's indexes) when it fits,
+	// and always its first line.
+	if cursorEnd >= m.offset+bh {
+		m.offset = cursorEnd - bh + 1
+	}
 	if cursorLine < m.offset+1 {
 		m.offset = max(0, cursorLine-1)
 	}
@@ -137,39 +143,63 @@ func (m *endpointsModel) follow() {
 }
 
 func (m *endpointsModel) View() string {
-	out, _, _ := m.build()
+	out, _, _, _ := m.build()
 	if off := max(0, min(m.offset, len(out)-2)); off > 0 {
 		out = append(out[:1:1], out[1+off:]...)
 	}
 	return lines(out)
 }
 
-// build returns the lines, the line of the cursor, and how many endpoints
-// are listed.
-func (m *endpointsModel) build() ([]string, int, int) {
+// build returns the lines, the first and last lines of the cursor's
+// endpoint, and how many endpoints are listed.
+func (m *endpointsModel) build() ([]string, int, int, int) {
 	st := &m.ctx.styles
 	if len(m.ctx.snap.Endpoints) == 0 {
-		return []string{"", st.Dim.Render("  no Vector Search endpoints observed")}, 0, 0
+		return []string{"", st.Dim.Render("  no Vector Search endpoints observed")}, 0, 0, 0
 	}
 	eps := m.visible()
-	barW := 10
-	if m.width >= 140 {
-		barW = 20
+	barW := m.barWidth()
+	head := "  " + fit("ENDPOINT", 18, "") + " "
+	if barW > 0 {
+		head += fit("STORAGE", barW+2, "") + " "
 	}
-	head := "  " + fit("ENDPOINT", 18, "") + " " + fit("STORAGE", barW+2, "") + " " + fit("%", 6, "") + " " + fit("THRU", 4, "") + " " +
-		fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " " + fit("ROWS/LIMIT", 18, "") + " " + fit("STATE", 12, "") + " TYPE"
+	head += fit("%", 6, "") + " " + fit("THRU", 4, "") + " " + fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " "
+	if m.narrow() {
+		head += "ROWS/LIMIT"
+	} else {
+		head += fit("ROWS/LIMIT", 18, "") + " " + fit("STATE", 12, "") + " TYPE"
+	}
 	out := []string{st.ColHead.Render(head)}
 	if len(eps) == 0 {
-		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0
+		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0, 0
 	}
-	cursorLine := 0
+	cursorLine, cursorEnd := 0, 0
 	for i, ep := range eps {
 		if i == m.cursor {
 			cursorLine = len(out)
 		}
 		out = append(out, m.endpointLines(ep, i == m.cursor, barW)...)
+		if i == m.cursor {
+			cursorEnd = len(out) - 1
+		}
 	}
-	return out, cursorLine, len(eps)
+	return out, cursorLine, cursorEnd, len(eps)
+}
+
+// narrow: below 100 columns the storage bar, STATE and TYPE give way so
+// ROWS/LIMIT stays whole ("1.2M/2.0M"; the line under it says where the
+// limit comes from, and a state other than ONLINE is an ENDPOINT_STATE
+// flag).
+func (m *endpointsModel) narrow() bool { return m.width < 100 }
+
+func (m *endpointsModel) barWidth() int {
+	switch {
+	case m.narrow():
+		return 0
+	case m.width >= 140:
+		return 20
+	}
+	return 10
 }
 
 // limitTag is the short form of a limit's source on the endpoint's line.
@@ -191,7 +221,7 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	f, _ := worstFlag(ep.Flags)
 	sev := f.Severity
 	fill := int(math.Round(math.Min(ep.Usage, 1) * float64(barW)))
-	bar := "[" + strings.Repeat(g.BarFull, fill) + strings.Repeat(g.BarEmpty, barW-fill) + "]"
+	bar := "[" + strings.Repeat(g.BarFull, fill) + strings.Repeat(g.BarEmpty, max(0, barW-fill)) + "]"
 	style := st.OK
 	if sev != "" {
 		style = st.ForSeverity(sev)
@@ -222,7 +252,11 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	if sel {
 		name = st.Bold.Render(name)
 	}
-	line := cur + name + " " + style.Render(bar) + " " + fit(usage, 6, "") + " " + fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
+	line := cur + name + " "
+	if barW > 0 {
+		line += style.Render(bar) + " "
+	}
+	line += fit(usage, 6, "") + " " + fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
 	if badge != "" {
 		b := fit(badge, 17, g.Ellipsis)
 		if sev == model.SeverityCritical {
@@ -233,8 +267,16 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	} else {
 		line += fit("", 17, "")
 	}
-	line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 18, "") + " " +
-		fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
+	if m.narrow() {
+		short := "?"
+		if ep.RowLimit > 0 {
+			short = textfmt.CountShort(ep.RowLimit)
+		}
+		line += " " + textfmt.CountShort(ep.Rows) + "/" + short
+	} else {
+		line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 18, "") + " " +
+			fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
+	}
 	out := []string{line}
 	// Where the limit comes from, and how fast rows arrive.
 	why := "no row limit: usage unknown"

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/report"
@@ -74,5 +76,45 @@ func (m *Model) exportDone(msg exportDoneMsg) {
 		m.ctx.setStatus(msg.err.Error(), true)
 		return
 	}
-	m.ctx.setStatus(fmt.Sprintf("exported %s and %s (mode 0600)", msg.paths[0], msg.paths[1]), false)
+	m.ctx.setStatus(exportStatus(msg.paths[0], msg.paths[1], m.ctx.width, m.ctx.glyphs.Ellipsis), false)
+}
+
+// exportStatus names both files; when the line is too wide for w, the
+// directory is shortened from the left ("…/incidents"), the mode note
+// goes, and at last the names share their prefix in shell brace form
+// (dbxtop-{snapshot-….json,incident-….md}), which still names each
+// file exactly. A file is never left out.
+func exportStatus(a, b string, w int, ell string) string {
+	full := fmt.Sprintf("exported %s and %s (mode 0600)", a, b)
+	da, fa := filepath.Split(a)
+	db, fb := filepath.Split(b)
+	if da != db || ansi.StringWidth(full) <= w {
+		return full
+	}
+	dirs := []string{filepath.Clean(da)}
+	parts := strings.Split(filepath.Clean(da), string(filepath.Separator))
+	for i := 1; i < len(parts); i++ {
+		dirs = append(dirs, ell+string(filepath.Separator)+filepath.Join(parts[i:]...))
+	}
+	dirs = append(dirs, ell)
+	p := 0 // common prefix of the names, for the brace form
+	for p < min(len(fa), len(fb)) && fa[p] == fb[p] {
+		p++
+	}
+	braced := fa[:p] + "{" + fa[p:] + "," + fb[p:] + "}"
+	forms := []func(d string) string{
+		func(d string) string { return fmt.Sprintf("exported %s and %s in %s (mode 0600)", fa, fb, d) },
+		func(d string) string { return fmt.Sprintf("exported %s and %s in %s", fa, fb, d) },
+		func(d string) string { return fmt.Sprintf("exported %s in %s", braced, d) },
+		func(d string) string { return fmt.Sprintf("wrote %s in %s", braced, d) },
+	}
+	var last string
+	for _, f := range forms {
+		for _, d := range dirs {
+			if last = f(d); ansi.StringWidth(last) <= w {
+				return last
+			}
+		}
+	}
+	return last
 }

@@ -118,7 +118,7 @@ func runGoldenOn(t *testing.T, snap model.Snapshot, evs []model.Event, o Options
 	out := &screenLog{tm: tm}
 	// The first snapshot is applied once its flags show in the header.
 	if w >= minWidth && h >= minHeight {
-		out.wait(t, "CLOSE_FAILED")
+		out.wait(t, "CLOSE_FAILED", shortKind[model.FlagCloseFailed])
 	}
 	for _, k := range keys {
 		tm.Send(keyOf(k))
@@ -140,13 +140,18 @@ type screenLog struct {
 	seen []byte
 }
 
-// wait waits (bounded) until the program has printed s.
-func (l *screenLog) wait(t *testing.T, s string) {
+// wait waits (bounded) until the program has printed s or one of alt.
+func (l *screenLog) wait(t *testing.T, s string, alt ...string) {
 	t.Helper()
 	var cur []byte
 	teatest.WaitFor(t, l.tm.Output(), func(b []byte) bool {
 		cur = b
-		return bytes.Contains(l.seen, []byte(s)) || bytes.Contains(b, []byte(s))
+		for _, s := range append(alt, s) {
+			if bytes.Contains(l.seen, []byte(s)) || bytes.Contains(b, []byte(s)) {
+				return true
+			}
+		}
+		return false
 	}, teatest.WithDuration(3*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
 	l.seen = append(l.seen, cur...)
 }

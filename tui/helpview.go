@@ -8,6 +8,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // flagHelp is the legend the Help view shows: what each flag means and
@@ -16,7 +18,7 @@ var flagHelp = []struct{ kind, means, act string }{
 	{"INACTIVE", "the owning client stopped calling; the server reaps it at the countdown.", "Find the client (user, app); cancel (x) if it is orphaned."},
 	{"STALE", "dbxtop itself has no fresh status (it keeps retrying). Check the header's last error.", ""},
 	{"UNCLOSED", "finished but still open on the server: a leak.", "Re-close (c) or adopt (a)."},
-	{"CLOSE_FAILED", "dbxtop's close failed; a retry with backoff is queued. See the detail's close error.", ""},
+	{"CLOSE_FAILED", "a close failed and the operation is still open: dbxtop's own close (a retry with backoff is queued), or its client's close as the proxy saw it (the proxy retries). It clears once the operation is closed; the event says who closed it.", ""},
 	{"REAPED", "the server failed it for inactivity: evidence a client abandoned it.", ""},
 	{"CAPACITY", "vector endpoint at >= 80% (critical >= 95%) of its row limit; the line under it says which limit (published, config, tag, learned).", ""},
 	{"EXHAUSTED", "the endpoint answered RESOURCE_EXHAUSTED: writes fail until rows are removed or it is resized. Retrying does not help.", ""},
@@ -121,6 +123,9 @@ func (m *helpModel) build() []string {
 	out = append(out, st.Bold.Render("  Flags")+st.Dim.Render("  ("+g.Crit+" CRIT = critical, "+g.Warn+" WARN = warning)"))
 	for _, f := range flagHelp {
 		text := f.means
+		if sh := shortKind[model.FlagKind(f.kind)]; sh != f.kind {
+			text = "(" + sh + " in a narrow header) " + text
+		}
 		if f.act != "" && !m.ctx.readOnly {
 			text += " " + f.act // read-only: never advertise a disabled key
 		}

@@ -78,10 +78,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		if !m.detailOpen && key.Matches(msg, k.Detail) {
 			if m.selected() != nil {
 				m.detailOpen, m.detail.scroll = true, 0
+				m.ops.chosen = true // the detail stays on this operation
 			}
 			return nil
 		}
 		if cmd, done := m.rowAction(msg); done {
+			if m.selected() != nil {
+				m.ops.chosen = true // acted on: it is the operator's now
+			}
 			return cmd
 		}
 	}

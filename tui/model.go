@@ -58,7 +58,8 @@ type Model struct {
 	clients   *clientsModel
 
 	counts  flagCounts
-	refresh int // snapshots applied, for tests and the paused badge
+	sized   [2]int // the body size the views were last given (resize)
+	refresh int    // snapshots applied, for tests and the paused badge
 	confirm *pendingAction
 	lastErr lastErrorState
 }
@@ -73,6 +74,10 @@ type lastErrorState struct {
 	// sawFailing: the call was seen failing, so its absence later is a
 	// recovery (an error already over when dbxtop first looked is not).
 	sawFailing bool
+	// What the last snapshot's health said, to notice a new failure of
+	// the same error.
+	giveUps, discFails int64
+	requestID          string
 }
 
 // New returns the root model on e. It takes a first snapshot when the
@@ -189,10 +194,7 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.ctx.width, m.ctx.height = msg.Width, msg.Height
-		bw, bh := msg.Width, m.bodyHeight()
-		for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
-			c.SetSize(bw, bh)
-		}
+		m.resize()
 		return nil
 	case snapMsg:
 		if msg.order.same(m.ops.orderSpec()) {
@@ -246,7 +248,9 @@ func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows rowOrd
 	for i := range s.Endpoints {
 		m.counts.add(s.Endpoints[i].Flags)
 	}
+	m.ctx.frozen = frozen(m.ctx)
 	m.trackLastError()
+	m.resize()
 	m.ops.setRows(rows)
 }
 
@@ -259,9 +263,18 @@ func (m *Model) trackLastError() {
 		return
 	}
 	k := e.Call + "\x00" + e.Message + "\x00" + e.ErrorCode // not the request id: each retry has its own
+	// The age counts from the latest failure: the same error failing again
+	// (another give-up, another failed listing round, another request id)
+	// restarts it.
+	h := &m.ctx.health
+	again := h.GiveUps > m.lastErr.giveUps || h.DiscoveryFailures > m.lastErr.discFails ||
+		(e.RequestID != "" && e.RequestID != m.lastErr.requestID)
 	if k != m.lastErr.key {
 		m.lastErr = lastErrorState{key: k, since: now}
+	} else if again {
+		m.lastErr.since, m.lastErr.recovered = now, time.Time{}
 	}
+	m.lastErr.giveUps, m.lastErr.discFails, m.lastErr.requestID = h.GiveUps, h.DiscoveryFailures, e.RequestID
 	failing := false
 	for i := range m.ctx.snap.Errors {
 		if m.ctx.snap.Errors[i].Call == e.Call {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"strconv"
 	"strings"
 
@@ -83,17 +84,20 @@ var allColumns = []column{
 // retries, warehouse, user, age. flagW is the widest flag label in the
 // table, so an unflagged table does not spend 21 cells on blanks. With
 // room to spare, USER and WAREHOUSE widen before SQL takes the rest.
-func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false, nil) }
+func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false, nil, "") }
 
 // layoutFor is layout with the WORKSPACE column when multi (several
-// workspaces watched).
-func layoutFor(width, flagW int, multi bool, hide map[colID]bool) ([]column, int) {
+// workspaces watched). Neither WORKSPACE (with several workspaces) nor
+// the sorted column is dropped for width: which workspace a row belongs
+// to, and what orders the table, stay on screen.
+func layoutFor(width, flagW int, multi bool, hide map[colID]bool, sorted model.SortKey) ([]column, int) {
 	dropped := 0
 	for {
 		need := 2 // cursor and space
 		var cols []column
 		for _, c := range allColumns {
-			if c.drop != 0 && c.drop <= dropped || c.id == colWorkspace && !multi || hide[c.id] {
+			keep := c.id == colWorkspace && multi || c.sort != "" && c.sort == sorted
+			if c.drop != 0 && c.drop <= dropped && !keep || c.id == colWorkspace && !multi || hide[c.id] {
 				continue
 			}
 			if c.id == colFlag {
@@ -129,7 +133,7 @@ func (m *opsModel) View() string { return lines(m.viewLines()) }
 
 func (m *opsModel) viewLines() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1, m.hidden)
+	cols, sqlW := layoutFor(m.width, m.flagW, len(m.ctx.snap.Workspaces) > 1, m.hidden, m.sort)
 	n := m.tableRows()
 	out := make([]string, 0, n+1)
 
@@ -137,12 +141,14 @@ func (m *opsModel) viewLines() []string {
 	hb.WriteString("  ")
 	for _, c := range cols {
 		t := c.title
-		if c.sort == m.sort && c.sort != "" {
-			t += arrow(g, m.desc)
-		}
 		w := c.width
 		if c.id == colSQL {
 			w = sqlW
+		}
+		if c.sort == m.sort && c.sort != "" {
+			a := arrow(g, m.desc)
+			// The arrow always shows: a narrow title gives way to it.
+			t = ansi.Truncate(t, max(0, w-ansi.StringWidth(a)), "") + a
 		}
 		hb.WriteString(fit(t, w, ""))
 		hb.WriteByte(' ')
@@ -291,6 +297,10 @@ func idleCell(ctx *programContext, op *model.OperationView) string {
 	}
 	if op.HasFlag(model.FlagStale) && !op.LastPollOKAt.IsZero() {
 		return "as of " + op.LastPollOKAt.UTC().Format("15:04:05")
+	}
+	if at := agedAt(ctx, op); !at.IsZero() {
+		// Its source is down: the countdown stopped being true then.
+		return "as of " + at.UTC().Format("15:04:05")
 	}
 	s := textfmt.Duration(*op.InactiveFor)
 	if op.ReapedIn != nil {

@@ -103,15 +103,15 @@ func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
 	o := testOptions()
 	o.ReadOnly = true
 	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 80, 24)
-	press(m, "space", "/", "w", "h", "enter", "s")
+	press(m, "space", "/", "w", "h", "enter", "s", "2")
 	for _, tabs := range []int{0, 1, 1, 1} {
 		for range tabs {
 			press(m, "tab")
 		}
-		head := strings.Join(strings.Split(plain(m), "\n")[:5], "\n")
+		head := strings.Join(strings.Split(plain(m), "\n")[:m.headerHeight()], "\n")
 		must(t, strings.Contains(head, "READ-ONLY") && strings.Contains(head, "PAUSED"), "badges missing:\n%s", head)
 		if m.view == viewOps {
-			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort state desc"), "filter/sort missing:\n%s", head)
+			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort state▼"), "filter/sort missing:\n%s", head)
 		}
 	}
 }
@@ -273,7 +273,7 @@ func TestMouseIsOptIn(t *testing.T) {
 	m = syncModel(t, newFakeEngine(fixtureSnapshot()), o, 120, 40)
 	m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown})
 	must(t, m.ops.cursorIdx == start+1, "wheel did not move")
-	m.Update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: headerLines + 1 + 3})
+	m.Update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: m.headerHeight() + 1 + 3})
 	must(t, m.ops.cursorIdx == 3, "click selected %d", m.ops.cursorIdx)
 }
 
@@ -285,7 +285,7 @@ func TestFlaggedBelowIsSaid(t *testing.T) {
 			StartedAt: fixedNow.Add(-time.Second)}})
 	}
 	m := syncModel(t, newFakeEngine(s), testOptions(), 80, 24)
-	press(m, "s", "S") // age ascending: youngest first, flagged rows sink
+	press(m, "s", "3", "S") // age ascending: youngest first, flagged rows sink
 	must(t, strings.Contains(plain(m), "flagged below"), "not said:\n%s", plain(m))
 }
 

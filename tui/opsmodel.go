@@ -31,11 +31,18 @@ type opsModel struct {
 	cursorIdx int
 	offset    int
 	missing   missingKind
+	// missingSeq: when (programContext.seq) missing last became non-present.
+	missingSeq int
+	// chosen: the operator moved the cursor. Until then it stays on the
+	// top row whatever that row is, and nothing is said about an
+	// operation the operator never picked.
+	chosen bool
 
 	sort      model.SortKey
 	desc      bool
 	filter    model.FilterSpec
 	box       filterBox
+	menu      sortMenu
 	paused    bool
 	frozen    map[string]int // replaced, never mutated: commands read it
 	frozenGen int
@@ -67,7 +74,7 @@ func (m *opsModel) SetSize(w, h int) {
 	m.ensureVisible()
 }
 
-func (m *opsModel) Capturing() bool { return m.box.active }
+func (m *opsModel) Capturing() bool { return m.box.active || m.menu.open }
 
 func (m *opsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
@@ -104,6 +111,10 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
+	if m.menu.open {
+		m.menuKey(km)
+		return nil
+	}
 	k := &m.ctx.keys
 	switch {
 	case key.Matches(km, k.Up):
@@ -115,12 +126,11 @@ func (m *opsModel) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.PageDown):
 		m.moveCursor(m.tableRows())
 	case key.Matches(km, k.Top):
-		m.moveCursor(-len(m.rows))
+		m.moveTo(0)
 	case key.Matches(km, k.Bottom):
-		m.moveCursor(len(m.rows))
+		m.moveTo(len(m.rows) - 1)
 	case key.Matches(km, k.Sort):
-		m.sort = model.SortKeys[(slices.Index(model.SortKeys, m.sort)+1)%len(model.SortKeys)]
-		m.resort()
+		m.openSortMenu()
 	case key.Matches(km, k.SortReverse):
 		m.desc = !m.desc
 		m.resort()
@@ -244,31 +254,46 @@ func (m *opsModel) locate(id string) (op, row int) {
 // the first snapshot selects the first row.
 func (m *opsModel) syncCursor(op int) {
 	ops := m.ctx.snap.Operations
-	if m.cursorID == "" {
+	if m.cursorID == "" || !m.chosen {
+		// Not picked by the operator: the top row.
+		m.cursorID, m.cursorIdx, m.cursorRow, m.missing = "", 0, -1, present
 		if len(m.rows) > 0 {
 			m.cursorID = ops[m.rows[0]].StatementID
-			m.cursorIdx, m.cursorRow, m.missing = 0, 0, present
+			m.cursorRow = 0
 		}
 		m.ensureVisible()
 		return
 	}
 	if i := m.cursorRow; i >= 0 {
 		m.cursorIdx = i
-		m.missing = present
+		k := present
 		if ops[m.rows[i]].Gone {
-			m.missing = gone
+			k = gone
 		}
+		m.setMissing(k)
 		m.ensureVisible()
 		return
 	}
-	m.missing = gone
+	k := gone
 	if op >= 0 && !ops[op].Gone {
-		m.missing = hidden
+		k = hidden
 		if m.filter.HideDone && ops[op].Done() {
-			m.missing = collapsed
+			k = collapsed
 		}
 	}
+	m.setMissing(k)
 	m.cursorIdx = min(m.cursorIdx, max(0, len(m.rows)-1))
+}
+
+// setMissing records why the cursor's operation is not on screen, and
+// when that changed (the status line shows the newer of it and the last
+// action's status).
+func (m *opsModel) setMissing(k missingKind) {
+	if k != m.missing {
+		m.ctx.seq++
+		m.missingSeq = m.ctx.seq
+	}
+	m.missing = k
 }
 
 // selected is the operation under the cursor, or nil when it is not on
@@ -295,23 +320,31 @@ func (m *opsModel) find(id string) *model.OperationView {
 // moveCursor moves by delta rows; when the cursor's operation is missing
 // it resumes at the row where that operation was.
 func (m *opsModel) moveCursor(delta int) {
-	if len(m.rows) == 0 {
-		return
-	}
-	ops := m.ctx.snap.Operations
 	i := m.cursorIdx
 	if m.cursorRow >= 0 {
 		i += delta
 	} else if delta < 0 {
 		i-- // the row at cursorIdx is the one after the missing operation
 	}
+	m.moveTo(i)
+}
+
+// moveTo puts the cursor on row i (clamped), whatever it was on: g and G
+// are absolute, even when the filter hides the cursor's operation.
+func (m *opsModel) moveTo(i int) {
+	if len(m.rows) == 0 {
+		return
+	}
+	ops := m.ctx.snap.Operations
 	i = max(0, min(i, len(m.rows)-1))
+	m.chosen = true
 	m.cursorIdx, m.cursorRow = i, i
 	m.cursorID = ops[m.rows[i]].StatementID
-	m.missing = present
+	k := present
 	if ops[m.rows[i]].Gone {
-		m.missing = gone
+		k = gone
 	}
+	m.setMissing(k)
 	m.ensureVisible()
 }
 

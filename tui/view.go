@@ -13,16 +13,30 @@ import (
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
-// Layout: a fixed header, the body of the current view, and a two-line
-// footer (status line and short help). Every line is cut to the width so
-// the screen never wraps.
-const (
-	headerLines = 5
-	footerLines = 2
-)
+// Layout: a header, the body of the current view, and a two-line footer
+// (status line and short help). Every line is cut to the width so the
+// screen never wraps. The header is five lines, six when the raised flag
+// kinds need a second line (flagLines).
+const footerLines = 2
+
+// headerHeight is how many lines header() returns.
+func (m *Model) headerHeight() int { return 4 + len(m.flagLines()) }
 
 func (m *Model) bodyHeight() int {
-	return max(1, m.ctx.height-headerLines-footerLines)
+	return max(1, m.ctx.height-m.headerHeight()-footerLines)
+}
+
+// resize gives every view the body's size; the body shrinks by a line
+// when the flag counts need a second header line.
+func (m *Model) resize() {
+	bw, bh := m.ctx.width, m.bodyHeight()
+	if bw == m.sized[0] && bh == m.sized[1] {
+		return
+	}
+	m.sized = [2]int{bw, bh}
+	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
+		c.SetSize(bw, bh)
+	}
 }
 
 // render builds the frame from the model's state: exactly height lines of
@@ -57,7 +71,8 @@ func (m *Model) render() string {
 	lines = append(lines, m.statusLine(), m.shortHelp())
 	for i, l := range lines {
 		if ansi.StringWidth(l) > w {
-			lines[i] = ansi.Truncate(l, w, "")
+			// Never a silent cut mid-word: the ellipsis says text goes on.
+			lines[i] = ansi.Truncate(l, w, m.ctx.glyphs.Ellipsis)
 		}
 	}
 	frame := strings.Join(lines, "\n")
@@ -209,6 +224,10 @@ func (m *Model) header() []string {
 		{fmt.Sprintf("retry budget %.0f/%.0f", h.BudgetAvailable, h.BudgetCapacity), prioHigh},
 		{fmt.Sprintf("polls %d", h.Polls), prioLow}, {fmt.Sprintf("retries %d", h.Retries), prioMid},
 		{fmt.Sprintf("give-ups %d", h.GiveUps), prioMid}}
+	if f := m.ctx.frozen; f != nil && f.all {
+		// serve's health is unknown while it is down: never zeros.
+		l2 = []seg{{"poller", prioCritical}, {st.Warn.Render("? (serve down: its counters are unknown)"), prioCritical}}
+	}
 	if h.BatchCalls > 0 {
 		l2 = append(l2, seg{fmt.Sprintf("batches %d", h.BatchCalls), prioLow})
 	}
@@ -221,37 +240,12 @@ func (m *Model) header() []string {
 	}
 
 	c := &m.counts
-	l3 := []seg{{"flags", prioCritical}}
-	// Only raised flags are listed, critical ones before warnings.
-	nflags := 0
-	for _, k := range []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped} {
-		if c.warn[k]+c.crit[k] > 0 {
-			p := prioHigh
-			if c.crit[k] > 0 {
-				p = prioCritical
-			}
-			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
-			nflags++
-		}
-	}
-	if nflags == 0 {
-		l3 = append(l3, seg{st.OK.Render("no operation flags"), prioHigh})
-	}
-	l3 = append(l3, seg{g.VerticalSep + fmt.Sprintf(" endpoints %d", len(m.ctx.snap.Endpoints)), prioMid})
-	for _, k := range []model.FlagKind{model.FlagExhausted, model.FlagCapacity, model.FlagEndpointState,
-		model.FlagThroughput, model.FlagIndexQuota, model.FlagIndexNotReady} {
-		if c.warn[k]+c.crit[k] > 0 {
-			p := prioHigh
-			if c.crit[k] > 0 {
-				p = prioCritical
-			}
-			l3 = append(l3, seg{m.countCell(k, c.warn[k], c.crit[k]), p})
-		}
-	}
-
 	// Tabs: the current one in brackets.
 	var tabs []string
 	for v := viewID(0); v < numViews; v++ {
+		if v == viewHelp && v != m.view && w < 100 {
+			continue // the footer's "? help" names it; 5 columns matter at 80
+		}
 		if v == m.view {
 			tabs = append(tabs, st.TabActive.Render("["+viewNames[v]+"]"))
 		} else {
@@ -263,13 +257,9 @@ func (m *Model) header() []string {
 	l4 = append(l4, seg{st.Dim.Render(fmt.Sprintf("ops %d live %d flagged %d", c.ops, c.running, c.flagged)), prioLow})
 
 	cut := st.Dim.Render(g.Cut)
-	return []string{
-		fitSegs(l1, w, "  ", cut),
-		fitSegs(l2, w, "  ", cut),
-		m.lastErrorLine(),
-		fitSegs(l3, w, " ", cut),
-		fitSegs(l4, w, "  ", cut),
-	}
+	out := []string{fitSegs(l1, w, "  ", cut), fitSegs(l2, w, "  ", cut), m.lastErrorLine()}
+	out = append(out, m.flagLines()...)
+	return append(out, fitSegs(l4, w, "  ", cut))
 }
 
 // lastErrorLine is the last error with its age, or when it recovered. It
@@ -283,6 +273,9 @@ func (m *Model) lastErrorLine() string {
 		if e := &m.ctx.snap.Errors[i]; e.Kind == model.KindTruncated {
 			return truncLine(st.Crit.Render("INCOMPLETE: "+e.Call+" "+e.Message), m.ctx.width, g.Ellipsis)
 		}
+	}
+	if f := m.ctx.frozen; f != nil {
+		return m.frozenLine(f)
 	}
 	e := m.ctx.health.LastError
 	if e == nil {
@@ -321,7 +314,12 @@ func (m *Model) viewInfo() []seg {
 		if !o.desc {
 			dir = "asc"
 		}
-		out := []seg{{st.Bold.Render(fmt.Sprintf("sort %s %s", o.sort, dir)), prioCritical}}
+		sorted := fmt.Sprintf("sort %s %s", o.sort, dir)
+		if m.ctx.width < 100 {
+			// The column header's arrow: room for the row position at 80.
+			sorted = fmt.Sprintf("sort %s%s", o.sort, arrow(m.ctx.glyphs, o.desc))
+		}
+		out := []seg{{st.Bold.Render(sorted), prioCritical}}
 		if o.filter.Text != "" {
 			out = append(out, seg{st.Bold.Render(fmt.Sprintf("filter %q", clip(o.filter.Text, 20, m.ctx.glyphs.Ellipsis))), prioCritical})
 		}
@@ -329,11 +327,24 @@ func (m *Model) viewInfo() []seg {
 			out = append(out, seg{st.Bold.Render("flagged only"), prioCritical})
 		}
 		if o.filter.Workspace != "" {
-			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.Workspace, 16, m.ctx.glyphs.Ellipsis) + " (w: next)"), prioCritical})
+			hint := " (w: next)"
+			if m.ctx.width < 100 {
+				hint = "" // the help lists w; the name is what must fit
+			}
+			out = append(out, seg{st.Bold.Render("workspace " + clip(o.filter.Workspace, 16, m.ctx.glyphs.Ellipsis) + hint), prioCritical})
 		} else if len(m.ctx.snap.Workspaces) > 1 {
 			out = append(out, seg{st.Dim.Render(fmt.Sprintf("%d workspaces (w: one)", len(m.ctx.snap.Workspaces))), prioMid})
 		}
-		out = append(out, seg{st.Dim.Render(fmt.Sprintf("showing %d", len(o.rows))), prioMid})
+		// Where the cursor is: "row 3/17" ("-" while its operation is not listed).
+		pos := "-"
+		if o.cursorRow >= 0 {
+			pos = fmt.Sprint(o.cursorRow + 1)
+		}
+		where := fmt.Sprintf("row %s/%d", pos, len(o.rows))
+		if len(o.rows) == 0 {
+			where = "0 rows"
+		}
+		out = append(out, seg{st.Dim.Render(where), prioHigh})
 		if n := o.flaggedBelow(); n > 0 && o.sort != model.SortSeverity {
 			out = append(out, seg{st.Warn.Render(fmt.Sprintf("%d flagged below", n)), prioCritical})
 		}
@@ -344,6 +355,10 @@ func (m *Model) viewInfo() []seg {
 		}
 	case viewEvents:
 		if t := m.evs.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
+	case viewClients:
+		if t := m.clients.box.text; t != "" {
 			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
 		}
 	}
@@ -357,38 +372,26 @@ func clip(s string, n int, ell string) string {
 	return ansi.Truncate(s, n, ell)
 }
 
-// countCell is "INACTIVE 3" with its severity as a symbol, so it reads
-// without colour: "!! INACTIVE 3 (1 crit)".
-func (m *Model) countCell(k model.FlagKind, warn, crit int) string {
-	st, g := &m.ctx.styles, m.ctx.glyphs
-	n := warn + crit
-	switch {
-	case crit > 0 && warn > 0:
-		return st.Crit.Render(fmt.Sprintf("%s %s %d(%d crit)", g.Crit, k, n, crit))
-	case crit > 0:
-		return st.Crit.Render(fmt.Sprintf("%s %s %d", g.Crit, k, n))
-	case warn > 0:
-		return st.Warn.Render(fmt.Sprintf("%s %s %d", g.Warn, k, n))
-	}
-	return ""
-}
-
 // statusLine: the filter prompt while typing; else the gone/hidden line
 // for the cursor's operation; else the last action's status.
 func (m *Model) statusLine() string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	switch {
+	case m.view == viewOps && m.ops.menu.open && !m.detailOpen:
+		return m.ops.menuLine(st, m.ctx.width)
 	case m.view == viewOps && m.ops.box.active && !m.detailOpen:
 		return m.ops.box.prompt(st, "id, user, warehouse, state, flag or SQL")
 	case m.view == viewEndpoints && m.endpoints.box.active:
 		return m.endpoints.box.prompt(st, "name, type, state, flag or index")
 	case m.view == viewEvents && m.evs.box.active:
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
-	case m.view == viewOps && m.ops.missing == gone:
+	case m.view == viewClients && m.clients.box.active:
+		return m.clients.box.prompt(st, "client application or user")
+	case m.view == viewOps && m.ops.missing == gone && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.view == viewOps && m.ops.missing == collapsed:
+	case m.view == viewOps && m.ops.missing == collapsed && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Status.Render(fmt.Sprintf("operation %s finished and was closed (d shows finished rows)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.view == viewOps && m.ops.missing == hidden:
+	case m.view == viewOps && m.ops.missing == hidden && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.ctx.status != "" && m.ctx.statusCrit:
 		return st.Crit.Render(m.ctx.status)

@@ -550,9 +550,9 @@ func closeTarget(ctx context.Context, body []byte) (guid, bool) {
 
 // scriptedObserverCloseFails is true for the observer closes of each
 // close_fails operation in the demo during observerCloseFailFor after the
-// first one, so CLOSE_FAILED shows when an operator (or the demo's
-// scripted one) re-closes one: the observer's immediate retries fail too,
-// and its queued retry later succeeds.
+// first one, so CLOSE_FAILED shows when the operator re-closes one: the
+// observer's immediate retries fail too, and its queued retry later
+// succeeds.
 const observerCloseFailFor = 20 * time.Second
 
 func (s *Server) scriptedObserverCloseFails(g guid) bool {
