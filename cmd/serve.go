@@ -95,7 +95,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	}
 	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: cfg.ServeToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-		Fleet: fleet, Counters: counters, Logf: logf})
+		Fleet: fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit})
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+strings.TrimPrefix(err.Error(), "serve: "))
 		return exitError

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -50,6 +51,8 @@ type Options struct {
 	// operations; 0 → 1s.
 	Tick time.Duration
 	Logf func(format string, args ...any)
+	// Version and Revision label dbxtop_build_info ("" → "unknown").
+	Version, Revision string
 }
 
 // Server is a running `serve`.
@@ -106,7 +109,10 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, ln: ln, token: []byte(o.Token), hub: newHub(), reg: prometheus.NewRegistry()}
 	s.url = scheme + "://" + ln.Addr().String()
-	s.reg.MustRegister(newCollector(o.Fleet), o.Counters)
+	s.reg.MustRegister(newCollector(o.Fleet, o.Counters.clLimit), o.Counters,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+		buildInfo(o.Version, o.Revision))
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }

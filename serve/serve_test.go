@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -145,11 +146,15 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if !strings.HasPrefix(line, "dbxtop_") {
-			t.Errorf("series not named dbxtop_…: %s", line)
+		if !strings.HasPrefix(line, "dbxtop_") && !strings.HasPrefix(line, "process_") && !strings.HasPrefix(line, "go_") {
+			t.Errorf("series not named dbxtop_…, process_… or go_…: %s", line)
 		}
 	}
-	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}", "dbxtop_operations_flagged{flag=\"INACTIVE\",severity=\"critical\",workspace=\"live\"} 0",
+	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}",
+		// The exporter conventions: build info, process and Go runtime.
+		`dbxtop_build_info{goversion="go`, "process_cpu_seconds_total ", "go_goroutines ",
+		// Every endpoint flag is a series, 0 until raised.
+		`dbxtop_endpoint_flag{endpoint="vs-prod",flag="EXHAUSTED",severity="critical",workspace="live"} 0`,
 		// Capacity: the limit's source, throughput utilisation, write rate.
 		`dbxtop_endpoint_throughput_utilization_ratio{endpoint="vs-prod",workspace="live"} 0.23`,
 		`dbxtop_endpoint_write_rows_per_minute{endpoint="vs-prod",workspace="live"} 0`,
@@ -189,12 +194,16 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 func TestLabelBounds(t *testing.T) {
 	l := newClientLimiter()
 	for i := 0; i < maxClientLabels; i++ {
-		if got := l.label(fmt.Sprintf("app %d", i)); got == otherClient {
+		if got := l.label("prod", fmt.Sprintf("app %d", i)); got == otherClient {
 			t.Fatalf("label %d became other too early", i)
 		}
 	}
-	if got := l.label("one too many"); got != otherClient {
+	if got := l.label("prod", "one too many"); got != otherClient {
 		t.Fatalf("label past the cap: %q", got)
+	}
+	// The cap is per workspace: prod's many clients leave staging's names.
+	if got := l.label("staging", "one too many"); got != "one too many" {
+		t.Fatalf("another workspace's label capped by prod's: %q", got)
 	}
 	if got := label("evil\x1b[31mred\u202e" + strings.Repeat("a", 200)); strings.ContainsAny(got, "\x1b\u202e") || len(got) > maxLabelLen+len("…") {
 		t.Fatalf("label not sanitised or bounded: %q", got)
@@ -245,5 +254,71 @@ func TestAttachClient(t *testing.T) {
 	got := cl.Snapshot()
 	if len(got.Errors) != len(last.Errors)+1 || got.Errors[len(got.Errors)-1].Call != "attach" {
 		t.Fatalf("unreachable serve not reported: %+v", got.Errors)
+	}
+}
+
+// TestCountersBornAtZero: a client's orphan and leak counters exist at 0
+// from the first time dbxtop sees one of its statements, so the
+// increase() of its first orphan is 1, not lost in a series born at 1.
+// dbxtop_proxy_up follows the proxy reads.
+func TestCountersBornAtZero(t *testing.T) {
+	c := NewCounters()
+	op := &model.Operation{StatementID: "s1", WarehouseID: "w1", ClientApplication: "Databricks JDBC 2.6.36"}
+	running := model.NamedSnapshot{Name: "prod", Snapshot: model.Snapshot{Operations: []*model.OperationView{{Operation: op}}}}
+	c.reconcile([]model.NamedSnapshot{running})
+	orphans := c.orphans.WithLabelValues("prod", "Databricks JDBC 2.6.36")
+	if n := testutil.CollectAndCount(c.orphans); n != 1 || testutil.ToFloat64(orphans) != 0 {
+		t.Fatalf("orphan counter before the first orphan: %d series, value %v", n, testutil.ToFloat64(orphans))
+	}
+	if n := testutil.CollectAndCount(c.leaks); n != 2 {
+		t.Fatalf("leak counters before the first leak: %d series, want UNCLOSED and CLOSE_FAILED", n)
+	}
+	reaped := model.NamedSnapshot{Name: "prod", Snapshot: model.Snapshot{Operations: []*model.OperationView{
+		{Operation: op, Flags: []model.Flag{{Kind: model.FlagReaped, Severity: model.SeverityWarning}}}}}}
+	c.reconcile([]model.NamedSnapshot{reaped})
+	c.reconcile([]model.NamedSnapshot{reaped})
+	if v := testutil.ToFloat64(orphans); v != 1 {
+		t.Fatalf("one reaped statement counted %v times", v)
+	}
+
+	if n := testutil.CollectAndCount(c.proxyUp); n != 0 {
+		t.Fatalf("dbxtop_proxy_up without a proxy: %d series", n)
+	}
+	c.Done("prod")(poller.Call{Name: proxyCall}, 1, nil)
+	if v := testutil.ToFloat64(c.proxyUp.WithLabelValues("prod")); v != 1 {
+		t.Fatalf("proxy read ok: dbxtop_proxy_up %v", v)
+	}
+	c.Done("prod")(poller.Call{Name: proxyCall}, 3, errors.New("connection refused"))
+	if v := testutil.ToFloat64(c.proxyUp.WithLabelValues("prod")); v != 0 {
+		t.Fatalf("proxy read failed: dbxtop_proxy_up %v", v)
+	}
+}
+
+// TestFlagSeries: operation flags by warehouse and endpoint flags are
+// series at 0 for what dbxtop shows, 1 (or the count) when raised.
+func TestFlagSeries(t *testing.T) {
+	op := &model.Operation{StatementID: "s1", WarehouseID: "w1"}
+	ws := model.NamedSnapshot{Name: "prod", Up: true, Snapshot: model.Snapshot{
+		Operations: []*model.OperationView{{Operation: op, Flags: []model.Flag{{Kind: model.FlagInactive, Severity: model.SeverityWarning}}}},
+		Endpoints: []model.EndpointView{{Endpoint: model.Endpoint{Name: "vs-prod"},
+			Flags: []model.Flag{{Kind: model.FlagCapacity, Severity: model.SeverityCritical}}}},
+	}}
+	got := map[string]float64{}
+	for _, g := range gauges {
+		g.emit(ws, poller.Health{}, func(v float64, labels ...string) {
+			got[g.name+"{"+strings.Join(labels, ",")+"}"] = v
+		})
+	}
+	for series, want := range map[string]float64{
+		"dbxtop_operations_flagged{w1,INACTIVE,warning}":    1,
+		"dbxtop_operations_flagged{w1,STALE,critical}":      0,
+		"dbxtop_endpoint_flag{vs-prod,CAPACITY,critical}":   1,
+		"dbxtop_endpoint_flag{vs-prod,CAPACITY,warning}":    0,
+		"dbxtop_endpoint_flag{vs-prod,EXHAUSTED,critical}":  0,
+		"dbxtop_endpoint_flag{vs-prod,INDEX_QUOTA,warning}": 0,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
 	}
 }
