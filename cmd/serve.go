@@ -18,9 +18,12 @@ import (
 // ServeConfig is `dbxtop serve`'s configuration.
 type ServeConfig struct {
 	WorkspaceConfig
-	Listen          string
-	ServeToken      string // "" → random, printed on the first line
-	TLSCert, TLSKey string
+	Listen         string
+	ServeToken     string // "" → random, printed on the first line
+	ServeTokenFile string // the read token's file (--serve-token-file)
+	ActTokenFile   string // the act token's file; "" → actions refused
+	TLSCert        string
+	TLSKey         string
 }
 
 func (a *app) newServeCmd() *cobra.Command {
@@ -34,17 +37,24 @@ func (a *app) newServeCmd() *cobra.Command {
   /api/v1/events    newline-delimited JSON events, streamed
   /healthz /readyz  liveness (no token) and readiness
 
-Every endpoint but /healthz needs "Authorization: Bearer TOKEN". The first
-line of stdout is exactly:
+Every endpoint but the probes needs "Authorization: Bearer TOKEN": the read
+token (--serve-token-file) to read, the act token (--act-token-file) for
+adopt, close and cancel; without --act-token-file serve refuses actions.
+The first line of stdout is exactly:
   listen=http://HOST:PORT token=TOKEN
+with token=… only when serve generated the read token (no --serve-token-file).
 See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		Example: `  dbxtop serve --context prod --listen 127.0.0.1:9464
-  dbxtop serve --context all --listen 0.0.0.0:9464 --tls-cert cert.pem --tls-key key.pem --read-only`,
+  dbxtop serve --context all --listen 0.0.0.0:9464 --serve-token-file /etc/dbxtop/read.token \
+      --act-token-file /etc/dbxtop/act.token --tls-cert cert.pem --tls-key key.pem`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			fs := c.Flags()
 			if fs.Changed("tls-cert") != fs.Changed("tls-key") {
 				return usagef("--tls-cert and --tls-key go together")
+			}
+			if fs.Changed("serve-token") && fs.Changed("serve-token-file") {
+				return usagef("--serve-token and --serve-token-file are two ways to give one token: keep --serve-token-file")
 			}
 			return a.finishWorkspace(fs, &cfg.WorkspaceConfig, false)
 		},
@@ -58,10 +68,43 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	fs.Var(&checkedString{p: &cfg.Listen, typ: "addr", check: checkListen}, "listen", "where to serve, host:port (port 0: a free port)")
 	cfg.Listen = serve.DefaultListen
 	fs.Var(&checkedString{p: &cfg.ServeToken, typ: "token", check: nonEmpty("the serve token"), hide: true}, "serve-token",
-		"bearer token clients must send (default: random, printed on the first line)")
+		"read token clients must send (visible in the process list: prefer --serve-token-file)")
+	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable}, "serve-token-file",
+		"file holding the read token (metrics, snapshot, events); default: a random token, printed on the first line")
+	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable}, "act-token-file",
+		"file holding the act token (adopt, close, cancel); without it serve refuses actions")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
 	return c
+}
+
+// maxTokenFile bounds a token file: a token is a line, not a document.
+const maxTokenFile = 4096
+
+// readTokenFile reads a token from a file (a systemd credential, a
+// secret mount): one line, surrounding space trimmed. Its errors name the
+// flag and the file, never the content.
+func readTokenFile(path, flag string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: read %s: %w", flag, path, err)
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s: %s is larger than %d bytes: not a token file", flag, path, maxTokenFile)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s: %s is empty: put the token in it", flag, path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("%s: %s holds more than one line: put only the token in it", flag, path)
+	}
+	return tok, nil
 }
 
 func checkReadable(p string) error {
@@ -94,7 +137,20 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		return exitError
 	}
 	defer closeConns()
-	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: cfg.ServeToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+	readToken, actToken := cfg.ServeToken, ""
+	if cfg.ServeTokenFile != "" {
+		if readToken, err = readTokenFile(cfg.ServeTokenFile, "--serve-token-file"); err != nil {
+			fmt.Fprintln(stderr, name+": "+err.Error())
+			return exitError
+		}
+	}
+	if cfg.ActTokenFile != "" {
+		if actToken, err = readTokenFile(cfg.ActTokenFile, "--act-token-file"); err != nil {
+			fmt.Fprintln(stderr, name+": "+err.Error())
+			return exitError
+		}
+	}
+	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		Fleet: fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit})
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+strings.TrimPrefix(err.Error(), "serve: "))

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +27,30 @@ func TestStamped(t *testing.T) {
 		if v != tc.wantV || c != tc.wantC || d != tc.wantD {
 			t.Errorf("%s: got %q %q %q, want %q %q %q", tc.name, v, c, d, tc.wantV, tc.wantC, tc.wantD)
 		}
+	}
+}
+
+// TestReadTokenFile: one line, trimmed; an empty, multi-line or oversized
+// file is refused naming the flag and the file, never the content.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if tok, err := readTokenFile(write("ok", "  s3cret-token\n"), "--serve-token-file"); err != nil || tok != "s3cret-token" {
+		t.Fatalf("token file: %q %v", tok, err)
+	}
+	for name, content := range map[string]string{"empty": " \n", "two": "s3cret-token\nmore", "big": strings.Repeat("s3cret", 1000)} {
+		_, err := readTokenFile(write(name, content), "--act-token-file")
+		if err == nil || !strings.Contains(err.Error(), "--act-token-file: "+dir+"/"+name) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := readTokenFile(dir+"/missing", "--serve-token-file"); err == nil || !strings.Contains(err.Error(), "--serve-token-file") {
+		t.Errorf("missing file: %v", err)
 	}
 }

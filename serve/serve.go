@@ -4,7 +4,10 @@
 // TUIs (`dbxtop attach`, whose actions come back through /api/v1/operations).
 // See docs/fleet.md.
 //
-// Every endpoint but /healthz needs the bearer token. Server-supplied text
+// Every endpoint but the probes (/healthz, /readyz) needs a bearer token:
+// the read token (or the act token) for metrics, snapshot, health and
+// events, the act token for actions — without one, serve refuses
+// actions. Server-supplied text
 // that becomes a metric label goes through textfmt.Line; JSON carries it as
 // data (escaped by encoding/json) for the consumer to sanitise on output.
 package serve
@@ -39,11 +42,16 @@ const DefaultListen = "127.0.0.1:9464"
 
 // Options configure a Server.
 type Options struct {
-	Listen  string // host:port; port 0 picks a free one; "" → DefaultListen
-	Token   string // bearer token; "" → 32 random hex characters
-	TLSCert string // PEM files; both or neither
-	TLSKey  string
-	Fleet   *poller.Fleet // required; the caller runs it
+	Listen string // host:port; port 0 picks a free one; "" → DefaultListen
+	// Token is the read token (metrics, snapshot, health, events); "" →
+	// 32 random hex characters, which FirstLine then shows.
+	Token string
+	// ActToken is the token actions (adopt, close, cancel) need; "" →
+	// serve refuses actions.
+	ActToken string
+	TLSCert  string // PEM files; both or neither
+	TLSKey   string
+	Fleet    *poller.Fleet // required; the caller runs it
 	// Counters is where the fleet's policies report calls (see
 	// NewCounters); nil → calls are not counted.
 	Counters *Counters
@@ -62,8 +70,12 @@ type Server struct {
 	http  *http.Server
 	url   string
 	token []byte
-	hub   *hub
-	reg   *prometheus.Registry
+	act   []byte // nil: actions refused
+	// generated: serve made the read token, so its first line shows it
+	// (a token it was given is never printed).
+	generated bool
+	hub       *hub
+	reg       *prometheus.Registry
 }
 
 // New listens and prepares the handlers; nothing is served until Run.
@@ -80,7 +92,8 @@ func New(o Options) (*Server, error) {
 	if o.Counters == nil {
 		o.Counters = NewCounters()
 	}
-	if o.Token == "" {
+	generated := o.Token == ""
+	if generated {
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {
 			return nil, fmt.Errorf("serve: random token: %w", err)
@@ -107,7 +120,14 @@ func New(o Options) (*Server, error) {
 		ln = tls.NewListener(ln, tlsConf)
 		scheme = "https"
 	}
-	s := &Server{o: o, ln: ln, token: []byte(o.Token), hub: newHub(), reg: prometheus.NewRegistry()}
+	if o.ActToken != "" && o.ActToken == o.Token {
+		_ = ln.Close()
+		return nil, errors.New("serve: the act token and the read token are the same; give actions their own token")
+	}
+	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry()}
+	if o.ActToken != "" {
+		s.act = []byte(o.ActToken)
+	}
 	s.url = scheme + "://" + ln.Addr().String()
 	s.reg.MustRegister(newCollector(o.Fleet, o.Counters.clLimit), o.Counters,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -120,11 +140,18 @@ func New(o Options) (*Server, error) {
 // URL is http(s)://HOST:PORT, the address actually bound.
 func (s *Server) URL() string { return s.url }
 
-// Token is the bearer token clients must send.
+// Token is the read token clients must send.
 func (s *Server) Token() string { return string(s.token) }
 
-// FirstLine is what `dbxtop serve` prints first on stdout.
-func (s *Server) FirstLine() string { return fmt.Sprintf("listen=%s token=%s", s.url, s.token) }
+// FirstLine is what `dbxtop serve` prints first on stdout: the address,
+// and the read token only when serve generated it (a token read from a
+// file never reaches stdout or a journal).
+func (s *Server) FirstLine() string {
+	if s.generated {
+		return fmt.Sprintf("listen=%s token=%s", s.url, s.token)
+	}
+	return "listen=" + s.url
+}
 
 // Run serves until ctx is done, forwarding the fleet's events to /api/v1/events
 // subscribers and keeping the orphan/leak counters current; then it shuts
@@ -182,25 +209,34 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /readyz", s.auth(http.HandlerFunc(s.readyz)))
-	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
-	mux.Handle("GET /api/v1/snapshot", s.auth(http.HandlerFunc(s.snapshot)))
-	mux.Handle("GET /api/v1/health", s.auth(http.HandlerFunc(s.health)))
-	mux.Handle("GET /api/v1/events", s.auth(http.HandlerFunc(s.events)))
-	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(http.HandlerFunc(s.action)))
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.auth(false, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /api/v1/snapshot", s.auth(false, http.HandlerFunc(s.snapshot)))
+	mux.Handle("GET /api/v1/health", s.auth(false, http.HandlerFunc(s.health)))
+	mux.Handle("GET /api/v1/events", s.auth(false, http.HandlerFunc(s.events)))
+	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(true, http.HandlerFunc(s.action)))
 	return mux
 }
 
-// auth checks the bearer token in constant time.
-func (s *Server) auth(h http.Handler) http.Handler {
+// auth checks the bearer token in constant time: the read or the act
+// token to read, the act token to act.
+func (s *Server) auth(act bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), s.token) != 1 {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got = strings.TrimSpace(got)
+		isAct := s.act != nil && subtle.ConstantTimeCompare([]byte(got), s.act) == 1
+		isRead := subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+		switch {
+		case !isAct && !isRead:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN; the token is on serve's first line of output)")
-			return
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN: the token of --serve-token-file, or the one on serve's first line when it generated it)")
+		case act && s.act == nil:
+			writeError(w, http.StatusForbidden, "serve refuses actions: it was started without --act-token-file")
+		case act && !isAct:
+			writeError(w, http.StatusForbidden, "the read token cannot act: send the act token (--act-token-file; DBXTOP_ACT_TOKEN for dbxtop attach)")
+		default:
+			h.ServeHTTP(w, r)
 		}
-		h.ServeHTTP(w, r)
 	})
 }
 
@@ -219,16 +255,15 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: ready once every workspace has had a discovery round answered
-// (successfully or not); the body lists each workspace's state, so a
-// workspace that is down is visible here without making serve unready.
+// (successfully or not). It needs no token, so it says only counts: how
+// many workspaces serve watches and how many it can observe (a workspace
+// that is down does not make serve unready; /metrics and the snapshot
+// name it).
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	type ws struct {
-		Name string `json:"name"`
-		Up   bool   `json:"up"`
-	}
 	var out struct {
 		Ready      bool `json:"ready"`
-		Workspaces []ws `json:"workspaces"`
+		Workspaces int  `json:"workspaces"`
+		Up         int  `json:"up"`
 	}
 	out.Ready = true
 	for _, m := range s.o.Fleet.Members() {
@@ -236,7 +271,10 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		if h.LastDiscovery.IsZero() && h.DiscoveryFailures == 0 {
 			out.Ready = false
 		}
-		out.Workspaces = append(out.Workspaces, ws{Name: m.Name, Up: h.DiscoveryUp})
+		out.Workspaces++
+		if h.DiscoveryUp {
+			out.Up++
+		}
 	}
 	code := http.StatusOK
 	if !out.Ready {
@@ -247,8 +285,11 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // HealthInfo is /api/v1/health: the poller's own state, for attached TUIs.
 type HealthInfo struct {
-	ReadOnly bool       `json:"read_only"`
-	Health   HealthJSON `json:"health"`
+	ReadOnly bool `json:"read_only"`
+	// Actions: serve takes actions from the act token (it has one and is
+	// not read-only).
+	Actions bool       `json:"actions"`
+	Health  HealthJSON `json:"health"`
 }
 
 // HealthJSON is the part of poller.Health an attached TUI shows (the
@@ -284,7 +325,8 @@ func (h HealthJSON) Poller() poller.Health {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: healthJSON(s.o.Fleet.Health())})
+	writeJSON(w, http.StatusOK, HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Actions: s.act != nil && !s.o.Fleet.ReadOnly(),
+		Health: healthJSON(s.o.Fleet.Health())})
 }
 
 // action runs adopt/close/cancel through the fleet, which refuses them in
