@@ -22,6 +22,7 @@ type ServeConfig struct {
 	ServeToken     string // "" → random, printed on the first line
 	ServeTokenFile string // the read token's file (--serve-token-file)
 	ActTokenFile   string // the act token's file; "" → actions refused
+	LogFormat      string // --log-format: text or json
 	TLSCert        string
 	TLSKey         string
 }
@@ -73,6 +74,9 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		"file holding the read token (metrics, snapshot, events); default: a random token, printed on the first line")
 	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable}, "act-token-file",
 		"file holding the act token (adopt, close, cancel); without it serve refuses actions")
+	cfg.LogFormat = logText
+	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "format", check: checkLogFormat}, "log-format",
+		"log format: text or json (log/slog; to stderr unless --log-file)")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
 	return c
@@ -116,28 +120,16 @@ func checkReadable(p string) error {
 }
 
 // runServe is `dbxtop serve`: engines per workspace, one fleet, the HTTP
-// server; until interrupted.
+// server; until interrupted (SIGTERM drains: the HTTP server shuts down,
+// event streams end, the engines stop). Its log is log/slog, to stderr
+// unless --log-file; stdout carries only the first line.
 func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) int {
 	const name = "dbxtop serve"
 	ws := cfg.WorkspaceConfig
-	logf, closeLog, err := openLog(ws.LogFile, ws.Token, "serve")
-	if err != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
-		return exitError
-	}
-	defer closeLog()
-	ctx = sdkLogContext(ctx, logf)
-	counters := serve.NewCounters()
-	ws.Learned = openLearned(ws, stderr, logf, false)
-	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) poller.PolicyOptions {
-		return poller.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
-	})
-	if err != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
-		return exitError
-	}
-	defer closeConns()
+	// The token files are read first, so their content is redacted from
+	// everything logged afterwards.
 	readToken, actToken := cfg.ServeToken, ""
+	var err error
 	if cfg.ServeTokenFile != "" {
 		if readToken, err = readTokenFile(cfg.ServeTokenFile, "--serve-token-file"); err != nil {
 			fmt.Fprintln(stderr, name+": "+err.Error())
@@ -150,16 +142,49 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 			return exitError
 		}
 	}
+	log, err := openServiceLog(ws.LogFile, cfg.LogFormat, "serve", stderr, ws.Token, ws.ProxyToken, readToken, actToken)
+	if err != nil {
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
+		return exitError
+	}
+	defer log.close()
+	// fail reports a fatal error: in the log, and on stderr too when the
+	// log is a file (the operator at the terminal sees why it stopped).
+	fail := func(msg string, err error) int {
+		log.Error(msg, "err", err)
+		if !log.toStderr {
+			fmt.Fprintln(stderr, name+": "+sources.RedactToken(sources.RedactToken(err.Error(), ws.Token), readToken))
+		}
+		return exitError
+	}
+	logf := log.logf
+	ctx = sdkLogContext(ctx, logf)
+	counters := serve.NewCounters()
+	// Learned-limit warnings go to the log; to stderr as well only when
+	// the log is elsewhere.
+	learnedOut := stderr
+	if log.toStderr {
+		learnedOut = io.Discard
+	}
+	ws.Learned = openLearned(ws, learnedOut, logf, false)
+	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) poller.PolicyOptions {
+		return poller.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
+	})
+	if err != nil {
+		return fail("cannot watch the workspaces", err)
+	}
+	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		Fleet: fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit})
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+strings.TrimPrefix(err.Error(), "serve: "))
-		return exitError
+		return fail("cannot serve", errors.New(strings.TrimPrefix(err.Error(), "serve: ")))
 	}
 	fmt.Fprintln(stdout, srv.FirstLine())
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
+	log.Info("serving", "listen", srv.URL(), "workspaces", len(fleet.Members()), "read_only", ws.ReadOnly,
+		"actions", actToken != "" && !ws.ReadOnly, "read_token", tokenSource(cfg), "version", Version)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	fleetDone := make(chan struct{})
@@ -168,9 +193,20 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	stop()
 	<-fleetDone
 	if serr != nil {
-		fmt.Fprintln(stderr, name+": "+serr.Error())
-		return exitError
+		return fail("serving failed", serr)
 	}
-	fmt.Fprintln(stderr, name+": stopped")
+	log.Info("stopped")
 	return exitOK
+}
+
+// tokenSource says where the read token came from, for the log (never
+// the token itself).
+func tokenSource(cfg ServeConfig) string {
+	switch {
+	case cfg.ServeTokenFile != "":
+		return "file"
+	case cfg.ServeToken != "":
+		return "flag"
+	}
+	return "generated"
 }
