@@ -23,6 +23,7 @@ type ServeConfig struct {
 	ServeTokenFile string // the read token's file (--serve-token-file)
 	ActTokenFile   string // the act token's file; "" → actions refused
 	LogFormat      string // --log-format: text or json
+	WebConfigFile  string // --web.config.file: TLS, basic auth, headers
 	TLSCert        string
 	TLSKey         string
 }
@@ -47,12 +48,15 @@ with token=… only when serve generated the read token (no --serve-token-file).
 See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		Example: `  dbxtop serve --context prod --listen 127.0.0.1:9464
   dbxtop serve --context all --listen 0.0.0.0:9464 --serve-token-file /etc/dbxtop/read.token \
-      --act-token-file /etc/dbxtop/act.token --tls-cert cert.pem --tls-key key.pem`,
+      --act-token-file /etc/dbxtop/act.token --web.config.file /etc/dbxtop/web.yml`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			fs := c.Flags()
 			if fs.Changed("tls-cert") != fs.Changed("tls-key") {
 				return usagef("--tls-cert and --tls-key go together")
+			}
+			if fs.Changed("web.config.file") && (fs.Changed("tls-cert") || fs.Changed("tls-key")) {
+				return usagef("--web.config.file replaces --tls-cert and --tls-key: put the certificate in its tls_server_config")
 			}
 			if fs.Changed("serve-token") && fs.Changed("serve-token-file") {
 				return usagef("--serve-token and --serve-token-file are two ways to give one token: keep --serve-token-file")
@@ -77,8 +81,12 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	cfg.LogFormat = logText
 	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "format", check: checkLogFormat}, "log-format",
 		"log format: text or json (log/slog; to stderr unless --log-file)")
+	fs.Var(&checkedString{p: &cfg.WebConfigFile, typ: "file", check: checkReadable}, "web.config.file",
+		"Prometheus exporter web configuration (exporter-toolkit): TLS, mTLS, basic auth, headers")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
+	_ = fs.MarkDeprecated("tls-cert", "use --web.config.file (tls_server_config: cert_file)")
+	_ = fs.MarkDeprecated("tls-key", "use --web.config.file (tls_server_config: key_file)")
 	return c
 }
 
@@ -175,7 +183,8 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	}
 	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-		Fleet: fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit})
+		WebConfigFile: cfg.WebConfigFile,
+		Fleet:         fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit})
 	if err != nil {
 		return fail("cannot serve", errors.New(strings.TrimPrefix(err.Error(), "serve: ")))
 	}

@@ -124,3 +124,12 @@ func TestServeAsAService(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWebConfigReplacesTLSFlags: giving both is a usage error.
+func TestServeWebConfigReplacesTLSFlags(t *testing.T) {
+	r := runCLI(t, map[string]string{"DATABRICKS_TOKEN": "t"}, "serve", "--host", "https://h.example.com",
+		"--web.config.file", "serve_test.go", "--tls-cert", "serve_test.go", "--tls-key", "serve_test.go")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--web.config.file replaces --tls-cert and --tls-key") {
+		t.Fatalf("%+v", r)
+	}
+}

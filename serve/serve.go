@@ -49,9 +49,12 @@ type Options struct {
 	// ActToken is the token actions (adopt, close, cancel) need; "" →
 	// serve refuses actions.
 	ActToken string
-	TLSCert  string // PEM files; both or neither
-	TLSKey   string
-	Fleet    *poller.Fleet // required; the caller runs it
+	// WebConfigFile is a Prometheus exporter web configuration (TLS, basic
+	// auth, headers; see webconfig.go); it replaces TLSCert/TLSKey.
+	WebConfigFile string
+	TLSCert       string // PEM files; both or neither
+	TLSKey        string
+	Fleet         *poller.Fleet // required; the caller runs it
 	// Counters is where the fleet's policies report calls (see
 	// NewCounters); nil → calls are not counted.
 	Counters *Counters
@@ -76,6 +79,7 @@ type Server struct {
 	generated bool
 	hub       *hub
 	reg       *prometheus.Registry
+	web       *webConfig // nil without --web.config.file
 }
 
 // New listens and prepares the handlers; nothing is served until Run.
@@ -103,7 +107,18 @@ func New(o Options) (*Server, error) {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return nil, errors.New("serve: --tls-cert and --tls-key go together")
 	}
+	if o.WebConfigFile != "" && o.TLSCert != "" {
+		return nil, errors.New("serve: --web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
+	}
+	var wc *webConfig
 	var tlsConf *tls.Config
+	if o.WebConfigFile != "" {
+		var err error
+		if wc, err = loadWebConfig(o.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		tlsConf = wc.tls
+	}
 	if o.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 		if err != nil {
@@ -124,7 +139,7 @@ func New(o Options) (*Server, error) {
 		_ = ln.Close()
 		return nil, errors.New("serve: the act token and the read token are the same; give actions their own token")
 	}
-	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry()}
+	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry(), web: wc}
 	if o.ActToken != "" {
 		s.act = []byte(o.ActToken)
 	}
@@ -215,25 +230,34 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/v1/health", s.auth(false, http.HandlerFunc(s.health)))
 	mux.Handle("GET /api/v1/events", s.auth(false, http.HandlerFunc(s.events)))
 	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(true, http.HandlerFunc(s.action)))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.web.setHeaders(w.Header())
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // auth checks the bearer token in constant time: the read or the act
-// token to read, the act token to act.
+// token to read, the act token to act. With basic_auth_users in the web
+// configuration, valid basic-auth credentials read too (Prometheus's
+// basic_auth); only the act token acts.
 func (s *Server) auth(act bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		got = strings.TrimSpace(got)
 		isAct := s.act != nil && subtle.ConstantTimeCompare([]byte(got), s.act) == 1
 		isRead := subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+		isUser := !isAct && !isRead && s.web.basicAuth(r)
 		switch {
-		case !isAct && !isRead:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN: the token of --serve-token-file, or the one on serve's first line when it generated it)")
+		case !isAct && !isRead && !isUser:
+			if s.web.hasUsers() {
+				w.Header().Add("WWW-Authenticate", `Basic realm="dbxtop serve"`)
+			}
+			w.Header().Add("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong credentials (Authorization: Bearer TOKEN: the token of --serve-token-file, or the one on serve's first line when it generated it; or basic auth from --web.config.file)")
 		case act && s.act == nil:
 			writeError(w, http.StatusForbidden, "serve refuses actions: it was started without --act-token-file")
 		case act && !isAct:
-			writeError(w, http.StatusForbidden, "the read token cannot act: send the act token (--act-token-file; DBXTOP_ACT_TOKEN for dbxtop attach)")
+			writeError(w, http.StatusForbidden, "only the act token acts: send it as the bearer token (--act-token-file; DBXTOP_ACT_TOKEN for dbxtop attach); the read token and basic auth only read")
 		default:
 			h.ServeHTTP(w, r)
 		}

@@ -374,7 +374,7 @@ func TestTokens(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := post(read); code != http.StatusForbidden || !strings.Contains(body, "read token cannot act") {
+	if code, body := post(read); code != http.StatusForbidden || !strings.Contains(body, "only the act token acts") {
 		t.Errorf("cancel with the read token: %d %s", code, body)
 	}
 	if code, body := post(act); code != http.StatusNotFound {
