@@ -37,7 +37,7 @@ func (a *app) newServeCmd() *cobra.Command {
   /metrics          Prometheus exposition (every series dbxtop_…)
   /api/v1/snapshot  the dbxtop.snapshot/v1 JSON (per workspace with several)
   /api/v1/events    newline-delimited JSON events, streamed
-  /healthz /readyz  liveness (no token) and readiness
+  /healthz /readyz  liveness and readiness probes (no token)
 
 Every endpoint but the probes needs "Authorization: Bearer TOKEN": the read
 token (--serve-token-file) to read, the act token (--act-token-file) for

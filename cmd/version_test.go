@@ -54,3 +54,25 @@ func TestReadTokenFile(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestManPages: one page per command, generated from the cobra commands.
+func TestManPages(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteManPages(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"dbxtop.1", "dbxtop-serve.1", "dbxtop-attach.1", "dbxtop-snapshot.1", "dbxtop-proxy.1", "dbxtop-version.1"} {
+		b, err := os.ReadFile(dir + "/" + page)
+		if err != nil {
+			t.Errorf("no %s: %v", page, err)
+			continue
+		}
+		if !strings.Contains(string(b), ".TH \"DBXTOP\" \"1\"") {
+			t.Errorf("%s is not a section-1 man page:\n%.200s", page, b)
+		}
+	}
+	b, _ := os.ReadFile(dir + "/dbxtop-serve.1")
+	if !strings.Contains(string(b), `\fB--serve-token-file\fP`) {
+		t.Errorf("dbxtop-serve.1 lacks --serve-token-file")
+	}
+}
