@@ -19,8 +19,8 @@ import (
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
-// notification is one Alertmanager webhook delivery, as received.
-type notification struct {
+// amNotification is one Alertmanager webhook delivery, as received.
+type amNotification struct {
 	at          time.Time
 	Receiver    string            `json:"receiver"`
 	Status      string            `json:"status"`
@@ -31,14 +31,14 @@ type notification struct {
 	} `json:"alerts"`
 }
 
-// receiver is the webhook the test's Alertmanager delivers to.
-type receiver struct {
+// amReceiver is the webhook the test's Alertmanager delivers to.
+type amReceiver struct {
 	mu  sync.Mutex
-	got []notification
+	got []amNotification
 }
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var n notification
+func (r *amReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var n amNotification
 	b, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	if err := json.Unmarshal(b, &n); err == nil {
 		n.at = time.Now()
@@ -49,10 +49,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (r *receiver) all() []notification {
+func (r *amReceiver) all() []amNotification {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]notification(nil), r.got...)
+	return append([]amNotification(nil), r.got...)
 }
 
 // TestAlertsReachAlertmanager: the simulator → dbxtop serve (the built
@@ -71,14 +71,14 @@ func (r *receiver) all() []notification {
 // URLs pointed here and group_wait/group_interval short, so that an alert
 // per orphan would show as several notifications.
 func TestAlertsReachAlertmanager(t *testing.T) {
-	promBin := needTool(t, "prometheus", "prometheus")
-	amBin := needTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	promBin := mustHaveTool(t, "prometheus", "prometheus")
+	amBin := mustHaveTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 
 	// The receiver.
-	rec := &receiver{}
+	rec := &amReceiver{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestAlertsReachAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = am.Process.Kill(); _ = am.Wait() }()
-	awaitCond(t, ctx, "Alertmanager ready", amLog, func() bool { return httpOK("http://" + amAddr + "/-/ready") })
+	awaitCond(t, ctx, "Alertmanager ready", amLog, func() bool { return httpIsOK("http://" + amAddr + "/-/ready") })
 
 	// The workspaces.
 	vector, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioVectorIncident})
@@ -184,7 +184,7 @@ scrape_configs:
 	}
 	defer func() { _ = prom.Process.Kill(); _ = prom.Wait() }()
 	promURL := "http://" + promAddr
-	awaitCond(t, ctx, "Prometheus ready", promLog, func() bool { return httpOK(promURL + "/-/ready") })
+	awaitCond(t, ctx, "Prometheus ready", promLog, func() bool { return httpIsOK(promURL + "/-/ready") })
 
 	// Orphans of the storm, counted from the simulator's truth as they are
 	// reaped (finished operations leave the truth after a while).
@@ -204,7 +204,7 @@ scrape_configs:
 	}
 
 	// 1. The critical capacity alert arrives before the first refusal.
-	var critical notification
+	var critical amNotification
 	awaitCond(t, ctx, "a critical capacity notification for vector/vs-endpoint-1", promLog, func() bool {
 		countReaped()
 		for _, n := range rec.all() {
@@ -237,7 +237,7 @@ scrape_configs:
 	// 2. The orphan storm: one notification for the warehouse, one alert in it.
 	awaitCond(t, ctx, "ten orphans reaped on the warehouse", promLog, func() bool { return countReaped() >= 10 })
 	time.Sleep(3 * time.Second) // two group_intervals: any further notification would be out
-	var forWarehouse []notification
+	var forWarehouse []amNotification
 	for _, n := range rec.all() {
 		if n.GroupLabels["workspace"] == "orders" && n.GroupLabels["warehouse"] == warehouse {
 			forWarehouse = append(forWarehouse, n)
@@ -282,7 +282,7 @@ scrape_configs:
 	}
 }
 
-func httpOK(u string) bool {
+func httpIsOK(u string) bool {
 	resp, err := http.Get(u)
 	if err != nil {
 		return false

@@ -13,12 +13,12 @@ import (
 	"time"
 )
 
-// unitPath is the shipped systemd unit.
-const unitPath = "../contrib/systemd/dbxtop-serve.service"
+// serveUnitPath is the shipped systemd unit.
+const serveUnitPath = "../contrib/systemd/dbxtop-serve.service"
 
-// needTool returns the path of an external tool, or skips the test with
+// mustHaveTool returns the path of an external tool, or skips the test with
 // one line outside CI (CI installs it: .ci/run).
-func needTool(t *testing.T, name, pkg string) string {
+func mustHaveTool(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
@@ -31,9 +31,9 @@ func needTool(t *testing.T, name, pkg string) string {
 }
 
 // unit reads the shipped unit's ExecStart and Environment lines.
-func unit(t *testing.T) (execStart []string, env []string, text string) {
+func readServeUnit(t *testing.T) (execStart []string, env []string, text string) {
 	t.Helper()
-	b, err := os.ReadFile(unitPath)
+	b, err := os.ReadFile(serveUnitPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func unit(t *testing.T) (execStart []string, env []string, text string) {
 // unit with ExecStart pointed at the built binary, and the unit keeps its
 // hardening and its credentials.
 func TestSystemdUnitVerifies(t *testing.T) {
-	sa := needTool(t, "systemd-analyze", "systemd")
-	execStart, _, text := unit(t)
+	sa := mustHaveTool(t, "systemd-analyze", "systemd")
+	execStart, _, text := readServeUnit(t)
 	for _, want := range []string{"DynamicUser=yes", "ProtectSystem=strict", "StateDirectory=dbxtop", "NoNewPrivileges=yes",
 		"LoadCredential=serve-token:", "LoadCredential=act-token:", "LoadCredential=databrickscfg:",
 		"Environment=DATABRICKS_CONFIG_FILE=%d/databrickscfg", "--serve-token-file %d/serve-token", "--act-token-file %d/act-token"} {
@@ -83,7 +83,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // cannot cancel, the act token can act, the log on stderr carries no
 // secret, and SIGTERM drains to exit 0.
 func TestServeAsTheUnitRunsIt(t *testing.T) {
-	execStart, unitEnv, _ := unit(t)
+	execStart, unitEnv, _ := readServeUnit(t)
 	home := t.TempDir()
 	sim := startSim(t, home, "--scenario", "quiet", "--warehouses", "1")
 	creds := filepath.Join(home, "credentials")
