@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,12 +42,19 @@ type fileFormat struct {
 	Workspaces map[string]map[string]model.LearnedLimit `json:"workspaces"`
 }
 
-// DefaultPath is $XDG_STATE_HOME/dbxtop/learned-limits.json, else
+// DefaultPath is $STATE_DIRECTORY/learned-limits.json when systemd gives
+// the service a state directory (StateDirectory=; the first when it gives
+// several), else $XDG_STATE_HOME/dbxtop/learned-limits.json, else
 // ~/.local/state/dbxtop/learned-limits.json (the XDG default). getenv is
 // injectable for tests (os.LookupEnv when nil).
 func DefaultPath(getenv func(string) (string, bool)) (string, error) {
 	if getenv == nil {
 		getenv = os.LookupEnv
+	}
+	if x, ok := getenv("STATE_DIRECTORY"); ok {
+		if first, _, _ := strings.Cut(x, ":"); filepath.IsAbs(first) {
+			return filepath.Join(first, FileName), nil
+		}
 	}
 	if x, ok := getenv("XDG_STATE_HOME"); ok && filepath.IsAbs(x) {
 		return filepath.Join(x, "dbxtop", FileName), nil

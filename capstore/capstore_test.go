@@ -34,6 +34,10 @@ func TestRoundTripAndXDG(t *testing.T) {
 	if p, _ := DefaultPath(env(map[string]string{"HOME": "/home/op", "XDG_STATE_HOME": "relative"})); p != "/home/op/.local/state/dbxtop/learned-limits.json" {
 		t.Errorf("HOME fallback %q", p)
 	}
+	// systemd's StateDirectory= wins: the service's own directory.
+	if p, _ := DefaultPath(env(map[string]string{"HOME": "/home/op", "XDG_STATE_HOME": dir, "STATE_DIRECTORY": "/var/lib/dbxtop:/var/lib/other"})); p != "/var/lib/dbxtop/learned-limits.json" {
+		t.Errorf("STATE_DIRECTORY %q", p)
+	}
 	if _, err := DefaultPath(env(nil)); err == nil || !strings.Contains(err.Error(), "neither XDG_STATE_HOME nor HOME") {
 		t.Errorf("no HOME: %v", err)
 	}

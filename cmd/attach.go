@@ -20,6 +20,7 @@ import (
 type AttachConfig struct {
 	URL     string
 	Token   string // DBXTOP_SERVE_TOKEN; never a flag (the process list)
+	Act     string // DBXTOP_ACT_TOKEN: actions; "" → read-only
 	NoColor bool
 	ASCII   bool
 	Mouse   bool
@@ -35,13 +36,15 @@ func (a *app) newAttachCmd() *cobra.Command {
 	var cfg AttachConfig
 	c := &cobra.Command{
 		Use:   "attach URL",
-		Short: "The TUI on a running dbxtop serve (token in DBXTOP_SERVE_TOKEN)",
+		Short: "The TUI on a running dbxtop serve (tokens in DBXTOP_SERVE_TOKEN, DBXTOP_ACT_TOKEN)",
 		Long: `Run the TUI on a running dbxtop serve instead of polling the workspace
 yourself: ten operators attached to one serve cost the workspace what one
-costs. Actions (adopt, re-close, cancel) go through serve and obey its
---read-only. The token is serve's (its first line of output), read from
-DBXTOP_SERVE_TOKEN.`,
-		Example: `  DBXTOP_SERVE_TOKEN=… dbxtop attach http://127.0.0.1:9464`,
+costs. The read token (serve's --serve-token-file, or token=… on its first
+line) is read from DBXTOP_SERVE_TOKEN. Actions (adopt, re-close, cancel) go
+through serve with its act token, read from DBXTOP_ACT_TOKEN, and obey its
+--read-only; without DBXTOP_ACT_TOKEN the TUI is read-only.`,
+		Example: `  DBXTOP_SERVE_TOKEN=… dbxtop attach http://127.0.0.1:9464
+  DBXTOP_SERVE_TOKEN=… DBXTOP_ACT_TOKEN=… dbxtop attach https://dbxtop.internal:9464`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("attach takes one argument: the serve URL (listen=… on serve's first line)")
@@ -61,6 +64,9 @@ DBXTOP_SERVE_TOKEN.`,
 				return usagef("DBXTOP_SERVE_TOKEN is not set: put serve's token (token=… on its first line) there")
 			}
 			cfg.Token = strings.TrimSpace(tok)
+			if act, ok := a.getenv("DBXTOP_ACT_TOKEN"); ok {
+				cfg.Act = strings.TrimSpace(act)
+			}
 			if v, ok := a.getenv("NO_COLOR"); ok && v != "" {
 				cfg.NoColor = true
 			}
@@ -85,10 +91,10 @@ func runAttach(ctx context.Context, cfg AttachConfig, stdout, stderr io.Writer) 
 		return code
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	cl, err := serve.Attach(cctx, cfg.URL, cfg.Token, nil)
+	cl, err := serve.Attach(cctx, cfg.URL, cfg.Token, cfg.Act, nil)
 	cancel()
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), cfg.Token))
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(sources.RedactToken(err.Error(), cfg.Token), cfg.Act))
 		return exitError
 	}
 	oneCore()
@@ -104,7 +110,7 @@ func runAttach(ctx context.Context, cfg AttachConfig, stdout, stderr io.Writer) 
 	stop()
 	<-streamDone
 	if uiErr != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(uiErr.Error(), cfg.Token))
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(sources.RedactToken(uiErr.Error(), cfg.Token), cfg.Act))
 		return exitError
 	}
 	return exitOK

@@ -205,7 +205,7 @@ func TestHelpListsCommands(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := runCLI(t, nil, args...)
-		if r.code != 0 || r.stdout != "dbxtop 0.1.0-dev\n" || r.stderr != "" {
+		if r.code != 0 || r.stdout != versionLine()+"\n" || !strings.HasPrefix(r.stdout, "dbxtop "+devVersion) || r.stderr != "" {
 			t.Errorf("%v: %+v", args, r)
 		}
 	}

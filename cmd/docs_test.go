@@ -97,6 +97,9 @@ func docCommands(t *testing.T) map[string][]string {
 				continue
 			}
 			line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
+			if j := strings.Index(line, "   "); j >= 0 {
+				line = line[:j] // a synopsis's description column
+			}
 			for _, cut := range []string{" #", " |", " >", " &&"} {
 				if j := strings.Index(line, cut); j >= 0 {
 					line = line[:j]

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -96,7 +97,7 @@ Try it without an account:  dbxtop demo`,
 		Args:          noArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       Version,
+		Version:       strings.TrimPrefix(versionLine(), "dbxtop "),
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return a.finishWorkspace(c.Flags(), &cfg, false)
 		},

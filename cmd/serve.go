@@ -18,10 +18,15 @@ import (
 // ServeConfig is `dbxtop serve`'s configuration.
 type ServeConfig struct {
 	WorkspaceConfig
-	Listen          string
-	ServeToken      string // "" → random, printed on the first line
-	TLSCert, TLSKey string
-	InsecureListen  bool
+	Listen         string
+	ServeToken     string // "" → random, printed on the first line
+	ServeTokenFile string // the read token's file (--serve-token-file)
+	ActTokenFile   string // the act token's file; "" → actions refused
+	LogFormat      string // --log-format: text or json
+	WebConfigFile  string // --web.config.file: TLS, basic auth, headers
+	TLSCert        string
+	TLSKey         string
+	InsecureListen bool // --insecure-listen: plain HTTP off loopback
 }
 
 func (a *app) newServeCmd() *cobra.Command {
@@ -33,23 +38,35 @@ func (a *app) newServeCmd() *cobra.Command {
   /metrics          Prometheus exposition (every series dbxtop_…)
   /api/v1/snapshot  the dbxtop.snapshot/v1 JSON (per workspace with several)
   /api/v1/events    newline-delimited JSON events, streamed
-  /healthz /readyz  liveness (no token) and readiness
+  /healthz /readyz  liveness and readiness probes (no token)
 
-Every endpoint but /healthz needs "Authorization: Bearer TOKEN". The first
-line of stdout is exactly:
+Every endpoint but the probes needs "Authorization: Bearer TOKEN": the read
+token (--serve-token-file) to read, the act token (--act-token-file) for
+adopt, close and cancel; without --act-token-file serve refuses actions.
+The first line of stdout is exactly:
   listen=http://HOST:PORT token=TOKEN
+with token=… only when serve generated the read token (no --serve-token-file).
 Plain HTTP is refused on an address that is not loopback (the token would
 cross the network in clear) unless --insecure-listen says otherwise.
 See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		Example: `  dbxtop serve --context prod --listen 127.0.0.1:9464
-  dbxtop serve --context all --listen 0.0.0.0:9464 --tls-cert cert.pem --tls-key key.pem --read-only`,
+  dbxtop serve --context all --listen 0.0.0.0:9464 --serve-token-file /etc/dbxtop/read.token \
+      --act-token-file /etc/dbxtop/act.token --web.config.file /etc/dbxtop/web.yml`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			fs := c.Flags()
 			if fs.Changed("tls-cert") != fs.Changed("tls-key") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
-			if err := serve.CheckListen(cfg.Listen, cfg.TLSCert != "", cfg.InsecureListen); err != nil {
+			if fs.Changed("web.config.file") && (fs.Changed("tls-cert") || fs.Changed("tls-key")) {
+				return usagef("--web.config.file replaces --tls-cert and --tls-key: put the certificate in its tls_server_config")
+			}
+			if fs.Changed("serve-token") && fs.Changed("serve-token-file") {
+				return usagef("--serve-token and --serve-token-file are two ways to give one token: keep --serve-token-file")
+			}
+			// TLS from a web configuration counts: serve.New refuses the
+			// address again if that file turns out to hold no TLS.
+			if err := serve.CheckListen(cfg.Listen, cfg.TLSCert != "" || cfg.WebConfigFile != "", cfg.InsecureListen); err != nil {
 				return invalidFlag("listen", cfg.Listen, strings.TrimPrefix(err.Error(), "listen address "+cfg.Listen+" "))
 			}
 			return a.finishWorkspace(fs, &cfg.WorkspaceConfig, false)
@@ -64,12 +81,52 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	fs.Var(&checkedString{p: &cfg.Listen, typ: "addr", check: checkListen}, "listen", "where to serve, host:port (port 0: a free port)")
 	cfg.Listen = serve.DefaultListen
 	fs.Var(&checkedString{p: &cfg.ServeToken, typ: "token", check: nonEmpty("the serve token"), hide: true}, "serve-token",
-		"bearer token clients must send (default: random, printed on the first line)")
+		"read token clients must send (visible in the process list: prefer --serve-token-file)")
+	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable}, "serve-token-file",
+		"file holding the read token (metrics, snapshot, events); default: a random token, printed on the first line")
+	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable}, "act-token-file",
+		"file holding the act token (adopt, close, cancel); without it serve refuses actions")
+	cfg.LogFormat = logText
+	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "format", check: checkLogFormat}, "log-format",
+		"log format: text or json (log/slog; to stderr unless --log-file)")
+	fs.Var(&checkedString{p: &cfg.WebConfigFile, typ: "file", check: checkReadable}, "web.config.file",
+		"Prometheus exporter web configuration (exporter-toolkit): TLS, mTLS, basic auth, headers")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (the serve token crosses the network in clear)")
+	_ = fs.MarkDeprecated("tls-cert", "use --web.config.file (tls_server_config: cert_file)")
+	_ = fs.MarkDeprecated("tls-key", "use --web.config.file (tls_server_config: key_file)")
 	return c
+}
+
+// maxTokenFile bounds a token file: a token is a line, not a document.
+const maxTokenFile = 4096
+
+// readTokenFile reads a token from a file (a systemd credential, a
+// secret mount): one line, surrounding space trimmed. Its errors name the
+// flag and the file, never the content.
+func readTokenFile(path, flag string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: read %s: %w", flag, path, err)
+	}
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("%s: %s is larger than %d bytes: not a token file", flag, path, maxTokenFile)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s: %s is empty: put the token in it", flag, path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("%s: %s holds more than one line: put only the token in it", flag, path)
+	}
+	return tok, nil
 }
 
 func checkReadable(p string) error {
@@ -81,37 +138,72 @@ func checkReadable(p string) error {
 }
 
 // runServe is `dbxtop serve`: engines per workspace, one fleet, the HTTP
-// server; until interrupted.
+// server; until interrupted (SIGTERM drains: the HTTP server shuts down,
+// event streams end, the engines stop). Its log is log/slog, to stderr
+// unless --log-file; stdout carries only the first line.
 func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) int {
 	const name = "dbxtop serve"
 	ws := cfg.WorkspaceConfig
-	logf, closeLog, err := openLog(ws.LogFile, ws.Token, "serve")
+	// The token files are read first, so their content is redacted from
+	// everything logged afterwards.
+	readToken, actToken := cfg.ServeToken, ""
+	var err error
+	if cfg.ServeTokenFile != "" {
+		if readToken, err = readTokenFile(cfg.ServeTokenFile, "--serve-token-file"); err != nil {
+			fmt.Fprintln(stderr, name+": "+err.Error())
+			return exitError
+		}
+	}
+	if cfg.ActTokenFile != "" {
+		if actToken, err = readTokenFile(cfg.ActTokenFile, "--act-token-file"); err != nil {
+			fmt.Fprintln(stderr, name+": "+err.Error())
+			return exitError
+		}
+	}
+	log, err := openServiceLog(ws.LogFile, cfg.LogFormat, "serve", stderr, ws.Token, ws.ProxyToken, readToken, actToken)
 	if err != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
 		return exitError
 	}
-	defer closeLog()
+	defer log.close()
+	// fail reports a fatal error: in the log, and on stderr too when the
+	// log is a file (the operator at the terminal sees why it stopped).
+	fail := func(msg string, err error) int {
+		log.Error(msg, "err", err)
+		if !log.toStderr {
+			fmt.Fprintln(stderr, name+": "+sources.RedactToken(sources.RedactToken(err.Error(), ws.Token), readToken))
+		}
+		return exitError
+	}
+	logf := log.logf
 	ctx = sdkLogContext(ctx, logf)
 	counters := serve.NewCounters()
-	ws.Learned = openLearned(ws, stderr, logf, false)
+	// Learned-limit warnings go to the log; to stderr as well only when
+	// the log is elsewhere.
+	learnedOut := stderr
+	if log.toStderr {
+		learnedOut = io.Discard
+	}
+	ws.Learned = openLearned(ws, learnedOut, logf, false)
 	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) retry.PolicyOptions {
 		return retry.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
-		return exitError
+		return fail("cannot watch the workspaces", err)
 	}
 	defer closeConns()
-	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: cfg.ServeToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-		Fleet: fleet, Counters: counters, Logf: logf, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
+	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+		WebConfigFile: cfg.WebConfigFile,
+		Fleet:         fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
 	if err != nil {
-		fmt.Fprintln(stderr, name+": "+strings.TrimPrefix(err.Error(), "serve: "))
-		return exitError
+		return fail("cannot serve", errors.New(strings.TrimPrefix(err.Error(), "serve: ")))
 	}
 	fmt.Fprintln(stdout, srv.FirstLine())
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
 	}
+	log.Info("serving", "listen", srv.URL(), "workspaces", len(fleet.Members()), "read_only", ws.ReadOnly,
+		"actions", actToken != "" && !ws.ReadOnly, "read_token", tokenSource(cfg), "version", Version)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	fleetDone := make(chan struct{})
@@ -120,9 +212,20 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	stop()
 	<-fleetDone
 	if serr != nil {
-		fmt.Fprintln(stderr, name+": "+serr.Error())
-		return exitError
+		return fail("serving failed", serr)
 	}
-	fmt.Fprintln(stderr, name+": stopped")
+	log.Info("stopped")
 	return exitOK
+}
+
+// tokenSource says where the read token came from, for the log (never
+// the token itself).
+func tokenSource(cfg ServeConfig) string {
+	switch {
+	case cfg.ServeTokenFile != "":
+		return "file"
+	case cfg.ServeToken != "":
+		return "flag"
+	}
+	return "generated"
 }

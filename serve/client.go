@@ -25,6 +25,7 @@ import (
 // poller.ErrReadOnly).
 type Client struct {
 	base, token string
+	act         string       // the act token; "" → actions are not offered
 	hc          *http.Client // bounded requests
 	shc         *http.Client // the event stream: no overall timeout
 	events      chan model.Event
@@ -38,13 +39,15 @@ type Client struct {
 // maxBody bounds what Client reads from serve in one answer.
 const maxBody = 64 << 20
 
-// Attach checks that url is a serve that accepts token and returns a
-// client; the error says which (unreachable, wrong token, not a serve).
+// Attach checks that url is a serve that accepts token (the read token)
+// and returns a client; the error says which (unreachable, wrong token,
+// not a serve). Actions are sent with act, serve's act token; without it,
+// or when serve takes no actions, the client is read-only.
 //
 // The client follows no redirect: Go's client would resend the token to
 // another port of the same host (or, for a scheme change, in clear), so a
 // redirect is an error naming where it pointed.
-func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, error) {
+func Attach(ctx context.Context, url, token, act string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -53,12 +56,12 @@ func Attach(ctx context.Context, url, token string, hc *http.Client) (*Client, e
 	hc = &own
 	shc := *hc
 	shc.Timeout = 0
-	c := &Client{base: strings.TrimRight(url, "/"), token: token, hc: hc, shc: &shc, events: make(chan model.Event, 4096)}
+	c := &Client{base: strings.TrimRight(url, "/"), token: token, act: act, hc: hc, shc: &shc, events: make(chan model.Event, 4096)}
 	var h HealthInfo
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return nil, err
 	}
-	c.readOnly = h.ReadOnly
+	c.readOnly = h.ReadOnly || !h.Actions || act == ""
 	if d, err := time.ParseDuration(h.Refresh); err == nil && d > 0 {
 		c.refresh = d
 	}
@@ -82,7 +85,11 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	token := c.token
+	if method == http.MethodPost && c.act != "" {
+		token = c.act
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
@@ -204,7 +211,8 @@ func (c *Client) Health() poller.Health {
 	return h.Health.Poller()
 }
 
-// ReadOnly is serve's --read-only.
+// ReadOnly: serve's --read-only, a serve without an act token, or an
+// attach without DBXTOP_ACT_TOKEN.
 func (c *Client) ReadOnly() bool { return c.readOnly }
 
 // Refresh is serve's --refresh, 0 when serve did not say.

@@ -124,7 +124,7 @@ func TestAttachCleansAHostileServe(t *testing.T) {
 	srv := hostileServe(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Attach(ctx, srv.URL, "tok", nil)
+	c, err := Attach(ctx, srv.URL, "tok", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestAttachRefusesRedirects(t *testing.T) {
 			http.Redirect(w, r, other.URL+r.URL.Path, code)
 		}))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := Attach(ctx, redir.URL, "secret-serve-token", nil)
+		_, err := Attach(ctx, redir.URL, "secret-serve-token", "", nil)
 		cancel()
 		redir.Close()
 		if !errors.Is(err, ErrRedirect) || !strings.Contains(err.Error(), other.URL) {

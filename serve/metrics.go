@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -34,6 +35,25 @@ type gauge struct {
 	emit       func(ws model.NamedSnapshot, h poller.Health, out func(v float64, labels ...string))
 }
 
+// operationFlags are the flags an operation can carry; each is a series
+// (0 when none) so a rule's increase and absence behave.
+var operationFlags = []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped}
+
+// endpointFlags are the flag and severity pairs model.EvaluateEndpoint
+// raises, each one series per endpoint.
+var endpointFlags = []model.Flag{
+	{Kind: model.FlagCapacity, Severity: model.SeverityWarning},
+	{Kind: model.FlagCapacity, Severity: model.SeverityCritical},
+	{Kind: model.FlagExhausted, Severity: model.SeverityCritical},
+	{Kind: model.FlagEndpointState, Severity: model.SeverityWarning},
+	{Kind: model.FlagEndpointState, Severity: model.SeverityCritical},
+	{Kind: model.FlagIndexNotReady, Severity: model.SeverityWarning},
+	{Kind: model.FlagIndexQuota, Severity: model.SeverityWarning},
+	{Kind: model.FlagIndexQuota, Severity: model.SeverityCritical},
+	{Kind: model.FlagThroughput, Severity: model.SeverityWarning},
+	{Kind: model.FlagThroughput, Severity: model.SeverityCritical},
+}
+
 var gauges = []gauge{
 	{"dbxtop_observe_up", "1 when dbxtop's last discovery of the workspace succeeded, 0 when it cannot observe it.", nil,
 		func(ws model.NamedSnapshot, h poller.Health, out func(float64, ...string)) {
@@ -50,17 +70,25 @@ var gauges = []gauge{
 				out(float64(c), label(key.wh), key.st)
 			}
 		}},
-	{"dbxtop_operations_flagged", "Operations carrying a flag, by flag and severity (INACTIVE: an orphan the server will reap).", []string{"flag", "severity"},
+	{"dbxtop_operations_flagged", "Operations carrying a flag, by warehouse, flag and severity (INACTIVE: an orphan the server will reap). Every flag and severity is present (0) for each warehouse dbxtop shows an operation on.", []string{"warehouse", "flag", "severity"},
 		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
-			n := map[model.Flag]int{}
+			type k struct {
+				wh string
+				f  model.Flag
+			}
+			n := map[k]int{}
+			whs := map[string]bool{}
 			for _, o := range ws.Operations {
+				whs[o.WarehouseID] = true
 				for _, f := range o.Flags {
-					n[model.Flag{Kind: f.Kind, Severity: f.Severity}]++
+					n[k{o.WarehouseID, model.Flag{Kind: f.Kind, Severity: f.Severity}}]++
 				}
 			}
-			for _, kind := range []model.FlagKind{model.FlagInactive, model.FlagStale, model.FlagUnclosed, model.FlagCloseFailed, model.FlagReaped} {
-				for _, sev := range []model.Severity{model.SeverityWarning, model.SeverityCritical} {
-					out(float64(n[model.Flag{Kind: kind, Severity: sev}]), string(kind), string(sev))
+			for wh := range whs {
+				for _, kind := range operationFlags {
+					for _, sev := range []model.Severity{model.SeverityWarning, model.SeverityCritical} {
+						out(float64(n[k{wh, model.Flag{Kind: kind, Severity: sev}}]), label(wh), string(kind), string(sev))
+					}
 				}
 			}
 		}},
@@ -138,6 +166,18 @@ var gauges = []gauge{
 				out(boolF(e.HasFlag(model.FlagExhausted)), label(e.Name))
 			}
 		}},
+	{"dbxtop_endpoint_flag", "1 when a Vector Search endpoint carries the flag at that severity, else 0 (docs/capacity.md: CAPACITY, EXHAUSTED, ENDPOINT_STATE, INDEX_NOT_READY, INDEX_QUOTA, THROUGHPUT).", []string{"endpoint", "flag", "severity"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, e := range ws.Endpoints {
+				for _, f := range endpointFlags {
+					on := false
+					for _, g := range e.Flags {
+						on = on || (g.Kind == f.Kind && g.Severity == f.Severity)
+					}
+					out(boolF(on), label(e.Name), string(f.Kind), string(f.Severity))
+				}
+			}
+		}},
 	{"dbxtop_retry_budget_tokens", "Tokens left in the workspace's retry budget (retries stop when it cannot pay).", nil,
 		func(_ model.NamedSnapshot, h poller.Health, out func(float64, ...string)) { out(h.BudgetAvailable) }},
 	{"dbxtop_retry_budget_capacity", "Capacity of the workspace's retry budget.", nil,
@@ -157,6 +197,22 @@ var clientGauges = []struct {
 	{"dbxtop_client_orphans", "Orphaned statements (REAPED or INACTIVE) in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Orphans) }},
 	{"dbxtop_client_leaks", "Leaked statements (UNCLOSED or CLOSE_FAILED) in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Leaks) }},
 	{"dbxtop_client_cancellations", "Canceled statements in the recent window, by client application.", func(c model.ClientStats) float64 { return float64(c.Cancellations) }},
+}
+
+// buildInfo is dbxtop_build_info, the exporter convention: a constant 1
+// whose labels say what runs.
+func buildInfo(version, revision string) prometheus.Collector {
+	if version == "" {
+		version = "unknown"
+	}
+	if revision == "" {
+		revision = "unknown"
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dbxtop_build_info",
+		Help:        "A constant 1 labelled with the version, revision and Go version dbxtop serve was built from.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()}})
+	g.Set(1)
+	return g
 }
 
 func boolF(b bool) float64 {
@@ -184,8 +240,8 @@ type collector struct {
 	clLimit *clientLimiter
 }
 
-func newCollector(f *poller.Fleet) *collector {
-	c := &collector{fleet: f, clLimit: newClientLimiter()}
+func newCollector(f *poller.Fleet, cl *clientLimiter) *collector {
+	c := &collector{fleet: f, clLimit: cl}
 	for _, g := range gauges {
 		c.descs = append(c.descs, prometheus.NewDesc(g.name, g.help, append([]string{"workspace"}, g.labels...), nil))
 	}
@@ -216,7 +272,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		// Clients: per workspace, summed over users.
 		byApp := map[string]model.ClientStats{}
 		for _, cs := range ws.Clients {
-			app := c.clLimit.label(cs.ClientApplication)
+			app := c.clLimit.label(ws.Name, cs.ClientApplication)
 			acc := byApp[app]
 			acc.Statements += cs.Statements
 			acc.Orphans += cs.Orphans
@@ -232,30 +288,38 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// clientLimiter caps the distinct client_application label values over
-// serve's lifetime: the first maxClientLabels keep their name, later ones
-// become "other" (documented in docs/fleet.md).
+// clientLimiter caps the distinct client_application label values of
+// each workspace over serve's lifetime: a workspace's first
+// maxClientLabels keep their name, later ones become "other"
+// (docs/fleet.md). Per workspace, so one noisy workspace cannot take the
+// names of the others; shared by the gauges and the counters, so a label
+// means the same in both.
 type clientLimiter struct {
 	mu   sync.Mutex
-	seen map[string]bool
+	seen map[string]map[string]bool // workspace → application → kept
 }
 
-func newClientLimiter() *clientLimiter { return &clientLimiter{seen: map[string]bool{}} }
+func newClientLimiter() *clientLimiter { return &clientLimiter{seen: map[string]map[string]bool{}} }
 
-func (l *clientLimiter) label(app string) string {
+func (l *clientLimiter) label(workspace, app string) string {
 	if app == "" {
 		app = model.UnknownClient
 	}
 	app = label(app)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seen[app] {
+	seen := l.seen[workspace]
+	if seen == nil {
+		seen = map[string]bool{}
+		l.seen[workspace] = seen
+	}
+	if seen[app] {
 		return app
 	}
-	if len(l.seen) >= maxClientLabels {
+	if len(seen) >= maxClientLabels {
 		return otherClient
 	}
-	l.seen[app] = true
+	seen[app] = true
 	return app
 }
 
@@ -265,6 +329,7 @@ func (l *clientLimiter) label(app string) string {
 type Counters struct {
 	calls, retries, giveUps *prometheus.CounterVec
 	orphans, leaks          *prometheus.CounterVec
+	proxyUp                 *prometheus.GaugeVec
 	clLimit                 *clientLimiter
 
 	mu      sync.Mutex
@@ -288,6 +353,9 @@ func NewCounters() *Counters {
 		leaks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_leaks_total",
 			Help: "Operations left open after finishing (UNCLOSED) or whose close failed (CLOSE_FAILED), counted once per operation and flag, by client application."},
 			[]string{"workspace", "client_application", "flag"}),
+		proxyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dbxtop_proxy_up",
+			Help: "1 when serve's last read of the workspace's dbxtop proxy (--proxy) succeeded, 0 when it failed; absent without --proxy."},
+			[]string{"workspace"}),
 		clLimit: newClientLimiter(),
 		counted: map[string]map[string]bool{},
 	}
@@ -298,6 +366,7 @@ func (c *Counters) Describe(ch chan<- *prometheus.Desc) {
 	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
 		v.Describe(ch)
 	}
+	c.proxyUp.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -305,6 +374,7 @@ func (c *Counters) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
 		v.Collect(ch)
 	}
+	c.proxyUp.Collect(ch)
 }
 
 // Observer counts one workspace's retries and give-ups (PolicyOptions.Observe).
@@ -325,6 +395,10 @@ func (c *Counters) Observer(workspace string) func(retry.Report) {
 	}
 }
 
+// proxyCall is the call proxy.Merged makes to the proxy's admin API once
+// per discovery; its outcome is dbxtop_proxy_up.
+const proxyCall = "ProxyOperations"
+
 // Done counts one workspace's finished calls by outcome (PolicyOptions.Done).
 func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 	return func(call retry.Call, _ int, err error) {
@@ -341,6 +415,9 @@ func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 			}
 		}
 		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
+		if call.Name == proxyCall {
+			c.proxyUp.WithLabelValues(workspace).Set(boolF(err == nil))
+		}
 	}
 }
 
@@ -359,14 +436,20 @@ func (c *Counters) reconcile(parts []model.NamedSnapshot) {
 		}
 		present := map[string]bool{}
 		for _, o := range ws.Operations {
+			// Every client seen gets its counters at 0 before its first
+			// orphan or leak, so increase() sees that first one.
+			app := c.clLimit.label(ws.Name, o.ClientApplication)
+			c.orphans.WithLabelValues(ws.Name, app)
+			c.leaks.WithLabelValues(ws.Name, app, string(model.FlagUnclosed))
+			c.leaks.WithLabelValues(ws.Name, app, string(model.FlagCloseFailed))
 			for _, f := range o.Flags {
 				var inc func()
 				switch f.Kind {
 				case model.FlagReaped:
-					inc = func() { c.orphans.WithLabelValues(ws.Name, c.clLimit.label(o.ClientApplication)).Inc() }
+					inc = func() { c.orphans.WithLabelValues(ws.Name, app).Inc() }
 				case model.FlagUnclosed, model.FlagCloseFailed:
 					inc = func() {
-						c.leaks.WithLabelValues(ws.Name, c.clLimit.label(o.ClientApplication), string(f.Kind)).Inc()
+						c.leaks.WithLabelValues(ws.Name, app, string(f.Kind)).Inc()
 					}
 				default:
 					continue

@@ -4,7 +4,10 @@
 // TUIs (`dbxtop attach`, whose actions come back through /api/v1/operations).
 // See docs/fleet.md.
 //
-// Every endpoint but /healthz needs the bearer token. Server-supplied text
+// Every endpoint but the probes (/healthz, /readyz) needs a bearer token:
+// the read token (or the act token) for metrics, snapshot, health and
+// events, the act token for actions — without one, serve refuses
+// actions. Server-supplied text
 // that becomes a metric label goes through textfmt.Line; JSON carries it as
 // data (escaped by encoding/json) for the consumer to sanitise on output.
 //
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -41,11 +45,19 @@ const DefaultListen = "127.0.0.1:9464"
 
 // Options configure a Server.
 type Options struct {
-	Listen  string // host:port; port 0 picks a free one; "" → DefaultListen
-	Token   string // bearer token; "" → 32 random hex characters
-	TLSCert string // PEM files; both or neither
-	TLSKey  string
-	Fleet   *poller.Fleet // required; the caller runs it
+	Listen string // host:port; port 0 picks a free one; "" → DefaultListen
+	// Token is the read token (metrics, snapshot, health, events); "" →
+	// 32 random hex characters, which FirstLine then shows.
+	Token string
+	// ActToken is the token actions (adopt, close, cancel) need; "" →
+	// serve refuses actions.
+	ActToken string
+	// WebConfigFile is a Prometheus exporter web configuration (TLS, basic
+	// auth, headers; see webconfig.go); it replaces TLSCert/TLSKey.
+	WebConfigFile string
+	TLSCert       string // PEM files; both or neither
+	TLSKey        string
+	Fleet         *poller.Fleet // required; the caller runs it
 	// Counters is where the fleet's policies report calls (see
 	// NewCounters); nil → calls are not counted.
 	Counters *Counters
@@ -56,6 +68,8 @@ type Options struct {
 	// TUIs; 0 → not told.
 	Refresh time.Duration
 	Logf    func(format string, args ...any)
+	// Version and Revision label dbxtop_build_info ("" → "unknown").
+	Version, Revision string
 	// InsecureListen allows plain HTTP on an address that is not loopback
 	// (the bearer token would cross the network in clear).
 	InsecureListen bool
@@ -93,8 +107,13 @@ type Server struct {
 	http  *http.Server
 	url   string
 	token []byte
-	hub   *hub
-	reg   *prometheus.Registry
+	act   []byte // nil: actions refused
+	// generated: serve made the read token, so its first line shows it
+	// (a token it was given is never printed).
+	generated bool
+	hub       *hub
+	reg       *prometheus.Registry
+	web       *webConfig // nil without --web.config.file
 }
 
 // New listens and prepares the handlers; nothing is served until Run.
@@ -111,7 +130,8 @@ func New(o Options) (*Server, error) {
 	if o.Counters == nil {
 		o.Counters = NewCounters()
 	}
-	if o.Token == "" {
+	generated := o.Token == ""
+	if generated {
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {
 			return nil, fmt.Errorf("serve: random token: %w", err)
@@ -121,7 +141,18 @@ func New(o Options) (*Server, error) {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return nil, errors.New("serve: --tls-cert and --tls-key go together")
 	}
+	if o.WebConfigFile != "" && o.TLSCert != "" {
+		return nil, errors.New("serve: --web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
+	}
+	var wc *webConfig
 	var tlsConf *tls.Config
+	if o.WebConfigFile != "" {
+		var err error
+		if wc, err = loadWebConfig(o.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		tlsConf = wc.tls
+	}
 	if o.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 		if err != nil {
@@ -141,9 +172,19 @@ func New(o Options) (*Server, error) {
 		ln = tls.NewListener(ln, tlsConf)
 		scheme = "https"
 	}
-	s := &Server{o: o, ln: ln, token: []byte(o.Token), hub: newHub(), reg: prometheus.NewRegistry()}
+	if o.ActToken != "" && o.ActToken == o.Token {
+		_ = ln.Close()
+		return nil, errors.New("serve: the act token and the read token are the same; give actions their own token")
+	}
+	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry(), web: wc}
+	if o.ActToken != "" {
+		s.act = []byte(o.ActToken)
+	}
 	s.url = scheme + "://" + ln.Addr().String()
-	s.reg.MustRegister(newCollector(o.Fleet), newProxiedCollector(o.Fleet), o.Counters)
+	s.reg.MustRegister(newCollector(o.Fleet, o.Counters.clLimit), newProxiedCollector(o.Fleet), o.Counters,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+		buildInfo(o.Version, o.Revision))
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
@@ -151,11 +192,18 @@ func New(o Options) (*Server, error) {
 // URL is http(s)://HOST:PORT, the address actually bound.
 func (s *Server) URL() string { return s.url }
 
-// Token is the bearer token clients must send.
+// Token is the read token clients must send.
 func (s *Server) Token() string { return string(s.token) }
 
-// FirstLine is what `dbxtop serve` prints first on stdout.
-func (s *Server) FirstLine() string { return fmt.Sprintf("listen=%s token=%s", s.url, s.token) }
+// FirstLine is what `dbxtop serve` prints first on stdout: the address,
+// and the read token only when serve generated it (a token read from a
+// file never reaches stdout or a journal).
+func (s *Server) FirstLine() string {
+	if s.generated {
+		return fmt.Sprintf("listen=%s token=%s", s.url, s.token)
+	}
+	return "listen=" + s.url
+}
 
 // Run serves until ctx is done, forwarding the fleet's events to /api/v1/events
 // subscribers and keeping the orphan/leak counters current; then it shuts
@@ -213,25 +261,43 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /readyz", s.auth(http.HandlerFunc(s.readyz)))
-	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
-	mux.Handle("GET /api/v1/snapshot", s.auth(http.HandlerFunc(s.snapshot)))
-	mux.Handle("GET /api/v1/health", s.auth(http.HandlerFunc(s.health)))
-	mux.Handle("GET /api/v1/events", s.auth(http.HandlerFunc(s.events)))
-	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(http.HandlerFunc(s.action)))
-	return mux
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.auth(false, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /api/v1/snapshot", s.auth(false, http.HandlerFunc(s.snapshot)))
+	mux.Handle("GET /api/v1/health", s.auth(false, http.HandlerFunc(s.health)))
+	mux.Handle("GET /api/v1/events", s.auth(false, http.HandlerFunc(s.events)))
+	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(true, http.HandlerFunc(s.action)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.web.setHeaders(w.Header())
+		mux.ServeHTTP(w, r)
+	})
 }
 
-// auth checks the bearer token in constant time.
-func (s *Server) auth(h http.Handler) http.Handler {
+// auth checks the bearer token in constant time: the read or the act
+// token to read, the act token to act. With basic_auth_users in the web
+// configuration, valid basic-auth credentials read too (Prometheus's
+// basic_auth); only the act token acts.
+func (s *Server) auth(act bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), s.token) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN; the token is on serve's first line of output)")
-			return
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got = strings.TrimSpace(got)
+		isAct := s.act != nil && subtle.ConstantTimeCompare([]byte(got), s.act) == 1
+		isRead := subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+		isUser := !isAct && !isRead && s.web.basicAuth(r)
+		switch {
+		case !isAct && !isRead && !isUser:
+			if s.web.hasUsers() {
+				w.Header().Add("WWW-Authenticate", `Basic realm="dbxtop serve"`)
+			}
+			w.Header().Add("WWW-Authenticate", `Bearer realm="dbxtop serve"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong credentials (Authorization: Bearer TOKEN: the token of --serve-token-file, or the one on serve's first line when it generated it; or basic auth from --web.config.file)")
+		case act && s.act == nil:
+			writeError(w, http.StatusForbidden, "serve refuses actions: it was started without --act-token-file")
+		case act && !isAct:
+			writeError(w, http.StatusForbidden, "only the act token acts: send it as the bearer token (--act-token-file; DBXTOP_ACT_TOKEN for dbxtop attach); the read token and basic auth only read")
+		default:
+			h.ServeHTTP(w, r)
 		}
-		h.ServeHTTP(w, r)
 	})
 }
 
@@ -250,16 +316,15 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz: ready once every workspace has had a discovery round answered
-// (successfully or not); the body lists each workspace's state, so a
-// workspace that is down is visible here without making serve unready.
+// (successfully or not). It needs no token, so it says only counts: how
+// many workspaces serve watches and how many it can observe (a workspace
+// that is down does not make serve unready; /metrics and the snapshot
+// name it).
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	type ws struct {
-		Name string `json:"name"`
-		Up   bool   `json:"up"`
-	}
 	var out struct {
 		Ready      bool `json:"ready"`
-		Workspaces []ws `json:"workspaces"`
+		Workspaces int  `json:"workspaces"`
+		Up         int  `json:"up"`
 	}
 	out.Ready = true
 	for _, m := range s.o.Fleet.Members() {
@@ -267,7 +332,10 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		if h.LastDiscovery.IsZero() && h.DiscoveryFailures == 0 {
 			out.Ready = false
 		}
-		out.Workspaces = append(out.Workspaces, ws{Name: m.Name, Up: h.DiscoveryUp})
+		out.Workspaces++
+		if h.DiscoveryUp {
+			out.Up++
+		}
 	}
 	code := http.StatusOK
 	if !out.Ready {
@@ -281,7 +349,10 @@ type HealthInfo struct {
 	ReadOnly bool `json:"read_only"`
 	// Refresh is serve's --refresh (Go syntax): the period of its listing,
 	// which an attached TUI shows instead of its own tick.
-	Refresh string     `json:"refresh,omitempty"`
+	Refresh string `json:"refresh,omitempty"`
+	// Actions: serve takes actions from the act token (it has one and is
+	// not read-only).
+	Actions bool       `json:"actions"`
 	Health  HealthJSON `json:"health"`
 }
 
@@ -318,7 +389,8 @@ func (h HealthJSON) Poller() poller.Health {
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	info := HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Health: healthJSON(s.o.Fleet.Health())}
+	info := HealthInfo{ReadOnly: s.o.Fleet.ReadOnly(), Actions: s.act != nil && !s.o.Fleet.ReadOnly(),
+		Health: healthJSON(s.o.Fleet.Health())}
 	if s.o.Refresh > 0 {
 		info.Refresh = s.o.Refresh.String()
 	}

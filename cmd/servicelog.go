@@ -1,0 +1,76 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/dbxtop/dbxtop/sources"
+)
+
+// Log formats of the service commands (--log-format).
+const (
+	logText = "text"
+	logJSON = "json"
+)
+
+func checkLogFormat(s string) error {
+	if s != logText && s != logJSON {
+		return fmt.Errorf("must be %s or %s", logText, logJSON)
+	}
+	return nil
+}
+
+// serviceLog is a service's log (serve): log/slog, one line per event,
+// to stderr unless --log-file names a file ("-" and /dev/stderr mean
+// stderr: under journald stderr is a socket that cannot be opened by
+// name). Every string that reaches it — the message and each attribute —
+// is one clean line with the secrets redacted.
+type serviceLog struct {
+	*slog.Logger
+	toStderr bool
+	close    func()
+}
+
+// openServiceLog opens the log; secrets are redacted wherever they appear.
+func openServiceLog(path, format, who string, stderr io.Writer, secrets ...string) (*serviceLog, error) {
+	var w io.Writer = stderr
+	closeFn := func() {}
+	toStderr := path == "" || path == "-" || path == "/dev/stderr"
+	if !toStderr {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open --log-file: %w", err)
+		}
+		w, closeFn = f, func() { _ = f.Close() }
+	}
+	clean := func(s string) string {
+		for _, sec := range secrets {
+			s = sources.RedactToken(s, sec)
+		}
+		return sources.OneLine(s, maxLogLine)
+	}
+	opts := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			a.Value = slog.StringValue(clean(a.Value.String()))
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				a.Value = slog.StringValue(clean(err.Error()))
+			}
+		}
+		return a
+	}}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if format == logJSON {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return &serviceLog{Logger: slog.New(h).With("component", who), toStderr: toStderr, close: closeFn}, nil
+}
+
+// logf is the printf-style log the engines and sources take: one Info
+// event per line.
+func (l *serviceLog) logf(format string, args ...any) {
+	l.Info(fmt.Sprintf(format, args...))
+}
