@@ -124,7 +124,7 @@ func TestDemoActsOnlyThroughItsClients(t *testing.T) {
 	s := startTmux(t, 80, 24, home, home, "demo", "--no-color")
 	s.waitScreen("the demo's first flags", 60*time.Second, func(scr string) bool { return strings.Contains(scr, "UNCLOSED") })
 	time.Sleep(time.Until(start.Add(50 * time.Second))) // the window in which the old script acted
-	s.keys("Tab", "Tab") // Events
+	s.keys("Tab", "Tab")                                // Events
 	s.keys("-l", "/requested by")
 	scr := s.waitScreen("the Events filter", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "/requested by_") })
 	if !strings.Contains(scr, `no event matches "requested by"`) {
