@@ -146,7 +146,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		e.closes.add(en)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
-		Message:   fmt.Sprintf("close failed (%d attempts so far); next try in %s", c.Attempts, textfmt.Elapsed(wait)),
+		Message:   fmt.Sprintf("close failed (%s so far); next try in %s", textfmt.Plural(int64(c.Attempts), "attempt", "attempts"), textfmt.Elapsed(wait)),
 		RequestID: info.RequestID, Err: info})
 	e.loop.signal()
 	return err

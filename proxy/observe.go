@@ -16,6 +16,7 @@ import (
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -771,6 +772,6 @@ func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
 		o.f.Heals++
 		o.event(now, "healed", fmt.Sprintf("%s succeeded on attempt %d after %s", rq.call, attempts, clean(cause)), "client")
 	} else {
-		o.event(now, "heal-failed", fmt.Sprintf("%s still failed after %d attempts (first: %s)", rq.call, attempts, clean(cause)), "client")
+		o.event(now, "heal-failed", fmt.Sprintf("%s still failed after %s (first: %s)", rq.call, textfmt.Plural(int64(attempts), "attempt", "attempts"), clean(cause)), "client")
 	}
 }

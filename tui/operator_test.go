@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
@@ -112,6 +113,36 @@ func TestHeaderKeepsWhatMattersAt80(t *testing.T) {
 		must(t, strings.Contains(head, "READ-ONLY") && strings.Contains(head, "PAUSED"), "badges missing:\n%s", head)
 		if m.view == viewOps {
 			must(t, strings.Contains(head, `filter "wh"`) && strings.Contains(head, "sort state▼"), "filter/sort missing:\n%s", head)
+		}
+		// The same header at 200 columns has everything: at 80 every word
+		// is one of its words (nothing cut mid-word; an ellipsis marks a
+		// shortened value, capitals an abbreviated flag kind), and what
+		// was dropped is marked with » on the line it left.
+		wide := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 200, 50)
+		press(wide, "space", "/", "w", "h", "enter", "s", "2")
+		for range m.view {
+			press(wide, "tab")
+		}
+		full := map[string]bool{}
+		for _, w := range strings.Fields(strings.Join(strings.Split(plain(wide), "\n")[:wide.headerHeight()], "\n")) {
+			full[w] = true
+		}
+		dropped := false
+		seen := map[string]bool{}
+		for _, w := range strings.Fields(head) {
+			seen[w] = true
+			abbrev := strings.ToUpper(w) == w
+			must(t, full[w] || abbrev || strings.HasSuffix(w, "…") || w == "»" || w == "(!" || w == "full)" || strings.HasPrefix(w, "sort") || strings.HasPrefix(w, "state"),
+				"view %d: %q at 80 columns is not a word of the full header (cut mid-word?):\n%s", m.view, w, head)
+		}
+		for w := range full {
+			if !seen[w] && strings.ToUpper(w) != w {
+				dropped = true
+			}
+		}
+		must(t, !dropped || strings.Contains(head, "»"), "view %d: words dropped at 80 columns with no » marking it:\n%s", m.view, head)
+		for _, l := range strings.Split(head, "\n") {
+			must(t, ansi.StringWidth(l) <= 80, "a header line is wider than 80: %q", l)
 		}
 	}
 }
