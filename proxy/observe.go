@@ -16,11 +16,11 @@ import (
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/textfmt"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Bounds on what the proxy reads of a body to observe it. Bodies are
