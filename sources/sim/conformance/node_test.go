@@ -26,7 +26,7 @@ import (
 )
 
 // nodeModules is where .ci/run installs the pinned Node drivers
-// (npm ci --prefix node).
+// (npm install --no-save --prefix node, from the pinned lock).
 func nodeModules(t *testing.T) string {
 	t.Helper()
 	dir, _ := filepath.Abs(filepath.Join("node", "node_modules"))
@@ -35,7 +35,7 @@ func nodeModules(t *testing.T) string {
 		if testenv.CI() {
 			t.Fatalf("the pinned Node drivers are missing in CI (.ci/run installs them): %v", modErr)
 		}
-		t.Skip("skipped: the Node drivers are missing (npm ci --prefix sources/sim/conformance/node)")
+		t.Skip("skipped: the Node drivers are missing (npm install --no-save --prefix sources/sim/conformance/node)")
 	}
 	out, err := exec.Command("node", "--version").Output()
 	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".", 2)[0])
