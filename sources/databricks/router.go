@@ -54,11 +54,16 @@ type statusRouter struct {
 // statements does not pay a rate-limited REST call for each.
 const verifyGone = 3
 
-// cannotTellNote is the status note of an operation whose openness and
-// client activity no source can tell.
-const cannotTellNote = "neither Thrift (a handle rebuilt from the statement id) nor the Statement Execution API " +
-	"knows it by statement id alone: whether it is open and when its client was last active cannot be known here; " +
-	"`dbxtop proxy` on the client's path would tell"
+// Status notes of an operation whose openness and client activity no
+// source can tell: asked over Thrift and REST, or (warehouse not running)
+// over REST alone.
+const (
+	cannotTellNote = "neither Thrift (a handle rebuilt from the statement id) nor the Statement Execution API " +
+		"knows it by statement id alone: " + cannotTellTail
+	cannotTellRESTNote = "the Statement Execution API does not know it by statement id alone: " + cannotTellTail
+	cannotTellTail     = "whether it is open and when its client was last active cannot be known here; " +
+		"`dbxtop proxy` on the client's path would tell"
+)
 
 func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
 	if ok, why := r.rest.Gate().Running(ref.WarehouseID); !ok {
@@ -67,7 +72,7 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 		// workspace-level.
 		st, err := r.rest.Status(ctx, ref)
 		if cannotTell(err) {
-			st, err = r.fromHistory(ctx, ref, err)
+			st, err = r.fromHistory(ctx, ref, err, cannotTellRESTNote)
 		}
 		st.Note = joinNote(why, st.Note)
 		return st, err
@@ -75,7 +80,7 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 	if r.disabled.Load() {
 		st, err := r.rest.Status(ctx, ref)
 		if cannotTell(err) {
-			return r.fromHistory(ctx, ref, err)
+			return r.fromHistory(ctx, ref, err, cannotTellNote)
 		}
 		return st, err
 	}
@@ -116,7 +121,7 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 		if gone && !unverified {
 			return st, err // primary's word stands; the REST API cannot tell
 		}
-		return r.fromHistory(ctx, ref, rerr)
+		return r.fromHistory(ctx, ref, rerr, cannotTellNote)
 	}
 	if gone && errors.Is(rerr, sources.ErrHandleGone) {
 		r.verified.Add(1)
@@ -133,7 +138,7 @@ func cannotTell(err error) bool { return errors.Is(err, sources.ErrHandleUnverif
 // state; openness and client activity stay unknown (nil), with a note that
 // says why and what would tell. A statement history does not list yet
 // keeps the "cannot tell" answer (why): nothing was read.
-func (r *statusRouter) fromHistory(ctx context.Context, ref sources.Ref, why error) (sources.Status, error) {
+func (r *statusRouter) fromHistory(ctx context.Context, ref sources.Ref, why error, note string) (sources.Status, error) {
 	m, err := r.rest.StatusBatch(ctx, []sources.Ref{ref})
 	if err != nil {
 		return sources.Status{}, err
@@ -143,7 +148,7 @@ func (r *statusRouter) fromHistory(ctx context.Context, ref sources.Ref, why err
 		return sources.Status{}, why
 	}
 	st.Open, st.ClientLastActivity = nil, nil
-	st.Note = cannotTellNote
+	st.Note = note
 	return st, nil
 }
 
