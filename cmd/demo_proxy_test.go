@@ -26,7 +26,7 @@ func TestDemoProxiedShare(t *testing.T) {
 	var px embeddedProxy
 	defer px.close()
 	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioDemo, Speed: speed, Seed: 1,
-		CheckHandleSecrets: true, Proxy: px.hook(ctx)})
+		Proxy: px.hook(ctx)})
 	if err != nil {
 		t.Fatal(err)
 	}

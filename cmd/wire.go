@@ -55,8 +55,8 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		LoadRun:     c.LoadRun,
 		Logf:        logf,
 
-		CheckHandleSecrets: c.CheckHandleSecrets,
-		OwnerActivity:      c.OwnerActivity,
+		LenientHandles: !c.CheckHandleSecrets,
+		OwnerActivity:  c.OwnerActivity,
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // TestActionWithoutAHandleSaysSo: on a server that checks handle secrets
-// (the simulator with CheckHandleSecrets, as HiveServer2 does), dbxtop
+// (the simulator by default, as HiveServer2 does), dbxtop
 // holds no usable handle for another client's operation. Cancel and close
 // say so in one line, naming who holds the handle (the client, or the
 // proxy), instead of a bare INVALID_HANDLE; and they change nothing.
@@ -24,7 +24,7 @@ func TestActionWithoutAHandleSaysSo(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, CheckHandleSecrets: true})
+	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet})
 	owner, err := thrift.NewClient(thrift.Options{Host: srv.URL(), Token: srv.Token(), UserAgent: "e2e-owner"})
 	if err != nil {
 		t.Fatal(err)

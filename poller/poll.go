@@ -26,7 +26,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	})
 	var settled sources.Status
 	var settleErr error
-	if errors.Is(err, sources.ErrHandleGone) && ctx.Err() == nil {
+	if errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) && ctx.Err() == nil {
 		settled, settleErr = e.settleGone(ctx, en)
 	}
 

@@ -16,12 +16,15 @@ var ErrProbeSkipped = errors.New("capacity probe skipped")
 // RESOURCE_DOES_NOT_EXIST. Closing such an operation is done.
 var ErrHandleGone = errors.New("the server no longer has this operation")
 
-// ErrHandleUnverified means the server answered INVALID_HANDLE to a handle
-// dbxtop rebuilt from a statement id without its secret. A server that
-// checks handle secrets refuses such handles for live operations too, so
-// the answer is not evidence that the operation is gone: other sources
-// (query history, the Statement Execution API, the proxy) decide.
-var ErrHandleUnverified = errors.New("the server refused a handle rebuilt without its secret (not evidence that the operation is gone)")
+// ErrHandleUnverified means the server found no operation for a reference
+// dbxtop made from a statement id alone: Thrift INVALID_HANDLE to a handle
+// rebuilt without its secret, or the Statement Execution API's 404 for a
+// statement dbxtop did not see run through that API. A server that checks
+// handle secrets refuses such handles for live operations too, and the
+// API may know only its own statements, so the answer is not evidence
+// that the operation is gone: this source cannot tell, and other sources
+// (query history, the proxy) decide.
+var ErrHandleUnverified = errors.New("the server knows no operation by this statement id alone (not evidence that the operation is gone)")
 
 // HTTPError is a non-2xx HTTP answer with what the server said: the
 // status, the Databricks error body and the retry hints. Both the Thrift

@@ -2,7 +2,6 @@ package databricks
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -124,10 +123,21 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.cause }
 
-// goneErr marks a 404 RESOURCE_DOES_NOT_EXIST as sources.ErrHandleGone while
-// keeping the HTTPError (request id, message) reachable.
-func goneErr(he *sources.HTTPError) error {
-	return fmt.Errorf("%w: %w", sources.ErrHandleGone, he)
+// unknownStatement is the Statement Execution API's 404 for a statement
+// dbxtop did not see run through that API (dbxtop runs none itself, and
+// the proxy carries Thrift): the API may know only its own statements
+// (docs/simulator.md), so the 404 says this source cannot tell, never
+// that the operation is gone. It matches sources.ErrHandleGone and
+// sources.ErrHandleUnverified, as a rebuilt Thrift handle's refusal does.
+func unknownStatement(he *sources.HTTPError) error { return &unknownStmtError{he: he} }
+
+type unknownStmtError struct{ he *sources.HTTPError }
+
+func (e *unknownStmtError) Error() string {
+	return e.he.Error() + " (the Statement Execution API may know only statements run through it, so this is not evidence that the operation is gone)"
+}
+func (e *unknownStmtError) Unwrap() []error {
+	return []error{sources.ErrHandleGone, sources.ErrHandleUnverified, e.he}
 }
 
 // isGone reports a 404 / RESOURCE_DOES_NOT_EXIST answer about a statement.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,5 +89,85 @@ func TestStatusWithFallback(t *testing.T) {
 	}
 	if !r.(*statusRouter).PrimaryDisabled() {
 		t.Errorf("router not disabled")
+	}
+}
+
+// unverified is what sources/thrift returns for INVALID_HANDLE to a handle
+// rebuilt without its secret.
+func unverified(id string) error {
+	return fmt.Errorf("GetOperationStatus %s: %w", id, errors.Join(sources.ErrHandleGone, sources.ErrHandleUnverified))
+}
+
+// TestStatementAPI404IsNotGone: on a strict server (Thrift refuses rebuilt
+// handles) whose Statement Execution API knows only its own statements,
+// the API's 404 is "cannot tell", never "gone": query history gives the
+// state, openness and activity stay unknown, and a statement history does
+// not list stays unread (not gone). On a server that answered a rebuilt
+// handle, its INVALID_HANDLE is gone. A warehouse that is not running
+// falls back to history the same way.
+func TestStatementAPI404IsNotGone(t *testing.T) {
+	f := newFakeWS(t)
+	for _, id := range []string{"running", "ended", "unlisted"} {
+		for _, route := range []string{"GET /api/2.0/sql/statements/" + id, "DELETE /api/2.0/sql/statements/" + id,
+			"POST /api/2.0/sql/statements/" + id + "/cancel"} {
+			f.handle(route, func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "Statement "+id+" does not exist.", "")
+			})
+		}
+	}
+	f.handle("GET /api/2.0/sql/history/queries", func(w http.ResponseWriter, r *http.Request) {
+		res := []map[string]any{}
+		for _, id := range r.URL.Query()["filter_by.statement_ids"] {
+			switch id {
+			case "running":
+				res = append(res, map[string]any{"query_id": id, "status": "RUNNING", "warehouse_id": "wh", "query_start_time_ms": 1700000000000})
+			case "ended":
+				res = append(res, map[string]any{"query_id": id, "status": "FINISHED", "warehouse_id": "wh",
+					"query_start_time_ms": 1700000000000, "query_end_time_ms": 1700000005000})
+			}
+		}
+		writeJSON(w, map[string]any{"res": res})
+	})
+	rest := f.client(t)
+	rest.Gate().Update(map[string]string{"wh": "RUNNING", "stopped": "STOPPED"})
+	primary := &scriptedStatus{answers: map[string]error{
+		"running": unverified("running"), "ended": unverified("ended"), "unlisted": unverified("unlisted"),
+	}}
+	r := StatusWithFallback(primary, rest)
+	ctx := context.Background()
+
+	for _, id := range []string{"running", "ended"} {
+		st, err := r.Status(ctx, sources.Ref{StatementID: id, WarehouseID: "wh"})
+		if err != nil || st.Open != nil || st.ClientLastActivity != nil || st.Source != model.StatusViaHistory ||
+			!strings.Contains(st.Note, "dbxtop proxy") {
+			t.Fatalf("%s: %+v %v, want history's state, openness and activity unknown, a note naming the proxy", id, st, err)
+		}
+		if want := map[string]model.State{"running": model.StateRunning, "ended": model.StateFinished}[id]; st.State != want {
+			t.Errorf("%s: state %s, want %s", id, st.State, want)
+		}
+	}
+	_, err := r.Status(ctx, sources.Ref{StatementID: "unlisted", WarehouseID: "wh"})
+	if !errors.Is(err, sources.ErrHandleUnverified) {
+		t.Errorf("unlisted: %v, want an unverified answer (not gone)", err)
+	}
+	st, err := r.Status(ctx, sources.Ref{StatementID: "running", WarehouseID: "stopped"})
+	if err != nil || st.State != model.StateRunning || st.Open != nil || st.Note == "" {
+		t.Errorf("stopped warehouse: %+v %v", st, err)
+	}
+	for name, act := range map[string]func(context.Context, sources.Ref) error{"close": rest.Close, "cancel": rest.Cancel} {
+		if err := act(ctx, sources.Ref{StatementID: "running"}); !errors.Is(err, sources.ErrHandleUnverified) {
+			t.Errorf("%s: the API's 404 must not read as done: %v", name, err)
+		}
+	}
+
+	// A server that answers a rebuilt handle looks handles up without the
+	// secret: its INVALID_HANDLE is then news.
+	primary.answers["ok"] = nil
+	if _, err := r.Status(ctx, sources.Ref{StatementID: "ok", WarehouseID: "wh"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Status(ctx, sources.Ref{StatementID: "unlisted", WarehouseID: "wh"})
+	if !errors.Is(err, sources.ErrHandleGone) || errors.Is(err, sources.ErrHandleUnverified) {
+		t.Errorf("lenient server's INVALID_HANDLE: %v, want gone", err)
 	}
 }

@@ -24,13 +24,13 @@ const (
 // client's activity, so ClientLastActivity stays nil ("?" in the TUI, no
 // INACTIVE flag). Open is derived from the state where the state tells it
 // (see statusFrom).
-// 404 / RESOURCE_DOES_NOT_EXIST → an error wrapping sources.ErrHandleGone.
+// 404 / RESOURCE_DOES_NOT_EXIST → "cannot tell" (unknownStatement).
 func (c *Client) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
 	resp, err := c.statements.GetStatement(ctx, sql.GetStatementRequest{StatementId: ref.StatementID})
 	if err != nil {
 		err = c.wrapErr(CallGetStatement, err)
 		if he, gone := isGone(err); gone {
-			return sources.Status{}, goneErr(he)
+			return sources.Status{}, unknownStatement(he)
 		}
 		return sources.Status{}, err
 	}
@@ -65,13 +65,14 @@ func statusFrom(resp *sql.StatementResponse) sources.Status {
 }
 
 // Cancel asks the server to stop a statement (POST …/{id}/cancel). The
-// answer is empty; cancellation is asynchronous.
+// answer is empty; cancellation is asynchronous. A 404 is "cannot tell"
+// (unknownStatement).
 func (c *Client) Cancel(ctx context.Context, ref sources.Ref) error {
 	err := c.statements.CancelExecution(ctx, sql.CancelExecutionRequest{StatementId: ref.StatementID})
 	if err != nil {
 		err = c.wrapErr(CallCancelExecution, err)
 		if he, gone := isGone(err); gone {
-			return goneErr(he)
+			return unknownStatement(he)
 		}
 	}
 	return err
@@ -80,7 +81,8 @@ func (c *Client) Cancel(ctx context.Context, ref sources.Ref) error {
 // Close releases a statement (DELETE /api/2.0/sql/statements/{id}, what the
 // JDBC SEA client sends; the SDK has no method for it, so it goes through
 // the same authenticated, non-retrying client). A statement the server no
-// longer has is reported as sources.ErrHandleGone: for a close that is done.
+// does not know is "cannot tell" (unknownStatement), not a close that is
+// done: the API may know only statements run through it.
 func (c *Client) Close(ctx context.Context, ref sources.Ref) error {
 	path := "/api/2.0/sql/statements/" + url.PathEscape(ref.StatementID)
 	headers := map[string]string{"Accept": "application/json"}
@@ -88,7 +90,7 @@ func (c *Client) Close(ctx context.Context, ref sources.Ref) error {
 	if err != nil {
 		err = c.wrapErr(CallCloseStatement, err)
 		if he, gone := isGone(err); gone {
-			return goneErr(he)
+			return unknownStatement(he)
 		}
 	}
 	return err

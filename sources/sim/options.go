@@ -63,12 +63,12 @@ type Options struct {
 	// LoadPoll is how often a load-scenario client polls its own statement
 	// (default 20s).
 	LoadPoll time.Duration
-	// CheckHandleSecrets refuses operation handles whose secret does not
-	// match (INVALID_HANDLE), as HiveServer2 does; handles rebuilt from
-	// statement ids then fail (`dbxtop sim --check-handle-secrets`).
-	// Without it handles are looked up by GUID alone, a leniency no
-	// evidence shows a real server having (docs/simulator.md).
-	CheckHandleSecrets bool
+	// LenientHandles looks operation handles up by GUID alone, so handles
+	// rebuilt from statement ids work (`dbxtop sim --lenient-handles`).
+	// No evidence shows a real server doing this (docs/simulator.md); the
+	// zero value is strict: a handle whose secret does not match is
+	// unknown (INVALID_HANDLE), as HiveServer2 answers.
+	LenientHandles bool
 	// OwnerActivity volunteers the owning client's last activity and the
 	// operation's openness in GetOperationStatus (the dbxtop extension of
 	// docs/thrift.md). Off by default: a real server sends neither

@@ -11,11 +11,11 @@ import (
 )
 
 // By default the simulator volunteers nothing a real server would not:
-// no owner activity; with CheckHandleSecrets a rebuilt handle (zero
-// secret) is refused while the real one works.
+// no owner activity; the zero Options refuse a rebuilt handle (zero
+// secret) while the real one works; LenientHandles accepts it.
 func TestNoOwnerActivityByDefaultAndStrictSecrets(t *testing.T) {
 	for _, strict := range []bool{false, true} {
-		s := startSim(t, Options{CheckHandleSecrets: strict})
+		s := startSim(t, Options{LenientHandles: !strict})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		c, err := thrift.NewClient(thrift.Options{Host: s.URL(), Token: s.Token(), UserAgent: "app/1"})

@@ -13,17 +13,17 @@ import (
 )
 
 // thriftService implements TCLIService over the store. Operations are found
-// by GUID; the handle secret is checked only with Options.CheckHandleSecrets
-// (a strict server), because observers such as dbxtop rebuild handles from
-// statement ids and never learn the secret.
+// by GUID and secret, as HiveServer2 does; Options.LenientHandles drops the
+// secret check (observers such as dbxtop rebuild handles from statement ids
+// and never learn the secret).
 type thriftService struct{ s *Server }
 
-// opHandle is opGUID plus, on a strict server, the secret check: a handle
+// opHandle is opGUID plus, unless lenient, the secret check: a handle
 // whose secret does not match is unknown (INVALID_HANDLE), as a server
 // that checks secrets answers.
 func (t *thriftService) opHandle(h *tc.TOperationHandle) (guid, bool) {
 	g, ok := opGUID(h)
-	if !ok || !t.s.o.CheckHandleSecrets {
+	if !ok || t.s.o.LenientHandles {
 		return g, ok
 	}
 	return g, t.s.store.secretMatches(g, h.OperationId.Secret)
