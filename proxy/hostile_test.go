@@ -23,7 +23,7 @@ import (
 // wrong secret, as HiveServer2 does (docs/simulator.md).
 func startStrictSim(t *testing.T) *sim.Server {
 	t.Helper()
-	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7, CheckHandleSecrets: true})
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7}) // strict: the zero Options check secrets
 	if err != nil {
 		t.Fatal(err)
 	}
