@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dbxtop/dbxtop/model"
 )
@@ -32,40 +33,7 @@ can run it as a check:
   dbxtop snapshot --capacity-probe --json`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
-			fs := c.Flags()
-			if cfg.JSON {
-				if fs.Changed("output") && cfg.Output != outputJSON {
-					return invalidFlag("output", cfg.Output, "--json is -o json; give one of them")
-				}
-				cfg.Output = outputJSON
-			}
-			cfg.JSON = cfg.Output == outputJSON
-			if cfg.Watch && fs.Changed("output") && cfg.Output != outputJSON {
-				return invalidFlag("output", cfg.Output, "--watch prints JSON lines")
-			}
-			if !cfg.Watch {
-				for _, name := range []string{"interval", "count"} {
-					if fs.Changed(name) {
-						return invalidFlag(name, fs.Lookup(name).Value.String(), "only valid with --watch")
-					}
-				}
-			}
-			if cfg.Wide && (cfg.JSON || cfg.Watch) {
-				// --wide shapes the human table; JSON and --watch's JSON
-				// lines have no columns to keep.
-				other := "--json"
-				if !cfg.JSON {
-					other = "--watch"
-				}
-				return usagef("invalid --wide: only for the table; %s prints JSON", other)
-			}
-			if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
-				return err
-			}
-			if cfg.Watch && !fs.Changed("interval") {
-				cfg.Interval = cfg.Refresh
-			}
-			return nil
+			return a.finishSnapshotFlags(c.Flags(), &cfg)
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if a.runSnapshot == nil {
@@ -76,7 +44,50 @@ can run it as a check:
 			return nil
 		},
 	}
-	fs := c.Flags()
+	addSnapshotFlags(c.Flags(), &cfg)
+	return c
+}
+
+// finishSnapshotFlags refuses flags that contradict each other (the output
+// format against --json, --watch and --wide) and fills in the defaults
+// that depend on other flags.
+func (a *app) finishSnapshotFlags(fs *pflag.FlagSet, cfg *SnapshotConfig) error {
+	if cfg.JSON {
+		if fs.Changed("output") && cfg.Output != outputJSON {
+			return invalidFlag("output", cfg.Output, "--json is -o json; give one of them")
+		}
+		cfg.Output = outputJSON
+	}
+	cfg.JSON = cfg.Output == outputJSON
+	if cfg.Watch && fs.Changed("output") && cfg.Output != outputJSON {
+		return invalidFlag("output", cfg.Output, "--watch prints JSON lines")
+	}
+	if !cfg.Watch {
+		for _, name := range []string{"interval", "count"} {
+			if fs.Changed(name) {
+				return invalidFlag(name, fs.Lookup(name).Value.String(), "only valid with --watch")
+			}
+		}
+	}
+	if cfg.Wide && (cfg.JSON || cfg.Watch) {
+		// --wide shapes the human table; JSON and --watch's JSON
+		// lines have no columns to keep.
+		other := "--json"
+		if !cfg.JSON {
+			other = "--watch"
+		}
+		return usagef("invalid --wide: only for the table; %s prints JSON", other)
+	}
+	if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
+		return err
+	}
+	if cfg.Watch && !fs.Changed("interval") {
+		cfg.Interval = cfg.Refresh
+	}
+	return nil
+}
+
+func addSnapshotFlags(fs *pflag.FlagSet, cfg *SnapshotConfig) {
 	addWorkspaceFlags(fs, &cfg.WorkspaceConfig, flagsSnapshot)
 	addOutputFlag(fs, &cfg.Output, "the snapshot (json and yaml: schema dbxtop.snapshot/v1)")
 	fs.BoolVar(&cfg.JSON, "json", false, "the same as -o json")
@@ -90,5 +101,4 @@ can run it as a check:
 	fs.BoolVar(&cfg.CapacityProbe, "capacity-probe", false,
 		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")
 	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, model.MinRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
-	return c
 }

@@ -35,107 +35,143 @@ var (
 // AllContexts is the --context value that selects every context.
 const AllContexts = "all"
 
+// validate reports every bad value in the file at once, ordered by line,
+// so one edit fixes them all.
 func (f *File) validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, &KeyError{Key: key, Line: f.lines[key], Msg: fmt.Sprintf(format, args...)})
+	v := &validator{f: f}
+	v.general()
+	v.ui()
+	v.colors()
+	v.endpoints("endpoints.", f.Endpoints)
+	v.contexts()
+	sort.SliceStable(v.errs, func(i, j int) bool { return lineOf(v.errs[i]) < lineOf(v.errs[j]) })
+	return errors.Join(v.errs...)
+}
+
+// validator collects the errors of one File, each with its key's line.
+type validator struct {
+	f    *File
+	errs []error
+}
+
+func (v *validator) bad(key, format string, args ...any) {
+	v.errs = append(v.errs, &KeyError{Key: key, Line: v.f.lines[key], Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) dur(key string, d *Duration, min time.Duration) {
+	if d != nil && d.Duration < min {
+		v.bad(key, "must be at least %s", min)
 	}
-	dur := func(key string, d *Duration, min time.Duration) {
-		if d != nil && d.Duration < min {
-			bad(key, "must be at least %s", min)
-		}
-	}
-	dur("refresh", f.Refresh, model.MinRefresh)
+}
+
+// general checks the top-level timings and the export directory.
+func (v *validator) general() {
+	f := v.f
+	v.dur("refresh", f.Refresh, model.MinRefresh)
 	if f.Window != nil && (f.Window.Duration < model.MinWindow || f.Window.Duration > model.MaxWindow) {
-		bad("window", "must be between %s and %s", model.MinWindow, model.MaxWindow)
+		v.bad("window", "must be between %s and %s", model.MinWindow, model.MaxWindow)
 	}
-	dur("thresholds.inactivity_warn", f.Thresholds.InactivityWarn, model.MinThreshold)
-	dur("thresholds.server_idle_timeout", f.Thresholds.ServerIdleTimeout, model.MinThreshold)
-	dur("thresholds.leak_after", f.Thresholds.LeakAfter, model.MinThreshold)
-	if v := f.UI.View; v != "" && !slices.Contains(Views, v) {
-		bad("ui.view", "%q: must be one of %s", v, strings.Join(Views, ", "))
+	v.dur("thresholds.inactivity_warn", f.Thresholds.InactivityWarn, model.MinThreshold)
+	v.dur("thresholds.server_idle_timeout", f.Thresholds.ServerIdleTimeout, model.MinThreshold)
+	v.dur("thresholds.leak_after", f.Thresholds.LeakAfter, model.MinThreshold)
+}
+
+// ui checks the [ui] table and where exports go.
+func (v *validator) ui() {
+	f := v.f
+	if view := f.UI.View; view != "" && !slices.Contains(Views, view) {
+		v.bad("ui.view", "%q: must be one of %s", view, strings.Join(Views, ", "))
 	}
 	if s := f.UI.Sort; s != "" && !slices.Contains(model.SortKeys, model.SortKey(s)) {
-		bad("ui.sort", "%q: must be one of %s", s, joinKeys(model.SortKeys))
+		v.bad("ui.sort", "%q: must be one of %s", s, joinKeys(model.SortKeys))
 	}
 	if f.UI.Columns != nil {
 		if len(f.UI.Columns) == 0 {
-			bad("ui.columns", "must name at least one column")
+			v.bad("ui.columns", "must name at least one column")
 		}
 		seen := map[string]bool{}
 		for _, c := range f.UI.Columns {
 			switch {
 			case !slices.Contains(Columns, c):
-				bad("ui.columns", "%q: must be one of %s", c, strings.Join(Columns, ", "))
+				v.bad("ui.columns", "%q: must be one of %s", c, strings.Join(Columns, ", "))
 			case seen[c]:
-				bad("ui.columns", "%q is listed twice", c)
+				v.bad("ui.columns", "%q is listed twice", c)
 			}
 			seen[c] = true
 		}
 	}
 	if _, ok := f.lines["export_dir"]; ok && strings.TrimSpace(f.ExportDir) == "" {
-		bad("export_dir", "must not be empty (leave it out for the current directory)")
+		v.bad("export_dir", "must not be empty (leave it out for the current directory)")
 	}
-	for _, c := range []struct {
+}
+
+func (v *validator) colors() {
+	c := v.f.Colors
+	for _, kv := range []struct {
 		key, v string
-	}{{"colors.warning", f.Colors.Warning}, {"colors.critical", f.Colors.Critical}, {"colors.ok", f.Colors.OK},
-		{"colors.accent", f.Colors.Accent}, {"colors.dim", f.Colors.Dim}} {
-		if err := checkColor(c.v); err != nil {
-			bad(c.key, "%q: %s", c.v, err)
+	}{{"colors.warning", c.Warning}, {"colors.critical", c.Critical}, {"colors.ok", c.OK},
+		{"colors.accent", c.Accent}, {"colors.dim", c.Dim}} {
+		if err := checkColor(kv.v); err != nil {
+			v.bad(kv.key, "%q: %s", kv.v, err)
 		}
 	}
-	endpoints := func(prefix string, eps map[string]Endpoint) {
-		for _, name := range sortedKeys(eps) {
-			if e := eps[name]; e.RowLimit != nil && *e.RowLimit < 1 {
-				bad(prefix+quoteKey(name)+".row_limit", "must be a positive number of rows")
-			}
+}
+
+func (v *validator) endpoints(prefix string, eps map[string]Endpoint) {
+	for _, name := range sortedKeys(eps) {
+		if e := eps[name]; e.RowLimit != nil && *e.RowLimit < 1 {
+			v.bad(prefix+quoteKey(name)+".row_limit", "must be a positive number of rows")
 		}
 	}
-	endpoints("endpoints.", f.Endpoints)
+}
+
+func (v *validator) contexts() {
+	f := v.f
 	if f.CurrentContext != "" {
 		if _, ok := f.Contexts[f.CurrentContext]; !ok {
-			bad("current_context", "%q is not a context in this file (%s)", f.CurrentContext, knownContexts(f))
+			v.bad("current_context", "%q is not a context in this file (%s)", f.CurrentContext, knownContexts(f))
 		}
 	}
 	for _, name := range f.ContextNames() {
-		c := f.Contexts[name]
-		p := "contexts." + quoteKey(name) + "."
-		if name == AllContexts || !contextNameRe.MatchString(name) {
-			bad("contexts."+quoteKey(name), "a context name is letters, digits, '.', '-' and '_' (and not %q, which means every context)", AllContexts)
-		}
-		if c.Host == "" && c.Profile == "" {
-			bad("contexts."+quoteKey(name), "needs host or profile (or both)")
-		}
-		if c.Host != "" {
-			if err := CheckHost(c.Host); err != nil {
-				bad(p+"host", "%q: %s", c.Host, err)
-			}
-		}
-		for _, w := range c.Warehouses {
-			if !warehouseIDRe.MatchString(w) {
-				bad(p+"warehouses", "%q: a warehouse id is letters, digits, '-' and '_'", w)
-			}
-		}
-		if c.HTTPPath != "" {
-			if !strings.HasPrefix(c.HTTPPath, "/") || strings.ContainsAny(c.HTTPPath, "?# \t") {
-				bad(p+"http_path", "%q: an absolute path without query, fragment or spaces", c.HTTPPath)
-			} else if len(c.Warehouses) > 1 {
-				bad(p+"http_path", "names one warehouse but %d warehouses are listed", len(c.Warehouses))
-			}
-		}
-		if c.Proxy != "" {
-			if err := CheckHost(c.Proxy); err != nil {
-				bad(p+"proxy", "%q: %s", c.Proxy, err)
-			}
-		}
-		dur(p+"refresh", c.Refresh, model.MinRefresh)
-		dur(p+"inactivity_warn", c.InactivityWarn, model.MinThreshold)
-		dur(p+"server_idle_timeout", c.ServerIdleTimeout, model.MinThreshold)
-		dur(p+"leak_after", c.LeakAfter, model.MinThreshold)
-		endpoints(p+"endpoints.", c.Endpoints)
+		v.context(name, f.Contexts[name])
 	}
-	sort.SliceStable(errs, func(i, j int) bool { return lineOf(errs[i]) < lineOf(errs[j]) })
-	return errors.Join(errs...)
+}
+
+func (v *validator) context(name string, c Context) {
+	p := "contexts." + quoteKey(name) + "."
+	if name == AllContexts || !contextNameRe.MatchString(name) {
+		v.bad("contexts."+quoteKey(name), "a context name is letters, digits, '.', '-' and '_' (and not %q, which means every context)", AllContexts)
+	}
+	if c.Host == "" && c.Profile == "" {
+		v.bad("contexts."+quoteKey(name), "needs host or profile (or both)")
+	}
+	if c.Host != "" {
+		if err := CheckHost(c.Host); err != nil {
+			v.bad(p+"host", "%q: %s", c.Host, err)
+		}
+	}
+	for _, w := range c.Warehouses {
+		if !warehouseIDRe.MatchString(w) {
+			v.bad(p+"warehouses", "%q: a warehouse id is letters, digits, '-' and '_'", w)
+		}
+	}
+	if c.HTTPPath != "" {
+		if !strings.HasPrefix(c.HTTPPath, "/") || strings.ContainsAny(c.HTTPPath, "?# \t") {
+			v.bad(p+"http_path", "%q: an absolute path without query, fragment or spaces", c.HTTPPath)
+		} else if len(c.Warehouses) > 1 {
+			v.bad(p+"http_path", "names one warehouse but %d warehouses are listed", len(c.Warehouses))
+		}
+	}
+	if c.Proxy != "" {
+		if err := CheckHost(c.Proxy); err != nil {
+			v.bad(p+"proxy", "%q: %s", c.Proxy, err)
+		}
+	}
+	v.dur(p+"refresh", c.Refresh, model.MinRefresh)
+	v.dur(p+"inactivity_warn", c.InactivityWarn, model.MinThreshold)
+	v.dur(p+"server_idle_timeout", c.ServerIdleTimeout, model.MinThreshold)
+	v.dur(p+"leak_after", c.LeakAfter, model.MinThreshold)
+	v.endpoints(p+"endpoints.", c.Endpoints)
 }
 
 func lineOf(err error) int {
@@ -191,87 +227,107 @@ func checkColor(s string) error {
 // on, so that errors found after decoding can still name a line. Tables
 // map to the line of their header.
 func keyLines(data []byte) (map[string]int, error) {
-	lines := map[string]int{}
-	var p unstable.Parser
-	p.Reset(data)
-	var prefix []string
-	lineOfNode := func(n *unstable.Node) int { return p.Shape(n.Raw).Start.Line }
-	var tooDeep error
-	// deep refuses a key nested deeper than any dbxtop reads before it is
-	// joined: joining every prefix of a 16,000-part key costs minutes and
-	// gigabytes.
-	deep := func(n int, at *unstable.Node) bool {
-		if n > MaxKeyDepth && tooDeep == nil {
-			tooDeep = fmt.Errorf("line %d: a key nested %d or more deep; dbxtop's keys are at most %d deep (see docs/configuration.md)",
-				lineOfNode(at), n, MaxKeyDepth)
-		}
-		return tooDeep != nil
-	}
-	var walkKV func(prefix []string, kv *unstable.Node)
-	walkKV = func(prefix []string, kv *unstable.Node) {
-		if deep(len(prefix)+keyParts(kv.Key()), kv) {
-			return
-		}
-		key := append([]string(nil), prefix...)
-		it := kv.Key()
-		line := 0
-		for it.Next() {
-			if line == 0 {
-				line = lineOfNode(it.Node())
-			}
-			key = append(key, string(it.Node().Data))
-			lines[joinKey(key)] = line
-		}
-		if v := kv.Value(); v.Kind == unstable.InlineTable {
-			ch := v.Children()
-			for ch.Next() {
-				walkKV(key, ch.Node())
-			}
+	s := &keyScanner{lines: map[string]int{}}
+	s.p.Reset(data)
+	for s.p.NextExpression() {
+		if err := s.expression(s.p.Expression()); err != nil {
+			return nil, err
 		}
 	}
-	entries := 0
-	for p.NextExpression() {
-		e := p.Expression()
-		if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable || e.Kind == unstable.KeyValue {
-			// Decoding grows faster than the file with its tables: a file
-			// of thousands is refused before it is decoded.
-			if entries++; entries > MaxEntries {
-				line := 0
-				if it := e.Key(); it.Next() {
-					line = lineOfNode(it.Node())
-				}
-				return nil, fmt.Errorf("line %d: more than %d tables and keys; a dbxtop config holds a few dozen (see docs/configuration.md)",
-					line, MaxEntries)
-			}
-		}
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			prefix = prefix[:0]
-			if deep(keyParts(e.Key()), e) {
-				return nil, tooDeep
-			}
-			it := e.Key()
-			for it.Next() {
-				prefix = append(prefix, string(it.Node().Data))
-				if _, ok := lines[joinKey(prefix)]; !ok {
-					lines[joinKey(prefix)] = lineOfNode(it.Node())
-				}
-			}
-		case unstable.KeyValue:
-			walkKV(prefix, e)
-			if tooDeep != nil {
-				return nil, tooDeep
-			}
-		}
-	}
-	if err := p.Error(); err != nil {
+	if err := s.p.Error(); err != nil {
 		var pe *unstable.ParserError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("line %d: %s", p.Shape(p.Range(pe.Highlight)).Start.Line, pe.Message)
+			return nil, fmt.Errorf("line %d: %s", s.p.Shape(s.p.Range(pe.Highlight)).Start.Line, pe.Message)
 		}
 		return nil, err
 	}
-	return lines, nil
+	return s.lines, nil
+}
+
+// keyScanner records the line of every key while refusing files too big
+// or too deep to decode.
+type keyScanner struct {
+	p       unstable.Parser
+	lines   map[string]int
+	prefix  []string // the current [table]'s key
+	entries int
+	tooDeep error
+}
+
+func (s *keyScanner) lineOf(n *unstable.Node) int { return s.p.Shape(n.Raw).Start.Line }
+
+// deep refuses a key nested deeper than any dbxtop reads before it is
+// joined: joining every prefix of a 16,000-part key costs minutes and
+// gigabytes.
+func (s *keyScanner) deep(n int, at *unstable.Node) bool {
+	if n > MaxKeyDepth && s.tooDeep == nil {
+		s.tooDeep = fmt.Errorf("line %d: a key nested %d or more deep; dbxtop's keys are at most %d deep (see docs/configuration.md)",
+			s.lineOf(at), n, MaxKeyDepth)
+	}
+	return s.tooDeep != nil
+}
+
+func (s *keyScanner) expression(e *unstable.Node) error {
+	if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable || e.Kind == unstable.KeyValue {
+		// Decoding grows faster than the file with its tables: a file
+		// of thousands is refused before it is decoded.
+		if s.entries++; s.entries > MaxEntries {
+			line := 0
+			if it := e.Key(); it.Next() {
+				line = s.lineOf(it.Node())
+			}
+			return fmt.Errorf("line %d: more than %d tables and keys; a dbxtop config holds a few dozen (see docs/configuration.md)",
+				line, MaxEntries)
+		}
+	}
+	switch e.Kind {
+	case unstable.Table, unstable.ArrayTable:
+		return s.table(e)
+	case unstable.KeyValue:
+		s.keyValue(s.prefix, e)
+		return s.tooDeep
+	}
+	return nil
+}
+
+// table starts a [table] or [[array table]]: its key prefixes the keys
+// that follow, and each of its parts is recorded where first seen.
+func (s *keyScanner) table(e *unstable.Node) error {
+	s.prefix = s.prefix[:0]
+	if s.deep(keyParts(e.Key()), e) {
+		return s.tooDeep
+	}
+	it := e.Key()
+	for it.Next() {
+		s.prefix = append(s.prefix, string(it.Node().Data))
+		if _, ok := s.lines[joinKey(s.prefix)]; !ok {
+			s.lines[joinKey(s.prefix)] = s.lineOf(it.Node())
+		}
+	}
+	return nil
+}
+
+// keyValue records a dotted key and, for an inline table, the keys in it.
+func (s *keyScanner) keyValue(prefix []string, kv *unstable.Node) {
+	if s.deep(len(prefix)+keyParts(kv.Key()), kv) {
+		return
+	}
+	key := append([]string(nil), prefix...)
+	it := kv.Key()
+	line := 0
+	for it.Next() {
+		if line == 0 {
+			line = s.lineOf(it.Node())
+		}
+		key = append(key, string(it.Node().Data))
+		s.lines[joinKey(key)] = line
+	}
+	if v := kv.Value(); v.Kind == unstable.InlineTable {
+		ch := v.Children()
+		for ch.Next() {
+			s.keyValue(key, ch.Node())
+		}
+	}
 }
 
 // MaxKeyDepth bounds how deep a key (its dotted parts, the table header

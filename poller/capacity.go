@@ -60,29 +60,11 @@ func (e *Engine) capacityRound(ctx context.Context) {
 	eps, err := e.o.Capacity.Endpoints(ctx, e.retry)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.mu.Lock()
-			info := listingErrorInfo(err)
-			e.wsErrs[CallCapacity] = *info
-			e.lastErr = info
-			// The last known endpoints stay, marked with the error (their
-			// observed_at gives their age), until a listing succeeds.
-			for i := range e.caps.eps {
-				e.caps.eps[i].ListingError = info
-			}
-			e.mu.Unlock()
+			e.listingFailed(err)
 		}
 		return
 	}
-	probes := make([]error, len(eps))
-	if e.o.Probe {
-		for i, ep := range eps {
-			// Unsafe call: retried only when it provably never reached the
-			// server; RESOURCE_EXHAUSTED comes back after one request.
-			probes[i] = e.pol.Do(ctx, retry.Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
-				return e.o.Capacity.Probe(ctx, ep.Name)
-			})
-		}
-	}
+	probes := e.probe(ctx, eps)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.wsErrs, CallCapacity)
@@ -92,52 +74,87 @@ func (e *Engine) capacityRound(ctx context.Context) {
 		prev[ep.Name] = ep
 	}
 	for i := range eps {
-		ep := &eps[i]
-		rows := ep.TotalRows()
-		old, known := prev[ep.Name]
-		ep.Samples = model.AppendSample(old.Samples, model.Sample{At: now, Rows: rows})
-		ep.ObservedAt = now
-		// A source that reads a proxy reports a client's refused write
-		// itself (proxy.MergeCapacity): Exhausted, ExhaustedVia, LastError.
-		refused := ep.Exhausted && ep.ExhaustedVia == model.LearnedViaProxy
-		ep.Exhausted = false
-		perr := probes[i]
-		if errors.Is(perr, sources.ErrProbeSkipped) {
-			if !known {
-				e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: perr.Error()})
-			}
-			perr = nil
-		}
-		if perr != nil && ctx.Err() == nil {
-			ep.LastError = retry.ErrorInfoOf(perr)
-			var he *sources.HTTPError
-			// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
-			// index quota) stays the last error: the model flags it as such.
-			if errors.As(perr, &he) && he.ErrorCode == "RESOURCE_EXHAUSTED" {
-				ep.Exhausted, ep.ExhaustedVia = true, model.LearnedViaProbe
-			}
-		} else if refused {
-			ep.Exhausted = true
-		} else if ep.LastError == nil && old.LastError != nil && !e.o.Probe && old.ExhaustedVia != model.LearnedViaProxy {
-			ep.LastError, ep.Exhausted = old.LastError, old.Exhausted
-		}
-		e.learn(ep, rows, now)
-		ep.ConfigLimit = e.o.RowLimits[ep.Name]
-		*ep = ep.WithRowLimit()
-		if !known || old.Exhausted != ep.Exhausted {
-			msg := fmt.Sprintf("%s: %d rows", ep.Name, rows)
-			ev := model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: msg}
-			if ep.Exhausted {
-				ev.Message += "; EXHAUSTED"
-				if ep.LastError != nil {
-					ev.Message += ": " + ep.LastError.Message
-					ev.RequestID, ev.Err = ep.LastError.RequestID, ep.LastError
-				}
-			}
-			e.out.emit(ev)
-		}
+		old, known := prev[eps[i].Name]
+		e.foldEndpoint(ctx, &eps[i], old, known, probes[i], now)
 	}
 	e.caps.eps = eps
+}
+
+// listingFailed keeps the last known endpoints, marked with the error
+// (their observed_at gives their age), until a listing succeeds.
+func (e *Engine) listingFailed(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info := listingErrorInfo(err)
+	e.wsErrs[CallCapacity] = *info
+	e.lastErr = info
+	for i := range e.caps.eps {
+		e.caps.eps[i].ListingError = info
+	}
+}
+
+// probe sends the opt-in empty upsert to each endpoint; the errors line up
+// with eps (all nil without --capacity-probe).
+func (e *Engine) probe(ctx context.Context, eps []model.Endpoint) []error {
+	probes := make([]error, len(eps))
+	if !e.o.Probe {
+		return probes
+	}
+	for i, ep := range eps {
+		// Unsafe call: retried only when it provably never reached the
+		// server; RESOURCE_EXHAUSTED comes back after one request.
+		probes[i] = e.pol.Do(ctx, retry.Call{Name: CallProbe, Safe: false, OpID: ep.Name}, func(ctx context.Context) error {
+			return e.o.Capacity.Probe(ctx, ep.Name)
+		})
+	}
+	return probes
+}
+
+// foldEndpoint merges one listed endpoint with what the last round knew
+// (old, if known) and its probe's answer, and emits an event when it is
+// new or its exhaustion changed. e.mu is held.
+func (e *Engine) foldEndpoint(ctx context.Context, ep *model.Endpoint, old model.Endpoint, known bool, perr error, now time.Time) {
+	rows := ep.TotalRows()
+	ep.Samples = model.AppendSample(old.Samples, model.Sample{At: now, Rows: rows})
+	ep.ObservedAt = now
+	// A source that reads a proxy reports a client's refused write
+	// itself (proxy.MergeCapacity): Exhausted, ExhaustedVia, LastError.
+	refused := ep.Exhausted && ep.ExhaustedVia == model.LearnedViaProxy
+	ep.Exhausted = false
+	if errors.Is(perr, sources.ErrProbeSkipped) {
+		if !known {
+			e.out.emit(model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: perr.Error()})
+		}
+		perr = nil
+	}
+	if perr != nil && ctx.Err() == nil {
+		ep.LastError = retry.ErrorInfoOf(perr)
+		var he *sources.HTTPError
+		// RESOURCE_EXHAUSTED: the endpoint is full. QUOTA_EXCEEDED (the
+		// index quota) stays the last error: the model flags it as such.
+		if errors.As(perr, &he) && he.ErrorCode == "RESOURCE_EXHAUSTED" {
+			ep.Exhausted, ep.ExhaustedVia = true, model.LearnedViaProbe
+		}
+	} else if refused {
+		ep.Exhausted = true
+	} else if ep.LastError == nil && old.LastError != nil && !e.o.Probe && old.ExhaustedVia != model.LearnedViaProxy {
+		ep.LastError, ep.Exhausted = old.LastError, old.Exhausted
+	}
+	e.learn(ep, rows, now)
+	ep.ConfigLimit = e.o.RowLimits[ep.Name]
+	*ep = ep.WithRowLimit()
+	if !known || old.Exhausted != ep.Exhausted {
+		msg := fmt.Sprintf("%s: %d rows", ep.Name, rows)
+		ev := model.Event{At: now, Kind: model.EventCapacity, Endpoint: ep.Name, Message: msg}
+		if ep.Exhausted {
+			ev.Message += "; EXHAUSTED"
+			if ep.LastError != nil {
+				ev.Message += ": " + ep.LastError.Message
+				ev.RequestID, ev.Err = ep.LastError.RequestID, ep.LastError
+			}
+		}
+		e.out.emit(ev)
+	}
 }
 
 // learn applies one round to the endpoint's learned limit: a refusal

@@ -58,37 +58,10 @@ func decodeRequest(body []byte) request {
 		return r
 	}
 	r.call = name
-	var args athrift.TStruct
-	switch name {
-	case "OpenSession":
-		args = &tc.TCLIServiceOpenSessionArgs{}
-	case "CloseSession":
-		args = &tc.TCLIServiceCloseSessionArgs{}
-	case "ExecuteStatement":
-		args = &tc.TCLIServiceExecuteStatementArgs{}
-	case "GetOperationStatus":
-		args = &tc.TCLIServiceGetOperationStatusArgs{}
-	case "GetResultSetMetadata":
-		args = &tc.TCLIServiceGetResultSetMetadataArgs{}
-	case "FetchResults":
-		args = &tc.TCLIServiceFetchResultsArgs{}
-	case "CancelOperation":
-		args = &tc.TCLIServiceCancelOperationArgs{}
-	case "CloseOperation":
-		args = &tc.TCLIServiceCloseOperationArgs{}
-	default:
+	args := requestArgs(name)
+	if args == nil {
 		if metadataCalls[name] {
-			ctx := context.Background()
-			p := thrift.NewReadProtocol(body)
-			if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
-				return r
-			}
-			h, err := metadataSession(ctx, p)
-			if err != nil {
-				return r
-			}
-			r.sessionID, r.sessSecret = sessHandle(h)
-			r.decoded = r.sessionID != ""
+			r.readMetadataSession(body)
 		}
 		return r
 	}
@@ -101,8 +74,59 @@ func decodeRequest(body []byte) request {
 		return r
 	}
 	r.decoded = true
-	// A request may carry an empty argument struct (no req at all): the
-	// generated getters of a nil req dereference it, so each is checked.
+	r.handles(args)
+	if name != "OpenSession" && r.opID == "" && r.sessionID == "" {
+		// A followed call without the handle it needs (an empty argument
+		// struct, a short GUID): forwarded untouched, counted undecodable.
+		r.decoded = false
+	}
+	return r
+}
+
+// requestArgs is the argument struct of a call the proxy follows, nil
+// for any other (metadata calls included: they are read by their session
+// alone).
+func requestArgs(name string) athrift.TStruct {
+	switch name {
+	case "OpenSession":
+		return &tc.TCLIServiceOpenSessionArgs{}
+	case "CloseSession":
+		return &tc.TCLIServiceCloseSessionArgs{}
+	case "ExecuteStatement":
+		return &tc.TCLIServiceExecuteStatementArgs{}
+	case "GetOperationStatus":
+		return &tc.TCLIServiceGetOperationStatusArgs{}
+	case "GetResultSetMetadata":
+		return &tc.TCLIServiceGetResultSetMetadataArgs{}
+	case "FetchResults":
+		return &tc.TCLIServiceFetchResultsArgs{}
+	case "CancelOperation":
+		return &tc.TCLIServiceCancelOperationArgs{}
+	case "CloseOperation":
+		return &tc.TCLIServiceCloseOperationArgs{}
+	}
+	return nil
+}
+
+// readMetadataSession reads the session handle of a metadata call's request.
+func (r *request) readMetadataSession(body []byte) {
+	ctx := context.Background()
+	p := thrift.NewReadProtocol(body)
+	if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+		return
+	}
+	h, err := metadataSession(ctx, p)
+	if err != nil {
+		return
+	}
+	r.sessionID, r.sessSecret = sessHandle(h)
+	r.decoded = r.sessionID != ""
+}
+
+// handles takes the session or operation handle out of decoded arguments.
+// A request may carry an empty argument struct (no req at all): the
+// generated getters of a nil req dereference it, so each is checked.
+func (r *request) handles(args athrift.TStruct) {
 	switch a := args.(type) {
 	case *tc.TCLIServiceCloseSessionArgs:
 		if a.Req != nil {
@@ -134,12 +158,6 @@ func decodeRequest(body []byte) request {
 			r.opID, r.secret = opHandle(a.Req.OperationHandle)
 		}
 	}
-	if name != "OpenSession" && r.opID == "" && r.sessionID == "" {
-		// A followed call without the handle it needs (an empty argument
-		// struct, a short GUID): forwarded untouched, counted undecodable.
-		r.decoded = false
-	}
-	return r
 }
 
 // reply is what the proxy learned from an answer: the TStatus, and per
@@ -216,9 +234,16 @@ func decodeReply(call string, prefix []byte) reply {
 		st, h := metadataResult(ctx, p)
 		r.status = st
 		r.opID, r.secret = opHandle(h)
-		r.ok = r.status != nil
-		return r
+	} else {
+		r.readResult(ctx, p, call)
 	}
+	r.ok = r.status != nil
+	return r
+}
+
+// readResult reads the result struct of a followed call: its status and
+// whatever handle, state or row news it carries.
+func (r *reply) readResult(ctx context.Context, p athrift.TProtocol, call string) {
 	switch call {
 	case "OpenSession":
 		res := &tc.TCLIServiceOpenSessionResult{}
@@ -239,19 +264,7 @@ func decodeReply(call string, prefix []byte) reply {
 		if s := res.Success; s != nil {
 			r.status = s.Status
 			r.opID, r.secret = opHandle(s.OperationHandle)
-			if d := s.DirectResults; d != nil {
-				if st := d.OperationStatus; st != nil && st.OperationState != nil {
-					v := model.FromThrift(int32(*st.OperationState))
-					r.state = &v
-				}
-				if rs := d.ResultSet; rs != nil && rs.HasMoreRows != nil {
-					r.moreRows = *rs.HasMoreRows
-				}
-				if c := d.CloseOperation; c != nil && c.Status != nil &&
-					(c.Status.StatusCode == tc.TStatusCode_SUCCESS_STATUS || c.Status.StatusCode == tc.TStatusCode_SUCCESS_WITH_INFO_STATUS) {
-					r.directClosed = true
-				}
-			}
+			r.directResults(s.DirectResults)
 		}
 	case "GetOperationStatus":
 		res := &tc.TCLIServiceGetOperationStatusResult{}
@@ -289,6 +302,23 @@ func decodeReply(call string, prefix []byte) reply {
 			r.status = s.Status
 		}
 	}
-	r.ok = r.status != nil
-	return r
+}
+
+// directResults reads what ExecuteStatement's direct results say: the
+// state, whether rows remain, and whether they closed the operation.
+func (r *reply) directResults(d *tc.TSparkDirectResults) {
+	if d == nil {
+		return
+	}
+	if st := d.OperationStatus; st != nil && st.OperationState != nil {
+		v := model.FromThrift(int32(*st.OperationState))
+		r.state = &v
+	}
+	if rs := d.ResultSet; rs != nil && rs.HasMoreRows != nil {
+		r.moreRows = *rs.HasMoreRows
+	}
+	if c := d.CloseOperation; c != nil && c.Status != nil &&
+		(c.Status.StatusCode == tc.TStatusCode_SUCCESS_STATUS || c.Status.StatusCode == tc.TStatusCode_SUCCESS_WITH_INFO_STATUS) {
+		r.directClosed = true
+	}
 }

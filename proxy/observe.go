@@ -521,6 +521,41 @@ func success(r reply, call string) bool {
 // confirmed is recorded: a handle it returned, or a successful call on a
 // handle (learned after start when the proxy had not seen it).
 func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
+	p.countReply(rq, r)
+	now := p.clk.Now()
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	tr.release()
+	if !r.ok {
+		p.unobserved(rq, r, now)
+		return
+	}
+	ok := success(r, rq.call)
+	if !ok {
+		p.stats.refusedCalls.Add(1)
+	}
+	switch rq.call {
+	case "OpenSession":
+		if ok {
+			p.sessionOpened(rq, r, now)
+		}
+	case "ExecuteStatement", "GetTypeInfo", "GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes",
+		"GetColumns", "GetFunctions", "GetPrimaryKeys", "GetCrossReference":
+		// Calls that return an operation handle.
+		if ok {
+			p.opStarted(rq, r, complete, now)
+		}
+	case "CloseSession":
+		if ok {
+			p.sessionClosed(rq, now)
+		}
+	default:
+		p.opCalled(rq, r, ok, complete, now)
+	}
+}
+
+// countReply counts the answer's outcome by call.
+func (p *Proxy) countReply(rq request, r reply) {
 	switch {
 	case !isFollowed(rq.call):
 		p.metrics.outcome(rq.call, outcomeForwarded)
@@ -535,129 +570,138 @@ func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 	default:
 		p.metrics.outcome(rq.call, outcomeErrorStatus)
 	}
-	now := p.clk.Now()
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	tr.release()
-	if !r.ok {
-		if o := p.st.ops[rq.opID]; o != nil && o.open() && isFollowed(rq.call) && bytes.Equal(o.secret, rq.secret) {
-			// What the server said is unknown: not followed as if open
-			// forever; forgotten after retention like a finished one.
-			why := r.why
-			if why == "" {
-				why = "its " + rq.call + " answer was not a Thrift reply the proxy could read"
-			}
-			o.f.Unobserved = why
-			o.f.State = model.StateUnknown
-			o.event(now, "unobserved", why, "")
-			p.st.setClosed(o, sources.ProxyUnobserved, now)
-			o.f.State = model.StateUnknown
-			p.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
+}
+
+// unobserved marks the open operation an unreadable answer concerned.
+// What the server said is unknown: not followed as if open forever;
+// forgotten after retention like a finished one. Called with the store
+// locked.
+func (p *Proxy) unobserved(rq request, r reply, now time.Time) {
+	o := p.st.ops[rq.opID]
+	if o == nil || !o.open() || !isFollowed(rq.call) || !bytes.Equal(o.secret, rq.secret) {
+		return
+	}
+	why := r.why
+	if why == "" {
+		why = "its " + rq.call + " answer was not a Thrift reply the proxy could read"
+	}
+	o.f.Unobserved = why
+	o.f.State = model.StateUnknown
+	o.event(now, "unobserved", why, "")
+	p.st.setClosed(o, sources.ProxyUnobserved, now)
+	o.f.State = model.StateUnknown
+	p.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
+}
+
+// sessionOpened records a session the server opened. Called with the
+// store locked.
+func (p *Proxy) sessionOpened(rq request, r reply, now time.Time) {
+	if r.sessionID == "" || p.st.sessions[r.sessionID] != nil {
+		return
+	}
+	if ss := p.st.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
+		p.setAuth(&ss.auth, &ss.owner, rq.auth)
+	}
+}
+
+// opStarted records the operation handle a successful call returned, in
+// its session when the proxy knows it. Called with the store locked.
+func (p *Proxy) opStarted(rq request, r reply, complete bool, now time.Time) {
+	if r.opID == "" || p.st.ops[r.opID] != nil {
+		return
+	}
+	ss := p.sessionFor(rq, now)
+	path, ua := rq.path, rq.ua
+	if ss != nil {
+		path, ua = ss.path, ss.ua
+	}
+	o := p.st.addOp(r.opID, r.secret, path, ua, now)
+	if o == nil {
+		return
+	}
+	o.f.SessionID = rq.sessionID
+	if ss != nil {
+		o.sess = ss
+		ss.open[o] = struct{}{}
+		o.f.SessionLastClientRPCAt = ss.lastRPC
+	} else {
+		p.setAuth(&o.auth, &o.owner, rq.auth)
+	}
+	if r.state != nil {
+		o.f.State = *r.state
+	}
+	o.moreRows, o.undelivered = r.moreRows, !complete
+	if r.directClosed {
+		p.st.setClosed(o, sources.ProxyClosedByServer, now)
+		return
+	}
+	p.armAbandon(o, now)
+}
+
+// sessionClosed closes a session the server closed, and its operations
+// with it (as HiveServer2 does). Called with the store locked.
+func (p *Proxy) sessionClosed(rq request, now time.Time) {
+	ss := p.st.sessions[rq.sessionID]
+	if ss == nil || !bytes.Equal(ss.secret, rq.sessSecret) {
+		return
+	}
+	for o := range ss.open {
+		p.st.setClosed(o, sources.ProxyClosedByServer, now)
+	}
+	p.st.dropSession(ss)
+}
+
+// opCalled records the answer to a call on an operation handle: its new
+// state, a close, a cancel, or the handle gone. Called with the store
+// locked.
+func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) {
+	if rq.opID == "" {
+		return
+	}
+	o := p.st.ops[rq.opID]
+	if o == nil {
+		if ok && rq.call != "CloseOperation" {
+			p.learn(rq, r, complete, now)
 		}
 		return
 	}
-	ok := success(r, rq.call)
+	if !bytes.Equal(o.secret, rq.secret) {
+		// Another handle under the same GUID: not this operation's.
+		p.stats.mismatched.Add(1)
+		return
+	}
+	if rq.call == "CloseOperation" {
+		o.f.Close.ClientAttempts++
+		if ok && o.closedByProxy {
+			return // the client's retried close, answered for the proxy's
+		}
+	}
 	serr := r.statusErr(rq.call)
+	if errors.Is(serr, sources.ErrHandleGone) {
+		// The server accepted the credentials and says the handle is gone.
+		p.markGone(o)
+		return
+	}
 	if !ok {
-		p.stats.refusedCalls.Add(1)
+		if rq.call == "CloseOperation" && sumAuth(rq.auth) == o.ownerSum() {
+			p.clientCloseFailed(o, serr)
+		}
+		return
+	}
+	p.confirmed(o, rq, now)
+	o.undelivered = !complete
+	if rq.call == "FetchResults" {
+		o.moreRows = r.moreRows
+	}
+	if r.state != nil && o.open() {
+		o.f.State = *r.state
 	}
 	switch rq.call {
-	case "OpenSession":
-		if ok && r.sessionID != "" && p.st.sessions[r.sessionID] == nil {
-			if ss := p.st.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
-				p.setAuth(&ss.auth, &ss.owner, rq.auth)
-			}
-		}
-	case "ExecuteStatement", "GetTypeInfo", "GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes",
-		"GetColumns", "GetFunctions", "GetPrimaryKeys", "GetCrossReference":
-		// Calls that return an operation handle.
-		if !ok || r.opID == "" || p.st.ops[r.opID] != nil {
-			return
-		}
-		ss := p.sessionFor(rq, now)
-		path, ua := rq.path, rq.ua
-		if ss != nil {
-			path, ua = ss.path, ss.ua
-		}
-		o := p.st.addOp(r.opID, r.secret, path, ua, now)
-		if o == nil {
-			return
-		}
-		o.f.SessionID = rq.sessionID
-		if ss != nil {
-			o.sess = ss
-			ss.open[o] = struct{}{}
-			o.f.SessionLastClientRPCAt = ss.lastRPC
-		} else {
-			p.setAuth(&o.auth, &o.owner, rq.auth)
-		}
-		if r.state != nil {
-			o.f.State = *r.state
-		}
-		o.moreRows, o.undelivered = r.moreRows, !complete
-		if r.directClosed {
-			p.st.setClosed(o, sources.ProxyClosedByServer, now)
-			return
-		}
-		p.armAbandon(o, now)
-	case "CloseSession":
-		ss := p.st.sessions[rq.sessionID]
-		if !ok || ss == nil || !bytes.Equal(ss.secret, rq.sessSecret) {
-			return
-		}
-		// HiveServer2 closes a session's operations with it.
-		for o := range ss.open {
-			p.st.setClosed(o, sources.ProxyClosedByServer, now)
-		}
-		p.st.dropSession(ss)
-	default:
-		if rq.opID == "" {
-			return
-		}
-		o := p.st.ops[rq.opID]
-		if o == nil {
-			if ok && rq.call != "CloseOperation" {
-				p.learn(rq, r, complete, now)
-			}
-			return
-		}
-		if !bytes.Equal(o.secret, rq.secret) {
-			// Another handle under the same GUID: not this operation's.
-			p.stats.mismatched.Add(1)
-			return
-		}
-		if rq.call == "CloseOperation" {
-			o.f.Close.ClientAttempts++
-			if ok && o.closedByProxy {
-				return // the client's retried close, answered for the proxy's
-			}
-		}
-		if errors.Is(serr, sources.ErrHandleGone) {
-			// The server accepted the credentials and says the handle is gone.
-			p.markGone(o)
-			return
-		}
-		if !ok {
-			if rq.call == "CloseOperation" && sumAuth(rq.auth) == o.ownerSum() {
-				p.clientCloseFailed(o, serr)
-			}
-			return
-		}
-		p.confirmed(o, rq, now)
-		o.undelivered = !complete
-		if rq.call == "FetchResults" {
-			o.moreRows = r.moreRows
-		}
-		if r.state != nil && o.open() {
-			o.f.State = *r.state
-		}
-		switch rq.call {
-		case "CloseOperation":
-			p.st.setClosed(o, sources.ProxyClosed, now)
-		case "CancelOperation":
-			if o.f.State.Live() {
-				o.f.State = model.StateCanceled
-			}
+	case "CloseOperation":
+		p.st.setClosed(o, sources.ProxyClosed, now)
+	case "CancelOperation":
+		if o.f.State.Live() {
+			o.f.State = model.StateCanceled
 		}
 	}
 }

@@ -203,30 +203,8 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = DefaultUserAgent
-	}
-	if o.Tick <= 0 {
-		o.Tick = time.Second
-	}
-	switch o.ActAs {
-	case "":
-		o.ActAs = ActAsClient
-	case ActAsClient, ActAsProxy:
-	default:
-		return nil, fmt.Errorf("proxy: --act-as %q: want client or proxy", o.ActAs)
-	}
-	if o.ActAs == ActAsProxy && o.Authenticate == nil {
-		return nil, errors.New("proxy: --act-as proxy needs the proxy's workspace credentials (--profile or DATABRICKS_TOKEN)")
-	}
-	if o.CloseDefer <= 0 {
-		o.CloseDefer = DefaultCloseDefer
-	}
-	if o.UpstreamIdleTimeout <= 0 {
-		o.UpstreamIdleTimeout = DefaultUpstreamIdleTimeout
-	}
-	if o.ServerIdleTimeout <= 0 {
-		o.ServerIdleTimeout = DefaultServerIdleTimeout
+	if o, err = withDefaults(o); err != nil {
+		return nil, err
 	}
 	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
 	p.log = o.Logger
@@ -243,51 +221,8 @@ func New(o Options) (*Proxy, error) {
 		p.clk = wallClock{}
 	}
 	p.started = p.clk.Now()
-	p.up = o.Transport
-	if p.up == nil {
-		p.up = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	// Pooled connections are retired before the server's or load
-	// balancer's idle timeout would close them under a request; enough are
-	// kept for the clients behind the proxy (the default of 2 per host
-	// churns a new connection for most requests under load).
-	p.up.IdleConnTimeout = o.UpstreamIdleTimeout
-	// The upstream is asked for the encodings the client asked for and no
-	// other: net/http would otherwise add Accept-Encoding: gzip itself.
-	p.up.DisableCompression = true
-	if p.up.MaxIdleConnsPerHost < maxIdlePerHost {
-		p.up.MaxIdleConnsPerHost = maxIdlePerHost
-	}
-	if p.up.MaxIdleConns != 0 && p.up.MaxIdleConns < maxIdlePerHost {
-		p.up.MaxIdleConns = maxIdlePerHost
-	}
-	p.fresh = p.up.Clone()
-	p.fresh.DisableKeepAlives = true
-	// Calls that must not be repeated (ExecuteStatement, OpenSession,
-	// FetchResults) reuse only a connection that answered moments ago.
-	p.recent = p.up.Clone()
-	p.recent.IdleConnTimeout = recentIdle
-	po := o.Policy
-	po.Clock = o.Clock
-	if po.Base <= 0 {
-		po.Base = healBase
-	}
-	if po.Cap <= 0 {
-		po.Cap = healCap
-	}
-	if po.BudgetCapacity <= 0 {
-		po.BudgetCapacity = healBudget
-	}
-	lim := map[string]retry.Limit{}
-	for k, v := range HealLimits {
-		lim[k] = v
-	}
-	for k, v := range po.Limits {
-		lim[k] = v
-	}
-	po.Limits = lim
-	po.Idle = append(po.Idle, p.up)
-	p.pol = retry.NewPolicy(po)
+	p.transports(o.Transport)
+	p.pol = healPolicy(o, p.up)
 	p.own, err = thrift.NewClient(thrift.Options{
 		Host:         u.String(),
 		HTTPPath:     func(path string) string { return path },
@@ -312,6 +247,93 @@ func New(o Options) (*Proxy, error) {
 		ErrorLog:      nil,
 	}
 	return p, nil
+}
+
+// withDefaults fills the options left zero and refuses an --act-as the
+// proxy cannot honour.
+func withDefaults(o Options) (Options, error) {
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.Tick <= 0 {
+		o.Tick = time.Second
+	}
+	switch o.ActAs {
+	case "":
+		o.ActAs = ActAsClient
+	case ActAsClient, ActAsProxy:
+	default:
+		return o, fmt.Errorf("proxy: --act-as %q: want client or proxy", o.ActAs)
+	}
+	if o.ActAs == ActAsProxy && o.Authenticate == nil {
+		return o, errors.New("proxy: --act-as proxy needs the proxy's workspace credentials (--profile or DATABRICKS_TOKEN)")
+	}
+	if o.CloseDefer <= 0 {
+		o.CloseDefer = DefaultCloseDefer
+	}
+	if o.UpstreamIdleTimeout <= 0 {
+		o.UpstreamIdleTimeout = DefaultUpstreamIdleTimeout
+	}
+	if o.ServerIdleTimeout <= 0 {
+		o.ServerIdleTimeout = DefaultServerIdleTimeout
+	}
+	return o, nil
+}
+
+// transports sets up the three upstream transports from base (or the
+// default transport): pooled, fresh and recent.
+func (p *Proxy) transports(base *http.Transport) {
+	p.up = base
+	if p.up == nil {
+		p.up = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	// Pooled connections are retired before the server's or load
+	// balancer's idle timeout would close them under a request; enough are
+	// kept for the clients behind the proxy (the default of 2 per host
+	// churns a new connection for most requests under load).
+	p.up.IdleConnTimeout = p.o.UpstreamIdleTimeout
+	// The upstream is asked for the encodings the client asked for and no
+	// other: net/http would otherwise add Accept-Encoding: gzip itself.
+	p.up.DisableCompression = true
+	if p.up.MaxIdleConnsPerHost < maxIdlePerHost {
+		p.up.MaxIdleConnsPerHost = maxIdlePerHost
+	}
+	if p.up.MaxIdleConns != 0 && p.up.MaxIdleConns < maxIdlePerHost {
+		p.up.MaxIdleConns = maxIdlePerHost
+	}
+	p.fresh = p.up.Clone()
+	p.fresh.DisableKeepAlives = true
+	// Calls that must not be repeated (ExecuteStatement, OpenSession,
+	// FetchResults) reuse only a connection that answered moments ago.
+	p.recent = p.up.Clone()
+	p.recent.IdleConnTimeout = recentIdle
+}
+
+// healPolicy is the retry policy of the proxy's healing retries and its
+// own calls: o.Policy with the proxy's defaults and HealLimits under the
+// caller's limits.
+func healPolicy(o Options, up *http.Transport) *retry.Policy {
+	po := o.Policy
+	po.Clock = o.Clock
+	if po.Base <= 0 {
+		po.Base = healBase
+	}
+	if po.Cap <= 0 {
+		po.Cap = healCap
+	}
+	if po.BudgetCapacity <= 0 {
+		po.BudgetCapacity = healBudget
+	}
+	lim := map[string]retry.Limit{}
+	for k, v := range HealLimits {
+		lim[k] = v
+	}
+	for k, v := range po.Limits {
+		lim[k] = v
+	}
+	po.Limits = lim
+	po.Idle = append(po.Idle, up)
+	return retry.NewPolicy(po)
 }
 
 // ParseUpstream accepts https://host[:port], or http:// to a loopback

@@ -77,27 +77,13 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if so.AdminListen == "" {
 		so.AdminListen = "127.0.0.1:8445"
 	}
-	useTLS := so.TLSCert != "" || so.TLSKey != ""
-	var tcfg *tls.Config
-	if useTLS {
-		cert, err := tls.LoadX509KeyPair(so.TLSCert, so.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: TLS certificate: %w", err)
-		}
-		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tcfg, err := serverTLS(so)
+	if err != nil {
+		return nil, err
 	}
-	for _, a := range []string{so.Listen, so.AdminListen} {
-		if err := CheckListen(a, useTLS, so.InsecureListen); err != nil {
-			return nil, fmt.Errorf("proxy: %w", err)
-		}
-	}
-	token := so.AdminToken
-	if token == "" {
-		var b [16]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("proxy: generating the admin token: %w", err)
-		}
-		token = hex.EncodeToString(b[:])
+	token, err := adminToken(so.AdminToken)
+	if err != nil {
+		return nil, err
 	}
 	p, err := New(o)
 	if err != nil {
@@ -106,20 +92,13 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if err := p.resumeQueue(); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", so.Listen)
+	ln, aln, err := listen(so, tcfg)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: listening on %s: %w", so.Listen, err)
-	}
-	aln, err := net.Listen("tcp", so.AdminListen)
-	if err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("proxy: admin API: listening on %s: %w", so.AdminListen, err)
+		return nil, err
 	}
 	scheme := "http"
 	if tcfg != nil {
 		scheme = "https"
-		ln = tls.NewListener(ln, tcfg)
-		aln = tls.NewListener(aln, tcfg.Clone())
 	}
 	s := &Server{Proxy: p, token: token,
 		url:      scheme + "://" + ln.Addr().String(),
@@ -147,6 +126,56 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 		p.Run(rctx)
 	}()
 	return s, nil
+}
+
+// serverTLS loads the certificate both listeners serve (nil: plain HTTP)
+// and refuses plain HTTP where CheckListen does.
+func serverTLS(so ServeOptions) (*tls.Config, error) {
+	useTLS := so.TLSCert != "" || so.TLSKey != ""
+	var tcfg *tls.Config
+	if useTLS {
+		cert, err := tls.LoadX509KeyPair(so.TLSCert, so.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: TLS certificate: %w", err)
+		}
+		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	for _, a := range []string{so.Listen, so.AdminListen} {
+		if err := CheckListen(a, useTLS, so.InsecureListen); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
+	return tcfg, nil
+}
+
+// adminToken is the given token, or 32 random hex characters.
+func adminToken(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("proxy: generating the admin token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// listen opens the client and admin listeners, over TLS when tcfg is set.
+func listen(so ServeOptions, tcfg *tls.Config) (ln, aln net.Listener, err error) {
+	ln, err = net.Listen("tcp", so.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("proxy: listening on %s: %w", so.Listen, err)
+	}
+	aln, err = net.Listen("tcp", so.AdminListen)
+	if err != nil {
+		_ = ln.Close()
+		return nil, nil, fmt.Errorf("proxy: admin API: listening on %s: %w", so.AdminListen, err)
+	}
+	if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+		aln = tls.NewListener(aln, tcfg.Clone())
+	}
+	return ln, aln, nil
 }
 
 func serve(srv *http.Server, ln net.Listener, log *slog.Logger) {

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
 
@@ -57,22 +58,63 @@ func (m *detailModel) build() []string {
 	if op == nil {
 		return []string{"", st.Warn.Render(fmt.Sprintf("  operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))}
 	}
-	w := m.width - 4
+	d := &detailLines{st: st, w: m.width - 4}
 	now := m.ctx.snap.GeneratedAt
-	var l []string
-	add := func(s ...string) { l = append(l, s...) }
-	field := func(k, v string) { add("  " + st.Dim.Render(fit(k, 18, "")) + v) }
-	section := func(t string) { add("", st.Bold.Render("  "+t)) }
+	m.identity(d, op, now)
+	m.flags(d, op)
+	d.section("SQL")
+	for _, ln := range wrapWords(op.SQL, d.w) {
+		d.add("  " + ln)
+	}
+	m.errorChain(d, op)
+	m.pollsAndCloses(d, op, now)
+	if p := op.Proxy; p != nil {
+		proxyAccount(d, p, now)
+	}
+	m.history(d, op)
+	return d.l
+}
 
-	add(st.Title.Render("  Operation "+op.StatementID) + st.Dim.Render("   (esc back, j/k scroll)"))
-	field("warehouse", op.WarehouseID)
-	field("user", textfmt.OrDash(op.User))
-	field("client", textfmt.OrDash(op.ClientApplication))
+// detailLines gathers the detail's lines: labelled fields under section
+// titles, wrapped to w.
+type detailLines struct {
+	st *Styles
+	w  int
+	l  []string
+}
+
+func (d *detailLines) add(s ...string) { d.l = append(d.l, s...) }
+
+func (d *detailLines) field(k, v string) { d.add("  " + d.st.Dim.Render(fit(k, 18, "")) + v) }
+
+// long is a field whose value wraps under itself.
+func (d *detailLines) long(k, v string) {
+	for i, ln := range wrapWords(v, d.w-20) {
+		if i == 0 {
+			d.add("  " + d.st.Dim.Render(fit(k, 18, "")) + ln)
+		} else {
+			d.add("                    " + ln)
+		}
+	}
+}
+
+func (d *detailLines) section(t string) { d.add("", d.st.Bold.Render("  "+t)) }
+
+// wrapped adds s wrapped to the page, its later lines indented.
+func (d *detailLines) wrapped(s string) { d.add(wrapIndent(s, d.w, "    ")...) }
+
+// identity is the title and who, where, what state and since when.
+func (m *detailModel) identity(d *detailLines, op *model.OperationView, now time.Time) {
+	st := d.st
+	d.add(st.Title.Render("  Operation "+op.StatementID) + st.Dim.Render("   (esc back, j/k scroll)"))
+	d.field("warehouse", op.WarehouseID)
+	d.field("user", textfmt.OrDash(op.User))
+	d.field("client", textfmt.OrDash(op.ClientApplication))
 	state := string(op.State)
 	if op.Gone {
 		state += " (gone from the server)"
 	}
-	field("state", state)
+	d.field("state", state)
 	// Where the state came from, and why there (a stopped warehouse is
 	// never asked over Thrift: that would start it).
 	if op.StatusSource != "" {
@@ -80,76 +122,68 @@ func (m *detailModel) build() []string {
 		if op.StatusNote != "" {
 			src += ": " + op.StatusNote
 		}
-		add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, w, "                    ")...)
+		d.add(wrapIndent("  "+st.Dim.Render(fit("status from", 18, ""))+src, d.w, "                    ")...)
 	}
-	field("started", timeAgo(op.StartedAt, now))
-	field("completed", timeAgo(op.CompletedAt, now))
+	d.field("started", timeAgo(op.StartedAt, now))
+	d.field("completed", timeAgo(op.CompletedAt, now))
 	// A "?" in the table says why here, and what would tell.
-	long := func(k, v string) {
-		for i, ln := range wrapWords(v, w-20) {
-			if i == 0 {
-				add("  " + st.Dim.Render(fit(k, 18, "")) + ln)
-			} else {
-				add("                    " + ln)
-			}
-		}
-	}
 	if idle := idleCell(m.ctx, op); idle == "?" {
-		long("client idle", whyIdleUnknown)
+		d.long("client idle", whyIdleUnknown)
 	} else {
-		field("client idle", idle)
+		d.field("client idle", idle)
 	}
 	switch {
 	case op.Open != nil:
-		field("open on server", fmt.Sprint(*op.Open))
+		d.field("open on server", fmt.Sprint(*op.Open))
 	case opennessUnknown(op):
-		long("open on server", whyOpenUnknown)
+		d.long("open on server", whyOpenUnknown)
 	default:
-		field("open on server", "unknown")
+		d.field("open on server", "unknown")
 	}
 	adopted := "no"
 	if op.Adopted {
 		adopted = "yes: dbxtop closes it when it finishes"
 	}
-	field("adopted", adopted)
+	d.field("adopted", adopted)
+}
 
-	section("Flags")
+func (m *detailModel) flags(d *detailLines, op *model.OperationView) {
+	d.section("Flags")
 	if len(op.Flags) == 0 {
-		add("  none")
+		d.add("  none")
 	}
 	for _, f := range op.Flags {
-		add(wrapIndent(st.ForSeverity(f.Severity).Render(flagLabel(f, g))+": "+f.Detail, w, "    ")...)
+		d.wrapped(d.st.ForSeverity(f.Severity).Render(flagLabel(f, m.ctx.glyphs)) + ": " + f.Detail)
 	}
+}
 
-	section("SQL")
-	for _, ln := range wrapWords(op.SQL, w) {
-		add("  " + ln)
-	}
-
-	section("Errors")
+func (m *detailModel) errorChain(d *detailLines, op *model.OperationView) {
+	d.section("Errors")
 	errs := 0
 	if op.ServerError != "" {
-		add(wrapIndent("server: "+op.ServerError, w, "    ")...)
+		d.wrapped("server: " + op.ServerError)
 		errs++
 	}
 	if op.LastError != nil {
-		add(wrapIndent("last poll error: "+op.LastError.Line(), w, "    ")...)
+		d.wrapped("last poll error: " + op.LastError.Line())
 		errs++
 	}
 	if op.Close.LastError != nil {
-		add(wrapIndent("last close error: "+op.Close.LastError.Line(), w, "    ")...)
+		d.wrapped("last close error: " + op.Close.LastError.Line())
 		errs++
 	}
 	if errs == 0 {
-		add("  none")
+		d.add("  none")
 	}
+}
 
-	section("Polls and closes")
+func (m *detailModel) pollsAndCloses(d *detailLines, op *model.OperationView, now time.Time) {
+	d.section("Polls and closes")
 	last := "never"
 	if !op.LastPollOKAt.IsZero() {
 		last = timeAgo(op.LastPollOKAt, now)
 	}
-	field("polls", fmt.Sprintf("%d ok, %d failed, %s; last ok %s", op.Poll.OK, op.Poll.Failed,
+	d.field("polls", fmt.Sprintf("%d ok, %d failed, %s; last ok %s", op.Poll.OK, op.Poll.Failed,
 		plural(op.Poll.Retries, "retry", "retries"), last))
 	cl := fmt.Sprintf("%s, %s", textfmt.OrDash(string(op.Close.State)), plural(op.Close.Attempts, "attempt", "attempts"))
 	if !op.Close.NextTry.IsZero() {
@@ -158,40 +192,44 @@ func (m *detailModel) build() []string {
 	if b, ok := m.ctx.busy[op.StatementID]; ok {
 		cl += "; " + b
 	}
-	field("close", cl)
-	if p := op.Proxy; p != nil {
-		// What `dbxtop proxy` saw on the wire (docs/proxy.md).
-		section("Proxy's account")
-		rpc := "never"
-		if !p.LastClientRPC.IsZero() {
-			rpc = timeAgo(p.LastClientRPC, now)
-		}
-		field("last client call", rpc)
-		pc := fmt.Sprintf("%s; client %s, proxy %d", textfmt.OrDash(p.CloseOutcome), plural(p.ClientCloseAttempts, "attempt", "attempts"), p.ProxyCloseAttempts)
-		if !p.NextTry.IsZero() {
-			pc += "; proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
-		}
-		field("close", pc)
-		if p.ClientCloseError != nil {
-			add(wrapIndent("client's close error: "+p.ClientCloseError.Line(), w, "    ")...)
-		}
-		field("heals", fmt.Sprint(p.Heals))
-		for _, a := range p.Actions {
-			add(wrapIndent(a, w, "    ")...)
-		}
+	d.field("close", cl)
+}
+
+// proxyAccount is what `dbxtop proxy` saw on the wire (docs/proxy.md).
+func proxyAccount(d *detailLines, p *model.ProxyAccount, now time.Time) {
+	d.section("Proxy's account")
+	rpc := "never"
+	if !p.LastClientRPC.IsZero() {
+		rpc = timeAgo(p.LastClientRPC, now)
 	}
+	d.field("last client call", rpc)
+	pc := fmt.Sprintf("%s; client %s, proxy %d", textfmt.OrDash(p.CloseOutcome), plural(p.ClientCloseAttempts, "attempt", "attempts"), p.ProxyCloseAttempts)
+	if !p.NextTry.IsZero() {
+		pc += "; proxy retries in " + textfmt.Duration(max(p.NextTry.Sub(now), 0))
+	}
+	d.field("close", pc)
+	if p.ClientCloseError != nil {
+		d.wrapped("client's close error: " + p.ClientCloseError.Line())
+	}
+	d.field("heals", fmt.Sprint(p.Heals))
+	for _, a := range p.Actions {
+		d.wrapped(a)
+	}
+}
+
+// history lists the operation's own events, newest first.
+func (m *detailModel) history(d *detailLines, op *model.OperationView) {
 	hist := m.ctx.ring.newest(detailHistory, op.StatementID)
 	if len(hist) > 0 {
-		section("History (newest first)")
+		d.section("History (newest first)")
 	}
 	for _, e := range hist {
 		line := fmt.Sprintf("%s  %-12s %s", e.At.UTC().Format("15:04:05"), e.Kind, eventText(e))
 		if id := eventRequestID(e); id != "" {
 			line += "  request_id " + id
 		}
-		add(wrapIndent(line, w, "    ")...)
+		d.wrapped(line)
 	}
-	return l
 }
 
 // wrapIndent wraps s to w cells: first line indented by two spaces, the

@@ -213,24 +213,24 @@ var limitTag = map[model.LimitSource]string{
 // details of flags other than storage; its indexes when expanded. Every
 // piece of server text goes through textfmt.Line.
 func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW int) []string {
+	out := []string{m.endpointRow(ep, sel, barW)}
+	out = append(out, m.endpointNotes(ep)...)
+	return append(out, m.endpointIndexes(ep, sel)...)
+}
+
+// endpointRow is the endpoint's line in the table's columns.
+func (m *endpointsModel) endpointRow(ep *model.EndpointView, sel bool, barW int) string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
 	cur := "  "
 	if sel {
 		cur = g.Cursor + " "
 	}
 	f, _ := worstFlag(ep.Flags)
-	sev := f.Severity
 	fill := int(math.Round(math.Min(ep.Usage, 1) * float64(barW)))
 	bar := "[" + strings.Repeat(g.BarFull, fill) + strings.Repeat(g.BarEmpty, max(0, barW-fill)) + "]"
 	style := st.OK
-	if sev != "" {
-		style = st.ForSeverity(sev)
-	}
-	badge := ""
-	if f.Kind != "" {
-		badge = flagLabel(f, g)
-		badge = strings.Replace(badge, " CRIT ", " ", 1)
-		badge = strings.Replace(badge, " WARN ", " ", 1)
+	if f.Severity != "" {
+		style = st.ForSeverity(f.Severity)
 	}
 	eta := "not growing"
 	if ep.ETAFull != nil {
@@ -239,9 +239,8 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 	if ep.Usage >= 1 || ep.Exhausted {
 		eta = "full"
 	}
-	limit, usage := "?", "?"
+	usage := "?"
 	if ep.RowLimit > 0 {
-		limit = textfmt.CountShort(ep.RowLimit) + " " + limitTag[ep.RowLimitSource]
 		usage = fmt.Sprintf("%.1f%%", ep.Usage*100)
 	}
 	thr := "-"
@@ -257,28 +256,50 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 		line += style.Render(bar) + " "
 	}
 	line += fit(usage, 6, "") + " " + fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
-	if badge != "" {
-		b := fit(badge, 17, g.Ellipsis)
-		if sev == model.SeverityCritical {
-			line += st.CritBadge.Render(b)
-		} else {
-			line += st.Warn.Render(b)
-		}
-	} else {
-		line += fit("", 17, "")
+	return line + m.flagCell(f) + m.rowsCells(ep)
+}
+
+// flagCell is the worst flag's badge, 17 wide, its severity in colour
+// rather than words.
+func (m *endpointsModel) flagCell(f model.Flag) string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	if f.Kind == "" {
+		return fit("", 17, "")
 	}
+	badge := flagLabel(f, g)
+	badge = strings.Replace(badge, " CRIT ", " ", 1)
+	badge = strings.Replace(badge, " WARN ", " ", 1)
+	b := fit(badge, 17, g.Ellipsis)
+	if f.Severity == model.SeverityCritical {
+		return st.CritBadge.Render(b)
+	}
+	return st.Warn.Render(b)
+}
+
+// rowsCells is ROWS/LIMIT (with the limit's source), then STATE and TYPE
+// when the terminal is wide enough.
+func (m *endpointsModel) rowsCells(ep *model.EndpointView) string {
+	g := m.ctx.glyphs
 	if m.narrow() {
 		short := "?"
 		if ep.RowLimit > 0 {
 			short = textfmt.CountShort(ep.RowLimit)
 		}
-		line += " " + textfmt.CountShort(ep.Rows) + "/" + short
-	} else {
-		line += " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 18, "") + " " +
-			fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
+		return " " + textfmt.CountShort(ep.Rows) + "/" + short
 	}
-	out := []string{line}
-	// Where the limit comes from, and how fast rows arrive.
+	limit := "?"
+	if ep.RowLimit > 0 {
+		limit = textfmt.CountShort(ep.RowLimit) + " " + limitTag[ep.RowLimitSource]
+	}
+	return " " + fit(textfmt.CountShort(ep.Rows)+"/"+limit, 18, "") + " " +
+		fit(textfmt.Line(textfmt.OrDash(ep.State)), 12, g.Ellipsis) + " " + textfmt.Line(ep.Type)
+}
+
+// endpointNotes are the lines under the row: where the limit comes from
+// and how fast rows arrive, the server's error, and the flags the row
+// does not already say.
+func (m *endpointsModel) endpointNotes(ep *model.EndpointView) []string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
 	why := "no row limit: usage unknown"
 	switch {
 	case ep.RowLimitWhy != "":
@@ -287,7 +308,7 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 		why = "limit " + textfmt.CountShort(ep.RowLimit)
 	}
 	why = fmt.Sprintf("writes %s/min  %s %s", textfmt.CountShort(int64(math.Round(ep.WriteRowsPerMin))), g.VerticalSep, why)
-	out = append(out, st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis)))
+	out := []string{st.Dim.Render(truncLine("      "+why, max(m.width, 20), g.Ellipsis))}
 	if ep.LastError != nil {
 		out = append(out, indentWrapped(wrapIndent(st.Crit.Render(textfmt.Line(ep.LastError.Line())), m.width-4, "      "))...)
 	}
@@ -299,36 +320,47 @@ func (m *endpointsModel) endpointLines(ep *model.EndpointView, sel bool, barW in
 		d := flagLabel(fl, g) + ": " + textfmt.Line(fl.Detail)
 		out = append(out, st.ForSeverity(fl.Severity).Render(truncLine("      "+d, max(m.width, 20), g.Ellipsis)))
 	}
-	if m.expanded[ep.Name] {
-		if len(ep.Indexes) == 0 {
-			out = append(out, "      no indexes")
+	return out
+}
+
+// endpointIndexes lists the indexes of an expanded endpoint, or says how
+// many there are under the selected one.
+func (m *endpointsModel) endpointIndexes(ep *model.EndpointView, sel bool) []string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	if !m.expanded[ep.Name] {
+		n := ep.IndexCount()
+		if n == 0 || !sel {
+			return nil
 		}
-		for _, ix := range ep.Indexes {
-			ready := "ready"
-			if !ix.Ready {
-				ready = g.Warn + " NOT READY"
-			}
-			typ := textfmt.OrDash(ix.Type)
-			if ix.Dimension > 0 {
-				typ += fmt.Sprintf(" %dd", ix.Dimension)
-			}
-			l := fmt.Sprintf("      - %s  %s  %s  %s", fit(textfmt.Line(ix.Name), 28, g.Ellipsis), fit(textfmt.Line(typ), 19, g.Ellipsis),
-				fit(textfmt.CountShort(ix.Rows)+" rows", 15, ""), ready)
-			if ix.Message != "" {
-				l += "  " + textfmt.Line(ix.Message)
-			}
-			l = truncLine(l, max(m.width, 20), g.Ellipsis)
-			if !ix.Ready {
-				l = st.Warn.Render(l)
-			}
-			out = append(out, l)
-		}
-	} else if n := ep.IndexCount(); n > 0 && sel {
 		noun := "indexes"
 		if n == 1 {
 			noun = "index"
 		}
-		out = append(out, st.Dim.Render(fmt.Sprintf("      %d %s (enter expands)", n, noun)))
+		return []string{st.Dim.Render(fmt.Sprintf("      %d %s (enter expands)", n, noun))}
+	}
+	var out []string
+	if len(ep.Indexes) == 0 {
+		out = append(out, "      no indexes")
+	}
+	for _, ix := range ep.Indexes {
+		ready := "ready"
+		if !ix.Ready {
+			ready = g.Warn + " NOT READY"
+		}
+		typ := textfmt.OrDash(ix.Type)
+		if ix.Dimension > 0 {
+			typ += fmt.Sprintf(" %dd", ix.Dimension)
+		}
+		l := fmt.Sprintf("      - %s  %s  %s  %s", fit(textfmt.Line(ix.Name), 28, g.Ellipsis), fit(textfmt.Line(typ), 19, g.Ellipsis),
+			fit(textfmt.CountShort(ix.Rows)+" rows", 15, ""), ready)
+		if ix.Message != "" {
+			l += "  " + textfmt.Line(ix.Message)
+		}
+		l = truncLine(l, max(m.width, 20), g.Ellipsis)
+		if !ix.Ready {
+			l = st.Warn.Render(l)
+		}
+		out = append(out, l)
 	}
 	return out
 }

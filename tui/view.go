@@ -173,6 +173,15 @@ func btoi(b bool) int {
 // flag; tabs with the view's sort and filter.
 func (m *Model) header() []string {
 	st, g, w := &m.ctx.styles, m.ctx.glyphs, m.ctx.width
+	cut := st.Dim.Render(g.Cut)
+	out := []string{fitSegs(m.identityLine(), w, "  ", cut), fitSegs(m.pollerLine(), w, "  ", cut), m.lastErrorLine()}
+	out = append(out, m.flagLines()...)
+	return append(out, fitSegs(m.tabsLine(), w, "  ", cut))
+}
+
+// identityLine: the title and badges, what is watched, and how often.
+func (m *Model) identityLine() []seg {
+	st, g := &m.ctx.styles, m.ctx.glyphs
 	ws := m.ctx.workspace()
 	title := "dbxtop"
 	if v := m.ctx.opts.Version; v != "" {
@@ -217,7 +226,12 @@ func (m *Model) header() []string {
 	} else {
 		l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 	}
+	return l1
+}
 
+// pollerLine: the poller's health counters, and what is going wrong.
+func (m *Model) pollerLine() []seg {
+	st, g := &m.ctx.styles, m.ctx.glyphs
 	h := m.ctx.health
 	l2 := []seg{{"poller", prioCritical}, {fmt.Sprintf("followed %d", h.Followed), prioHigh},
 		{fmt.Sprintf("in flight %d", h.InFlight), prioLow},
@@ -238,9 +252,14 @@ func (m *Model) header() []string {
 		// The schedule cannot hold its freshness goal: say so, and why.
 		l2 = append(l2, seg{st.Warn.Render(g.Warn + " " + f.String()), prioCritical})
 	}
+	return l2
+}
 
+// tabsLine: the views, the current one in brackets, then its sort and
+// filter and the operation counts.
+func (m *Model) tabsLine() []seg {
+	st, w := &m.ctx.styles, m.ctx.width
 	c := &m.counts
-	// Tabs: the current one in brackets.
 	var tabs []string
 	for v := viewID(0); v < numViews; v++ {
 		if v == viewHelp && v != m.view && w < 100 {
@@ -254,12 +273,7 @@ func (m *Model) header() []string {
 	}
 	l4 := []seg{{strings.Join(tabs, " "), prioCritical}}
 	l4 = append(l4, m.viewInfo()...)
-	l4 = append(l4, seg{st.Dim.Render(fmt.Sprintf("ops %d live %d flagged %d", c.ops, c.running, c.flagged)), prioLow})
-
-	cut := st.Dim.Render(g.Cut)
-	out := []string{fitSegs(l1, w, "  ", cut), fitSegs(l2, w, "  ", cut), m.lastErrorLine()}
-	out = append(out, m.flagLines()...)
-	return append(out, fitSegs(l4, w, "  ", cut))
+	return append(l4, seg{st.Dim.Render(fmt.Sprintf("ops %d live %d flagged %d", c.ops, c.running, c.flagged)), prioLow})
 }
 
 // lastErrorLine is the last error with its age, or when it recovered. It
