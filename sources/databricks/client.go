@@ -108,25 +108,8 @@ type Client struct {
 // itself needs (OAuth token exchanges); a wrong token therefore surfaces on
 // the first call as an HTTPError saying the credentials were refused.
 func New(ctx context.Context, c Config) (*Client, error) {
-	if c.PageSize <= 0 || c.PageSize >= 1000 {
-		c.PageSize = defaultPageSize
-	}
-	if c.MaxPages <= 0 {
-		c.MaxPages = defaultMaxPages
-	}
-	if c.DiscoveryBudget <= 0 {
-		c.DiscoveryBudget = defaultBudget
-	}
-	if c.DiscoveryWindow <= 0 {
-		c.DiscoveryWindow = defaultWindow
-	}
-	if c.HTTPTimeout <= 0 {
-		c.HTTPTimeout = 30 * time.Second
-	}
+	c = c.withDefaults()
 	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
 	if err := checkConfigFile(c); err != nil {
 		return nil, err
 	}
@@ -137,28 +120,9 @@ func New(ctx context.Context, c Config) (*Client, error) {
 	if tr == nil {
 		tr = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	sdk := &config.Config{
-		Profile:    c.Profile,
-		Host:       c.Host,
-		Token:      c.Token,
-		ConfigFile: c.ConfigFile,
-		// A backstop only: with the predicates below nothing is retriable,
-		// so the SDK's loop makes one attempt and returns.
-		RetryTimeoutSeconds: 1,
-		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
-		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr), maxBody: c.MaxBody},
-	}
+	sdk := sdkConfig(c, tr)
 	pages := &http.Client{Transport: sdk.HTTPTransport, Timeout: c.HTTPTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	// Host metadata (/.well-known/databricks-config) only matters for OAuth
-	// discovery on real https hosts; skip it for plain-http hosts (the
-	// simulator, local proxies) so no unexpected request is made.
-	sdk.HostMetadataResolver = func(ctx context.Context, host string) (*config.HostMetadata, error) {
-		if strings.HasPrefix(host, "http://") {
-			return nil, nil
-		}
-		return sdk.DefaultHostMetadataResolver()(ctx, host)
-	}
 	var hc httpclient.ClientConfig
 	err := resolveBounded(ctx, func() error {
 		var err error
@@ -196,6 +160,55 @@ func New(ctx context.Context, c Config) (*Client, error) {
 		firstIndex: map[string]string{},
 		gate:       &sources.WarehouseGate{Now: now},
 	}, nil
+}
+
+// withDefaults fills in what c leaves zero.
+func (c Config) withDefaults() Config {
+	if c.PageSize <= 0 || c.PageSize >= 1000 {
+		c.PageSize = defaultPageSize
+	}
+	if c.MaxPages <= 0 {
+		c.MaxPages = defaultMaxPages
+	}
+	if c.DiscoveryBudget <= 0 {
+		c.DiscoveryBudget = defaultBudget
+	}
+	if c.DiscoveryWindow <= 0 {
+		c.DiscoveryWindow = defaultWindow
+	}
+	if c.HTTPTimeout <= 0 {
+		c.HTTPTimeout = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// sdkConfig is the SDK configuration of c: its unified auth, one attempt
+// per call, and dbxtop's transport over tr.
+func sdkConfig(c Config, tr *http.Transport) *config.Config {
+	sdk := &config.Config{
+		Profile:    c.Profile,
+		Host:       c.Host,
+		Token:      c.Token,
+		ConfigFile: c.ConfigFile,
+		// A backstop only: with the predicates below nothing is retriable,
+		// so the SDK's loop makes one attempt and returns.
+		RetryTimeoutSeconds: 1,
+		HTTPTimeoutSeconds:  int((c.HTTPTimeout + time.Second - 1) / time.Second),
+		HTTPTransport:       &sdkTransport{base: tr, userAgent: c.UserAgent, fresh: noKeepAlive(tr), maxBody: c.MaxBody},
+	}
+	// Host metadata (/.well-known/databricks-config) only matters for OAuth
+	// discovery on real https hosts; skip it for plain-http hosts (the
+	// simulator, local proxies) so no unexpected request is made.
+	sdk.HostMetadataResolver = func(ctx context.Context, host string) (*config.HostMetadata, error) {
+		if strings.HasPrefix(host, "http://") {
+			return nil, nil
+		}
+		return sdk.DefaultHostMetadataResolver()(ctx, host)
+	}
+	return sdk
 }
 
 // Authenticate adds the workspace credentials to r (for the Thrift client,

@@ -72,13 +72,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: --faults: %w", err)
 	}
-	token := o.Token
-	if token == "" {
-		var b [16]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("sim: generating a token: %w", err)
-		}
-		token = hex.EncodeToString(b[:])
+	token, err := o.token()
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -104,7 +100,33 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.proxyURL = u
 	}
 	s.thrift = thrift.NewHandler(&thriftService{s: s})
-	s.srv = &http.Server{
+	s.srv = s.httpServer()
+	w, err := s.newWorkload()
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.run(ln, w)
+	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
+	return s, nil
+}
+
+// token is the bearer token clients must send: o.Token, or a random one.
+func (o Options) token() (string, error) {
+	if o.Token != "" {
+		return o.Token, nil
+	}
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("sim: generating a token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// httpServer serves the routes, with a connection record per client
+// connection (the fault injector's stale and reset faults use it).
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -113,11 +135,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		},
 		ErrorLog: nil,
 	}
-	w, err := s.newWorkload()
-	if err != nil {
-		_ = ln.Close()
-		return nil, err
-	}
+}
+
+// run starts serving on ln, the reaper, the workload w (nil: none) and,
+// behind a proxy, the incident writer's last writes over HTTP; Close
+// stops them all.
+func (s *Server) run(ln net.Listener, w *workload) {
+	o := s.o
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.done = wctx.Done()
@@ -144,8 +168,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			s.incidentWriter(wctx)
 		}()
 	}
-	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
-	return s, nil
 }
 
 // makeWarehouses builds n running warehouses for the workload and then
