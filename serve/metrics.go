@@ -334,6 +334,35 @@ type Counters struct {
 
 	mu      sync.Mutex
 	counted map[string]map[string]bool // workspace → statement id + flag → counted
+	calls0  map[[2]string]bool         // (workspace, call) whose series are born
+}
+
+// bornKinds are the error kinds a call can retry or give up with: each
+// call's series start at 0 for them when the call is first made, so that
+// increase() sees its first failure (a series born at 1 reads as no
+// increase).
+var bornKinds = []model.ErrorKind{model.KindTransport, model.KindThrottled, model.KindUnavailable, model.KindPermanent}
+
+// bear starts a call's counters at 0 the first time the workspace makes it.
+func (c *Counters) bear(workspace, call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]string{workspace, call}
+	if c.calls0[k] {
+		return
+	}
+	if c.calls0 == nil {
+		c.calls0 = map[[2]string]bool{}
+	}
+	c.calls0[k] = true
+	c.calls.WithLabelValues(workspace, call, "ok")
+	for _, kind := range bornKinds {
+		c.calls.WithLabelValues(workspace, call, string(kind))
+		c.giveUps.WithLabelValues(workspace, call, string(kind))
+		if kind != model.KindPermanent { // permanent errors are never retried
+			c.retries.WithLabelValues(workspace, call, string(kind))
+		}
+	}
 }
 
 // NewCounters builds the counters; hand Observer and Done to each
@@ -414,6 +443,7 @@ func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 				outcome = "error"
 			}
 		}
+		c.bear(workspace, call.Name)
 		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
 		if call.Name == proxyCall {
 			c.proxyUp.WithLabelValues(workspace).Set(boolF(err == nil))

@@ -307,6 +307,18 @@ func TestCountersBornAtZero(t *testing.T) {
 	if v := testutil.ToFloat64(c.proxyUp.WithLabelValues("prod")); v != 0 {
 		t.Fatalf("proxy read failed: dbxtop_proxy_up %v", v)
 	}
+
+	// A call's give-up and retry series are born at 0 with its first
+	// call, so the first failure is an increase.
+	c.Done("prod")(retry.Call{Name: "ListQueries"}, 1, nil)
+	if n := testutil.CollectAndCount(c.giveUps); n != len(bornKinds) {
+		t.Fatalf("give-up series after the first call: %d, want %d (born at 0)", n, len(bornKinds))
+	}
+	for _, kind := range bornKinds {
+		if v := testutil.ToFloat64(c.giveUps.WithLabelValues("prod", "ListQueries", string(kind))); v != 0 {
+			t.Fatalf("give-ups of ListQueries (%s) before any: %v", kind, v)
+		}
+	}
 }
 
 // TestFlagSeries: operation flags by warehouse and endpoint flags are
