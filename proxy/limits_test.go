@@ -30,6 +30,14 @@ func TestMaxConnsPerClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Execute's slot is released when its handler returns, which can
+	// come just after the client has read the answer: wait for it, or one
+	// of the two polls below is refused instead of reaching the server.
+	waitFor(t, "the client's earlier requests released", 10*time.Second, func() bool {
+		p.limits.mu.Lock()
+		defer p.limits.mu.Unlock()
+		return len(p.limits.busy) == 0
+	})
 	f, _ := sim.ParseFaults("latency=1s@GetOperationStatus")
 	s.SetFaults(f)
 	base := s.Stats().Requests["GetOperationStatus"]
