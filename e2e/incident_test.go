@@ -220,6 +220,20 @@ func TestLearnedLimitStateFileThroughTheBinary(t *testing.T) {
 		t.Errorf("second run: limit from %q", e.RowLimitSource)
 	}
 
+	// Under systemd (StateDirectory=) the file is $STATE_DIRECTORY's, not
+	// XDG_STATE_HOME's: the unit's sandbox can write only there.
+	svcState, xdg := t.TempDir(), t.TempDir()
+	r = run(t, runOpts{args: args, env: append(env(xdg), "STATE_DIRECTORY="+svcState)})
+	if e := staging(t, r); e.RowLimitSource != model.LimitLearned {
+		t.Errorf("STATE_DIRECTORY: limit from %q", e.RowLimitSource)
+	}
+	if b, err := os.ReadFile(filepath.Join(svcState, capstore.FileName)); err != nil || !strings.Contains(string(b), `"vs-staging"`) {
+		t.Errorf("learned limit not under $STATE_DIRECTORY: %s %v\n%s", b, err, r)
+	}
+	if _, err := os.Stat(filepath.Join(xdg, "dbxtop", capstore.FileName)); err == nil {
+		t.Errorf("learned limit written under XDG_STATE_HOME although STATE_DIRECTORY is set")
+	}
+
 	// Unwritable: XDG_STATE_HOME is a regular file.
 	blocker := filepath.Join(t.TempDir(), "not-a-dir")
 	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
