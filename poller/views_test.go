@@ -69,3 +69,30 @@ func TestViewCacheCheckCatchesBrokenInvariants(t *testing.T) {
 		t.Fatalf("check = %v, want the deadline missing from the due heap", err)
 	}
 }
+
+// CLOSE_FAILED that clears because the operation is closed says who
+// closed it in the flag-cleared event; an endpoint's cleared flag names
+// no closer.
+func TestCloseFailedClearedNamesWhoClosed(t *testing.T) {
+	c := newViewCache(viewsTestThresholds)
+	now := time.Unix(2000, 0)
+	var evs []model.Event
+	emit := func(e model.Event) { evs = append(evs, e) }
+	failed := []model.Flag{{Kind: model.FlagCloseFailed, Severity: model.SeverityCritical}}
+	op := &model.Operation{StatementID: "s1", State: model.StateFinished,
+		Proxy: &model.ProxyAccount{CloseOutcome: "closed_by_proxy"}}
+	c.diff("s1", "s1", "", failed, op, now, emit)
+	c.diff("s1", "s1", "", nil, op, now, emit)
+	if len(evs) != 2 || evs[1].Kind != model.EventFlagCleared {
+		t.Fatalf("events %+v, want raised then cleared", evs)
+	}
+	if want := "CLOSE_FAILED cleared: closed by the proxy's close queue"; evs[1].Message != want {
+		t.Errorf("cleared event %q, want %q", evs[1].Message, want)
+	}
+	evs = nil
+	c.diff("endpoint:vs", "", "vs", failed, nil, now, emit)
+	c.diff("endpoint:vs", "", "vs", nil, nil, now, emit)
+	if len(evs) != 2 || evs[1].Message != "CLOSE_FAILED cleared" {
+		t.Errorf("endpoint events %+v", evs)
+	}
+}
