@@ -56,13 +56,18 @@ func TestDemoProxiedShare(t *testing.T) {
 		return ids
 	}
 	var inactive, clientCloseFailed, unclosed bool
+	noEvidence := map[string]string{} // direct close_fails operations UNCLOSED: nothing tells dbxtop they are open
 	deadline := time.Now().Add(40 * time.Second)
 	for !(inactive && clientCloseFailed && unclosed) && time.Now().Before(deadline) {
 		if err := eng.RunOnce(ctx); err != nil {
 			t.Logf("round: %v", err)
 		}
 		gives, closes, leaks := kinds(sim.KindGivesUp), kinds(sim.KindCloseFailsProxied), kinds(sim.KindLeaksProxied)
+		direct := kinds(sim.KindCloseFails)
 		for _, o := range eng.Snapshot().Operations {
+			if direct[o.StatementID] && o.HasFlag(model.FlagUnclosed) {
+				noEvidence[o.StatementID] = o.StatusSource + ": " + o.StatusNote
+			}
 			if leaks[o.StatementID] && o.HasFlag(model.FlagUnclosed) && strings.Contains(o.StatusNote, "open per dbxtop proxy") {
 				unclosed = true
 			}
@@ -80,6 +85,9 @@ func TestDemoProxiedShare(t *testing.T) {
 	if !inactive || !clientCloseFailed || !unclosed {
 		t.Fatalf("within the demo timeline: INACTIVE for the proxied gives_up client %v, client CLOSE_FAILED %v, UNCLOSED for the proxied leaks_proxied client %v",
 			inactive, clientCloseFailed, unclosed)
+	}
+	for id, status := range noEvidence {
+		t.Errorf("direct close_fails %s UNCLOSED without evidence (status %s)", id, status)
 	}
 	if st := px.srv.Stats(); st.Requests == 0 || st.ClosesQueued == 0 {
 		t.Errorf("proxy stats %+v", st)

@@ -95,8 +95,10 @@ func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
 		{"learned after its start", func(f *sources.ProxyOperation) { f.LearnedAfterStart = true }, false},
 		{"answers unreadable", func(f *sources.ProxyOperation) { f.Unobserved = "undecodable" }, false},
 		{"reported CLOSED", func(f *sources.ProxyOperation) { f.State = model.StateClosed }, false},
+		{"the client's close refused", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyCloseFailed }, true},
 		{"closed by the client", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosed }, false},
 		{"closed by the server", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByServer }, false},
+		{"closed by the proxy", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByProxy }, false},
 		{"gone", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyGone }, false},
 	}
 	for _, c := range cases {
