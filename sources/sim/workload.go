@@ -88,7 +88,7 @@ func (s *Server) newWorkload() (*workload, error) {
 	}
 	if s.proxyURL != "" && s.o.Scenario == ScenarioDemo {
 		// The proxied share: same clients, pointed at the proxy.
-		for _, k := range []string{KindHealthy, KindGivesUp, KindCloseFailsProxied} {
+		for _, k := range []string{KindHealthy, KindGivesUp, KindCloseFailsProxied, KindLeaksProxied} {
 			c, err := thrift.NewClient(thrift.Options{Host: s.proxyURL, Token: s.token, UserAgent: SimClientUA(k),
 				Transport: tr, Timeout: 30 * time.Second})
 			if err != nil {
@@ -216,6 +216,18 @@ func (w *workload) demo(ctx context.Context) {
 			}
 			for i := 0; ; i++ {
 				w.spawn(ctx, func() { w.closeFailsProxied(ctx, wh(i+2)) })
+				if !sleep(ctx, w.d(60*time.Second)) {
+					return
+				}
+			}
+		})
+		w.goDo(ctx, func(ctx context.Context) {
+			// leaks_proxied: at 10 s, then every 60 s.
+			if !sleep(ctx, w.d(10*time.Second)) {
+				return
+			}
+			for i := 0; ; i++ {
+				w.spawn(ctx, func() { w.leaksProxied(ctx, wh(i+1)) })
 				if !sleep(ctx, w.d(60*time.Second)) {
 					return
 				}
@@ -393,6 +405,29 @@ func (w *workload) closeFailsProxied(ctx context.Context, wh string) {
 	if err := c.CloseOperation(ctx, op.Ref); err != nil {
 		w.logf("close_fails_proxied client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
 	}
+}
+
+// leaksProxied (through the proxy): the statement finishes, the client
+// fetches and never closes the operation; its pool closes the session
+// 60 s later (CloseSession closes the operation), before the server's
+// leak reaper would. Meanwhile the proxy saw the handle and no close: the
+// operation is open on its evidence (UNCLOSED without the lenient
+// Statement Execution API).
+func (w *workload) leaksProxied(ctx context.Context, wh string) {
+	c, sess, op, err := w.start(ctx, KindLeaksProxied+viaProxy, wh, "frank@example.com", "Databricks JDBC 2.6.40",
+		fmt.Sprintf("SELECT region, sum(amount) FROM sales.refunds WHERE month = %d GROUP BY region", 1+w.intn(12)),
+		4*time.Second, "")
+	if err != nil {
+		w.logf("leaks_proxied client on %s: %v", wh, err)
+		return
+	}
+	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
+		_, _ = c.FetchResults(ctx, op.Ref, 10000)
+	}
+	if !sleep(ctx, w.d(60*time.Second)) {
+		return
+	}
+	w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseSession(ctx, sess) })
 }
 
 func (w *workload) bestEffort(ctx context.Context, f func(context.Context) error) {
