@@ -172,67 +172,15 @@ func (w *workload) demo(ctx context.Context) {
 		w.healthy(ctx, KindHealthy, wh(1), "alice@example.com", "Tableau 2025.3", w.sqlText(), 4*time.Minute, "")
 	})
 	w.goDo(ctx, func(ctx context.Context) { w.ingest(ctx) })
-	w.goDo(ctx, func(ctx context.Context) {
-		// abandons: at 3 s, then every 75 s.
-		if !sleep(ctx, w.d(3*time.Second)) {
-			return
-		}
-		for i := 0; ; i++ {
-			w.spawn(ctx, func() { w.abandons(ctx, wh(i+2)) })
-			if !sleep(ctx, w.d(75*time.Second)) {
-				return
-			}
-		}
-	})
-	w.goDo(ctx, func(ctx context.Context) {
-		// close_fails: at 5 s, then every 60 s.
-		if !sleep(ctx, w.d(5*time.Second)) {
-			return
-		}
-		for i := 0; ; i++ {
-			w.spawn(ctx, func() { w.closeFails(ctx, wh(i+1)) })
-			if !sleep(ctx, w.d(60*time.Second)) {
-				return
-			}
-		}
-	})
+	// The troubled clients of the cast, each at its first time and then
+	// every period (docs/simulator.md).
+	w.every(ctx, 3*time.Second, 75*time.Second, func(i int) { w.abandons(ctx, wh(i+2)) })
+	w.every(ctx, 5*time.Second, 60*time.Second, func(i int) { w.closeFails(ctx, wh(i+1)) })
 	if w.s.proxyURL != "" {
-		w.goDo(ctx, func(ctx context.Context) {
-			// gives_up (through the proxy): at 6 s, then every 75 s.
-			if !sleep(ctx, w.d(6*time.Second)) {
-				return
-			}
-			for i := 0; ; i++ {
-				w.spawn(ctx, func() { w.givesUp(ctx, wh(i+1)) })
-				if !sleep(ctx, w.d(75*time.Second)) {
-					return
-				}
-			}
-		})
-		w.goDo(ctx, func(ctx context.Context) {
-			// close_fails_proxied: at 8 s, then every 60 s.
-			if !sleep(ctx, w.d(8*time.Second)) {
-				return
-			}
-			for i := 0; ; i++ {
-				w.spawn(ctx, func() { w.closeFailsProxied(ctx, wh(i+2)) })
-				if !sleep(ctx, w.d(60*time.Second)) {
-					return
-				}
-			}
-		})
-		w.goDo(ctx, func(ctx context.Context) {
-			// leaks_proxied: at 10 s, then every 60 s.
-			if !sleep(ctx, w.d(10*time.Second)) {
-				return
-			}
-			for i := 0; ; i++ {
-				w.spawn(ctx, func() { w.leaksProxied(ctx, wh(i+1)) })
-				if !sleep(ctx, w.d(60*time.Second)) {
-					return
-				}
-			}
-		})
+		// Through the embedded proxy.
+		w.every(ctx, 6*time.Second, 75*time.Second, func(i int) { w.givesUp(ctx, wh(i+1)) })
+		w.every(ctx, 8*time.Second, 60*time.Second, func(i int) { w.closeFailsProxied(ctx, wh(i+2)) })
+		w.every(ctx, 10*time.Second, 60*time.Second, func(i int) { w.leaksProxied(ctx, wh(i+1)) })
 	}
 	// Steady healthy traffic: a statement every 2-4 s, 2-40 s long.
 	for i := 0; ; i++ {
@@ -251,6 +199,22 @@ func (w *workload) demo(ctx context.Context) {
 		}
 		w.spawn(ctx, func() { w.healthy(ctx, key, whID, user, app, sql, run, fail) })
 	}
+}
+
+// every spawns client(0) after first, then client(i) every period
+// (both on the simulator's compressed clock), until ctx ends.
+func (w *workload) every(ctx context.Context, first, period time.Duration, client func(i int)) {
+	w.goDo(ctx, func(ctx context.Context) {
+		if !sleep(ctx, w.d(first)) {
+			return
+		}
+		for i := 0; ; i++ {
+			w.spawn(ctx, func() { client(i) })
+			if !sleep(ctx, w.d(period)) {
+				return
+			}
+		}
+	})
 }
 
 // spawn runs one simulated statement, bounded by the semaphore.
