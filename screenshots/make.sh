@@ -94,10 +94,12 @@ shot() {
 }
 
 # fleet: three contexts (docs/fleet.md) — two simulators and one workspace
-# that refuses connections — watched by one TUI with --context all.
+# that refuses connections — watched by one TUI with --context all. The
+# simulators look handles up leniently: with no proxy in this picture,
+# dbxtop reads the owners' activity through handles it rebuilds.
 fleet() {
-	"$WORK/dbxtop" sim --seed 3 --owner-activity >"$WORK/sa.out" 2>/dev/null &
-	"$WORK/dbxtop" sim --seed 9 --owner-activity >"$WORK/sb.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 3 --owner-activity --lenient-handles >"$WORK/sa.out" 2>/dev/null &
+	"$WORK/dbxtop" sim --seed 9 --owner-activity --lenient-handles >"$WORK/sb.out" 2>/dev/null &
 	local a b
 	for f in sa sb; do
 		until [[ -s $WORK/$f.out ]]; do sleep 0.2; done
