@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
@@ -64,35 +63,12 @@ func SetCurrentContext(path, name string) error {
 	if _, err := Parse(edited); err != nil {
 		return fmt.Errorf("config file %s: the edit would not parse (left unchanged): %w", path, err)
 	}
-	return replaceFile(path, edited)
-}
-
-// replaceFile writes data to path through a temporary file in the same
-// directory, keeping path's permissions.
-func replaceFile(path string, data []byte) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.toml")
-	if err != nil {
-		return fmt.Errorf("config file %s: cannot write beside it: %w", path, err)
+	if err := safefile.WriteAtomic(path, edited, st.Mode().Perm()); err != nil {
+		return fmt.Errorf("config file %s: cannot replace it: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

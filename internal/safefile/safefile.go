@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -90,4 +91,33 @@ func Kind(m fs.FileMode) string {
 // the file (group or world write bit), as ssh checks its config.
 func WritableByOthers(info fs.FileInfo) bool {
 	return info != nil && info.Mode().Perm()&0o022 != 0
+}
+
+// WriteAtomic replaces path with data, mode perm: through a temporary
+// file in the same directory, synced, then renamed over path, so a reader
+// never sees half a file and a file with looser permissions is replaced,
+// not reused. The directory must exist.
+func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // nothing to remove after the rename
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(name, path)
 }

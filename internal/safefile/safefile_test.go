@@ -62,3 +62,24 @@ func TestReadRefusesDirectoriesDevicesAndLargeFiles(t *testing.T) {
 		t.Errorf("mode %v: want writable by others", info.Mode())
 	}
 }
+
+// WriteAtomic replaces a file whole, with the mode asked for (not the old
+// file's), and leaves no temporary file beside it.
+func TestWriteAtomicReplacesWithItsMode(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.json")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAtomic(p, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	st, _ := os.Stat(p)
+	if err != nil || string(b) != "new" || st.Mode().Perm() != 0o600 {
+		t.Fatalf("after WriteAtomic: %q %v mode %v", b, err, st.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
