@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/testenv"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
@@ -71,8 +72,8 @@ func (r *amReceiver) all() []amNotification {
 // URLs pointed here and group_wait/group_interval short, so that an alert
 // per orphan would show as several notifications.
 func TestAlertsReachAlertmanager(t *testing.T) {
-	promBin := mustHaveTool(t, "prometheus", "prometheus")
-	amBin := mustHaveTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	promBin := testenv.Tool(t, "prometheus")
+	amBin := testenv.Tool(t, "prometheus-alertmanager")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -18,15 +18,6 @@ import (
 // serveUnitPath is the shipped systemd unit.
 const serveUnitPath = "../contrib/systemd/dbxtop-serve.service"
 
-// mustHaveTool returns the path of an external tool (testenv.Tool: a
-// skip with one line outside CI, a failure under CI=true, where .ci/run
-// installs Debian's pkg).
-func mustHaveTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	_ = pkg // named at the call for the reader: the Debian package .ci/run installs
-	return testenv.Tool(t, name)
-}
-
 // unit reads the shipped unit's ExecStart and Environment lines.
 func readServeUnit(t *testing.T) (execStart []string, env []string, text string) {
 	t.Helper()
@@ -54,7 +45,7 @@ func readServeUnit(t *testing.T) (execStart []string, env []string, text string)
 // unit with ExecStart pointed at the built binary, and the unit keeps its
 // hardening and its credentials.
 func TestSystemdUnitVerifies(t *testing.T) {
-	sa := mustHaveTool(t, "systemd-analyze", "systemd")
+	sa := testenv.Tool(t, "systemd-analyze") // Debian: systemd
 	execStart, _, text := readServeUnit(t)
 	for _, want := range []string{"DynamicUser=yes", "ProtectSystem=strict", "StateDirectory=dbxtop", "NoNewPrivileges=yes",
 		"LoadCredential=serve-token:", "LoadCredential=act-token:", "LoadCredential=databrickscfg:",
