@@ -71,7 +71,7 @@ func Merge(parts []NamedSnapshot) Snapshot {
 		}
 		out.Workspace.Listing = mergeListings(parts)
 	}
-	SortOperations(out.Operations, SortSeverity, true)
+	out.order()
 	slices.SortStableFunc(out.Endpoints, func(a, b EndpointView) int {
 		if a.Workspace != b.Workspace {
 			if a.Workspace < b.Workspace {

@@ -52,6 +52,26 @@ type Snapshot struct {
 	// Workspaces is one entry per watched workspace when several are
 	// watched (see Merge); nil for one.
 	Workspaces []WorkspaceStatus
+
+	// ordered: Operations are in SortOperations' order for SortSeverity,
+	// most severe first. Every snapshot model builds, merges or decodes
+	// is; one assembled by hand is not known to be (Ordered).
+	ordered bool
+}
+
+// Ordered reports whether the operations are known to be in
+// SortOperations' order for SortSeverity, most severe first: true for
+// every snapshot model builds, merges or decodes, so that a reader
+// showing that order need not sort again. A prefix of Operations keeps
+// the order; anything else written to it must not.
+func (s Snapshot) Ordered() bool { return s.ordered || len(s.Operations) < 2 }
+
+// order puts the operations in SortOperations' order for SortSeverity,
+// most severe first, and marks them so (Ordered). The mark is kept only
+// where it says something, so that snapshots equal as values stay equal.
+func (s *Snapshot) order() {
+	SortOperations(s.Operations, SortSeverity, true)
+	s.ordered = len(s.Operations) > 1
 }
 
 // OperationView is an operation with its flags evaluated at GeneratedAt.
@@ -111,26 +131,30 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 // copied, and views is sorted in place (it becomes the snapshot's).
 // Endpoints and errors are evaluated and cleaned as NewSnapshot does.
 func SnapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
+	vs := Views{views: views, es: make([]SortEntry, len(views))}
+	for i, v := range views {
+		vs.es[i] = NewSortEntry(v, i, SortSeverity)
+	}
+	return SnapshotOfViews(now, ws, vs, eps, errs)
+}
+
+// SnapshotOfViews is SnapshotOf for views gathered with their sort
+// entries (Views); the views become the snapshot's.
+func SnapshotOfViews(now time.Time, ws Workspace, vs Views, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
 		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
 		Errors:      append([]ErrorInfo(nil), errs...),
-		Operations:  views,
+		Operations:  vs.views,
 	}
-	SortOperations(s.Operations, SortSeverity, true)
+	sortByEntries(s.Operations, vs.es, true)
+	s.ordered = len(s.Operations) > 1
 	for _, ep := range eps {
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
 	}
 	SortEndpoints(s.Endpoints)
 	s.sanitize()
 	return s
-}
-
-// SnapshotOfIDOrdered is SnapshotOf; the order views come in does not
-// matter. It stays for callers written when views in statement id order
-// had a faster path.
-func SnapshotOfIDOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
-	return SnapshotOf(now, ws, views, eps, errs)
 }
 
 // Summary counts the snapshot's operations, flags and endpoints.

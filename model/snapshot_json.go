@@ -170,6 +170,7 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		out.Endpoints = append(out.Endpoints, v)
 	}
 	out.cleanDecoded()
+	out.order() // the peer's order is not taken on trust
 	*s = out
 	return nil
 }

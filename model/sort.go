@@ -56,12 +56,40 @@ func SortOperations(ops []*OperationView, key SortKey, desc bool) {
 	for i, v := range ops {
 		es[i] = NewSortEntry(v, i, key)
 	}
+	sortByEntries(ops, es, desc)
+}
+
+// sortByEntries puts ops in the order of es, their entries (es[i] made of
+// ops[i]).
+func sortByEntries(ops []*OperationView, es []SortEntry, desc bool) {
 	slices.SortFunc(es, func(a, b SortEntry) int { return CompareEntries(&a, &b, desc) })
 	sorted := make([]*OperationView, len(ops))
 	for i := range es {
 		sorted[i] = ops[es[i].Index]
 	}
 	copy(ops, sorted)
+}
+
+// Views gathers operation views for a snapshot (SnapshotOfViews), each
+// with its sort entry for the snapshot's order, made as it is added. Its
+// owner adds a view right after evaluating it, while the operation is
+// still in cache: a sort that makes its entries later reads every
+// operation again, a cache miss each when they are many. The zero value
+// is empty.
+type Views struct {
+	views []*OperationView
+	es    []SortEntry
+}
+
+// MakeViews is an empty Views with room for n views.
+func MakeViews(n int) Views {
+	return Views{views: make([]*OperationView, 0, n), es: make([]SortEntry, 0, n)}
+}
+
+// Add appends v.
+func (vs *Views) Add(v *OperationView) {
+	vs.es = append(vs.es, NewSortEntry(v, len(vs.views), SortSeverity))
+	vs.views = append(vs.views, v)
 }
 
 // SortEntry is what SortOperations' order needs of one view, copied out

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -126,8 +127,29 @@ func TestSnapshotIsInModelsOrder(t *testing.T) {
 	want := slices.Clone(views)
 	SortOperations(want, SortSeverity, true)
 	slices.Reverse(views)
-	s := SnapshotOf(t0, Workspace{}, views, nil, nil)
-	if got := ids(s.Operations); !slices.Equal(got, ids(want)) {
-		t.Errorf("snapshot order %v, SortOperations' %v", got, ids(want))
+	s := SnapshotOf(t0, Workspace{}, slices.Clone(views), nil, nil)
+	if got := ids(s.Operations); !slices.Equal(got, ids(want)) || !s.Ordered() {
+		t.Errorf("snapshot order %v (says in order: %v), SortOperations' %v", got, s.Ordered(), ids(want))
+	}
+	// Merged, and decoded from a peer that sent another order: model's
+	// order, and saying so (the TUI then keeps it without sorting).
+	m := Merge([]NamedSnapshot{{Name: "a", Snapshot: s}})
+	hand := s
+	hand.Operations = slices.Clone(views) // reversed
+	b, err := json.Marshal(hand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec Snapshot
+	if err := json.Unmarshal(b, &dec); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]Snapshot{"merged": m, "decoded": dec} {
+		if !slices.Equal(ids(got.Operations), ids(want)) || !got.Ordered() {
+			t.Errorf("%s: order %v (says in order: %v), SortOperations' %v", name, ids(got.Operations), got.Ordered(), ids(want))
+		}
+	}
+	if (Snapshot{Operations: views}).Ordered() {
+		t.Error("a snapshot assembled by hand says it is in model's order")
 	}
 }

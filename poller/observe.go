@@ -70,9 +70,9 @@ func (e *Engine) snapshot() model.Snapshot {
 	// Views are shared with earlier snapshots and re-evaluated only when
 	// their operation changed or a flag deadline or running figure is
 	// due (model.ViewCache): a refresh copies pointers, not operations.
-	views := make([]*model.OperationView, len(ens))
-	for i, en := range ens {
-		views[i] = e.views.view(en, now)
+	views := model.MakeViews(len(ens))
+	for _, en := range ens {
+		views.Add(e.views.view(en, now))
 	}
 	eps := make([]model.Endpoint, len(e.caps.eps))
 	for i, ep := range e.caps.eps {
@@ -91,7 +91,7 @@ func (e *Engine) snapshot() model.Snapshot {
 	ws.Listing = e.disc.listing
 	e.mu.Unlock()
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
-	return model.SnapshotOfIDOrdered(now, ws, views, eps, uniqueErrors(errs)) // e.ops.ordered(): by statement id
+	return model.SnapshotOfViews(now, ws, views, eps, uniqueErrors(errs))
 }
 
 // evalFlags measures freshness, compares the flags of the operations

@@ -37,7 +37,7 @@ func (m *Model) fetch() tea.Cmd {
 	e, order := m.eng, m.ops.orderSpec()
 	return func() tea.Msg {
 		s := e.Snapshot()
-		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(s.Operations)}
+		return snapMsg{snap: s, health: e.Health(), order: order, rows: order.build(&s)}
 	}
 }
 

@@ -235,7 +235,7 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 // applySnapshot takes a new snapshot and rebuilds the row order; paused,
 // the order stays frozen while the values update.
 func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
-	m.applySnapshotRows(s, h, m.ops.orderSpec().build(s.Operations))
+	m.applySnapshotRows(s, h, m.ops.orderSpec().build(&s))
 }
 
 // applySnapshotRows takes a snapshot whose display order is already

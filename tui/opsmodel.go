@@ -193,7 +193,7 @@ func (m *opsModel) resort() {
 // rebuild recomputes rows for the current snapshot, filter and sort, and
 // puts the cursor back on its operation.
 func (m *opsModel) rebuild() {
-	m.setRows(m.orderSpec().build(m.ctx.snap.Operations))
+	m.setRows(m.orderSpec().build(&m.ctx.snap))
 }
 
 // orderSpec is everything the display order depends on besides the
@@ -224,8 +224,8 @@ func (m *opsModel) orderSpec() orderSpec {
 	return o
 }
 
-func (o orderSpec) build(ops []*model.OperationView) rowOrder {
-	return buildRows(ops, o.filter, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
+func (o orderSpec) build(s *model.Snapshot) rowOrder {
+	return buildRows(s.Operations, s.Ordered(), o.filter, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
 }
 
 // setRows takes a display order built for the current snapshot: what

@@ -64,12 +64,24 @@ type rowOrder struct {
 // is total, so an unstable sort is deterministic), with what one pass
 // learnt of ops (rowOrder). When frozen is non-nil (pause) the frozen
 // order wins: known ids keep their place, new ones follow in sort order.
-func buildRows(ops []*model.OperationView, f model.FilterSpec, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
+//
+// ordered says ops are in model's order for severity, most severe first
+// (model.Snapshot.Ordered): when that is the order asked for and nothing
+// is frozen, the rows keep it, with neither a sort nor an entry per row
+// (at many operations, reading each view's operation for its entry is a
+// large part of a refresh).
+func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
 	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
 	o.counts.ops = len(ops)
 	var lc labelCache
 	match := f.Matcher()
-	keys := make([]rowKey, 0, len(ops))
+	inOrder := ordered && k == model.SortSeverity && desc && frozen == nil
+	var keys []rowKey
+	if inOrder {
+		o.rows = make([]int, 0, len(ops))
+	} else {
+		keys = make([]rowKey, 0, len(ops))
+	}
 	for i := range ops {
 		op := ops[i]
 		// The cursor's operation, preferring one the server still has
@@ -90,34 +102,42 @@ func buildRows(ops []*model.OperationView, f model.FilterSpec, k model.SortKey, 
 		if !match(op) {
 			continue
 		}
-		key := rowKey{e: model.NewSortEntry(op, i, k), frozen: -1}
-		if p, ok := frozen[op.StatementID]; ok {
-			key.frozen = int32(p)
-		}
+		key := rowKey{frozen: -1}
+		key.e.Index = int32(i)
 		if len(op.Flags) > 0 {
 			key.flagged = true
 			key.lw = int16(lc.width(op.Flags, g))
 		}
+		if inOrder {
+			o.addRow(&key)
+			continue
+		}
+		key.e = model.NewSortEntry(op, i, k)
+		if p, ok := frozen[op.StatementID]; ok {
+			key.frozen = int32(p)
+		}
 		keys = append(keys, key)
 	}
-
-	sortKeys(keys, desc, frozen != nil)
-	o.rows = make([]int, len(keys))
-	if o.counts.flagged > 0 {
-		o.flaggedAt = make([]int, 0, min(o.counts.flagged, len(keys)))
+	if !inOrder {
+		sortKeys(keys, desc, frozen != nil)
+		o.rows = make([]int, 0, len(keys))
+		for i := range keys {
+			o.addRow(&keys[i])
+		}
 	}
-	for i := range keys {
-		kk := &keys[i]
-		o.rows[i] = int(kk.e.Index)
-		if int(kk.e.Index) == o.cursorOp {
-			o.cursorRow = i
-		}
-		if kk.flagged {
-			o.flaggedAt = append(o.flaggedAt, i)
-			o.flagW = max(o.flagW, min(int(kk.lw), 21))
-		}
+	if o.cursorOp >= 0 {
+		o.cursorRow = slices.Index(o.rows, o.cursorOp)
 	}
 	return o
+}
+
+// addRow puts the row of key last in the display order.
+func (o *rowOrder) addRow(key *rowKey) {
+	if key.flagged {
+		o.flaggedAt = append(o.flaggedAt, len(o.rows))
+		o.flagW = max(o.flagW, min(int(key.lw), 21))
+	}
+	o.rows = append(o.rows, int(key.e.Index))
 }
 
 // findOp is the index in ops of the operation with statement id id, by

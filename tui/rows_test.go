@@ -30,6 +30,10 @@ func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 	ops := append(slices.Clone(s.Operations), big.Operations...)
 	noEndpoints := model.Snapshot{Operations: ops}
 	wantCounts := countFlags(&noEndpoints)
+	// In model's order, as snapshots come (buildRows then checks the
+	// order instead of sorting, for the snapshot's own key), and not.
+	inOrder := slices.Clone(ops)
+	model.SortOperations(inOrder, model.SortSeverity, true)
 	filters := []model.FilterSpec{{HideDone: true}, {}, {HideDone: true, FlaggedOnly: true}, {HideDone: true, Text: "wh-1"}, {Text: "select"}}
 	var cursors []string
 	for _, i := range []int{0, 3, len(ops) / 2, len(ops) - 1} {
@@ -42,8 +46,10 @@ func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 				for fi, f := range filters {
 					for _, cur := range cursors {
 						name := fmt.Sprintf("sort=%s desc=%v filter=%d cursor=%q", k, desc, fi, cur)
-						o := buildRows(ops, f, k, desc, nil, g, cur)
-						checkRowOrder(t, name, ops, f, g, cur, o, wantCounts)
+						for _, ops := range [][]*model.OperationView{ops, inOrder} {
+							o := buildRows(ops, len(ops) > 0 && ops[0] == inOrder[0], f, k, desc, nil, g, cur)
+							checkRowOrder(t, name, ops, f, g, cur, o, wantCounts)
+						}
 					}
 				}
 			}
@@ -113,18 +119,33 @@ func TestTableOrderIsModels(t *testing.T) {
 		o.User = []string{"alice", "Alice", "bob"}[rng.IntN(3)]
 		op.Operation = &o
 	}
-	ops := append(slices.Clone(s.Operations), big.Operations...)
-	for _, k := range model.SortKeys {
-		for _, desc := range []bool{false, true} {
-			o := buildRows(ops, model.FilterSpec{}, k, desc, nil, unicodeGlyphs, "")
-			got := make([]*model.OperationView, len(o.rows))
-			for i, r := range o.rows {
-				got[i] = ops[r]
-			}
-			want := slices.Clone(ops)
-			model.SortOperations(want, k, desc)
-			if !slices.Equal(got, want) {
-				t.Fatalf("sort %s desc=%v: the table's order differs from model's", k, desc)
+	unordered := append(slices.Clone(s.Operations), big.Operations...)
+	// As snapshots come (in model's order for severity, most severe
+	// first, and saying so: buildRows keeps that order without sorting),
+	// and assembled by hand.
+	ordered := model.SnapshotOf(time.Now(), model.Workspace{}, slices.Clone(unordered), nil, nil)
+	if !ordered.Ordered() {
+		t.Fatal("a snapshot model built does not say it is in model's order")
+	}
+	cases := []struct {
+		name    string
+		ops     []*model.OperationView
+		ordered bool
+	}{{"by hand", unordered, false}, {"built by model", ordered.Operations, true}, {"sorted, not saying so", ordered.Operations, false}}
+	for _, c := range cases {
+		ops := c.ops
+		for _, k := range model.SortKeys {
+			for _, desc := range []bool{false, true} {
+				o := buildRows(ops, c.ordered, model.FilterSpec{}, k, desc, nil, unicodeGlyphs, "")
+				got := make([]*model.OperationView, len(o.rows))
+				for i, r := range o.rows {
+					got[i] = ops[r]
+				}
+				want := slices.Clone(ops)
+				model.SortOperations(want, k, desc)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s, sort %s desc=%v: the table's order differs from model's", c.name, k, desc)
+				}
 			}
 		}
 	}
