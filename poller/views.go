@@ -20,12 +20,17 @@ type viewCache struct {
 	changed []*entry // touched since the last compare
 	due     dueHeap  // views a time deadline changes
 	// flags are the kinds and severities last compared, by operation id
-	// or "endpoint:" and endpoint name.
+	// or "endpoint:" and endpoint name. Lists of one flag are shared
+	// (ones, by kind and severity): most flagged operations carry one
+	// flag of a few kinds, and a list each is heap per operation, a goal
+	// with little headroom (docs/performance.md). Lists are replaced,
+	// never written, so sharing them is safe.
 	flags map[string][]model.Flag
+	ones  map[model.Flag][]model.Flag
 }
 
 func newViewCache(th model.Thresholds) viewCache {
-	return viewCache{th: th, flags: map[string][]model.Flag{}}
+	return viewCache{th: th, flags: map[string][]model.Flag{}, ones: map[model.Flag][]model.Flag{}}
 }
 
 // touch records that en.op is about to change: its cached view is no
@@ -137,9 +142,17 @@ func (c *viewCache) diff(key, opID, endpoint string, flags []model.Flag, op *mod
 				Message: msg})
 		}
 	}
-	if len(cur) == 0 {
+	switch len(cur) {
+	case 0:
 		delete(c.flags, key)
-	} else {
+	case 1:
+		one, ok := c.ones[cur[0]]
+		if !ok {
+			one = cur
+			c.ones[cur[0]] = one
+		}
+		c.flags[key] = one
+	default:
 		c.flags[key] = cur
 	}
 }
@@ -161,7 +174,7 @@ func levelOf(flags []model.Flag, kind model.FlagKind) model.Severity {
 // later than that deadline; the due heap's order and positions hold.
 func (c *viewCache) check(ens []*entry, now time.Time) error {
 	for i, en := range c.due {
-		if en.didx != i || en.dkey > en.due {
+		if int(en.didx) != i || en.dkey > en.due {
 			return fmt.Errorf("views: %s at %d in the due heap (index %d), key %d after its deadline %d", en.op.StatementID, i, en.didx, en.dkey, en.due)
 		}
 		if i > 0 && c.due[(i-1)/2].dkey > en.dkey {
