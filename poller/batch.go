@@ -337,7 +337,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			// before that its answer would change no flag. (An adopted or
 			// queued operation is dbxtop's to close: polled as before.)
 			if !en.queued && !op.Adopted && en.terminal {
-				if at := en.terminalAt.Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
+				if at := unstamp(en.terminalAt).Add(e.o.Thresholds.LeakAfter); at.After(now.Add(wait)) {
 					wait, rate = at.Sub(now), 0
 				}
 			}

@@ -383,7 +383,7 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 func (e *Engine) opennessDue(en *entry, now time.Time) bool {
 	op := &en.op
 	return en.terminal && op.State.Terminal() && !op.Gone && op.Open == nil && !op.Adopted && !en.queued &&
-		op.StatusSource == model.StatusViaHistory && !en.terminalAt.Add(e.o.Thresholds.LeakAfter).After(now)
+		op.StatusSource == model.StatusViaHistory && !unstamp(en.terminalAt).Add(e.o.Thresholds.LeakAfter).After(now)
 }
 
 // pollWhere polls, once each and within MaxInFlight, the scheduled

@@ -33,11 +33,11 @@ func (h pollHeap) Len() int           { return len(h) }
 func (h pollHeap) Less(i, j int) bool { return h[i].key < h[j].key }
 func (h pollHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].idx, h[j].idx = int32(i), int32(j)
 }
 func (h *pollHeap) Push(x any) {
 	en := x.(*entry)
-	en.idx = len(*h)
+	en.idx = int32(len(*h))
 	*h = append(*h, en)
 }
 func (h *pollHeap) Pop() any {
@@ -54,7 +54,7 @@ func (h *pollHeap) push(en *entry) {
 	heap.Push(h, en)
 }
 func (h *pollHeap) popMin() *entry   { return heap.Pop(h).(*entry) }
-func (h *pollHeap) remove(en *entry) { heap.Remove(h, en.idx) }
+func (h *pollHeap) remove(en *entry) { heap.Remove(h, int(en.idx)) }
 
 // reschedule files en by en.next; a later time than its place is left
 // for popDue (a poll put off costs nothing until its old time comes).
@@ -64,7 +64,7 @@ func (h *pollHeap) reschedule(en *entry) {
 		h.push(en)
 	case en.next < en.key:
 		en.key = en.next
-		heap.Fix(h, en.idx)
+		heap.Fix(h, int(en.idx))
 	}
 }
 
@@ -105,11 +105,11 @@ func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].dkey < h[j].dkey }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].didx, h[j].didx = i, j
+	h[i].didx, h[j].didx = int32(i), int32(j)
 }
 func (h *dueHeap) Push(x any) {
 	en := x.(*entry)
-	en.didx = len(*h)
+	en.didx = int32(len(*h))
 	*h = append(*h, en)
 }
 func (h *dueHeap) Pop() any {
@@ -123,7 +123,7 @@ func (h *dueHeap) Pop() any {
 
 func (h *dueHeap) remove(en *entry) {
 	if en.didx >= 0 {
-		heap.Remove(h, en.didx)
+		heap.Remove(h, int(en.didx))
 	}
 }
 
@@ -137,7 +137,7 @@ func (h *dueHeap) set(en *entry, at time.Time) {
 		heap.Push(h, en)
 	case en.due < en.dkey:
 		en.dkey = en.due
-		heap.Fix(h, en.didx)
+		heap.Fix(h, int(en.didx))
 	}
 }
 

@@ -127,13 +127,13 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
-		en.terminal, en.terminalAt = true, at
+		en.terminal, en.terminalAt = true, stamp(at)
 	}
 	// A terminal operation whose openness the source cannot tell is
 	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
 	// could still matter; a known-open one is polled until it is closed
 	// or reaped, however long that takes.
-	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(en.terminalAt) > 5*e.o.Thresholds.LeakAfter+time.Minute {
+	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(unstamp(en.terminalAt)) > 5*e.o.Thresholds.LeakAfter+time.Minute {
 		closed = true
 	}
 	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {

@@ -86,7 +86,7 @@ func (s *scheduler) setRate(en *entry, r float64) {
 func (s *scheduler) check() error {
 	for i, en := range s.heap {
 		switch {
-		case en.idx != i:
+		case int(en.idx) != i:
 			return fmt.Errorf("scheduler: %s at %d in the poll heap, index %d", en.op.StatementID, i, en.idx)
 		case en.key > en.next:
 			return fmt.Errorf("scheduler: %s filed at %d, after its poll at %d", en.op.StatementID, en.key, en.next)

@@ -18,22 +18,27 @@ type entry struct {
 	op  model.Operation
 	ref sources.Ref
 
+	// An entry is held for every followed operation, so its size is heap
+	// per operation (a goal with little headroom): instants are stamps,
+	// positions int32, and each part's flags sit after its words, so
+	// that nothing is padded (TestEntryFitsItsSizeClass).
+
 	// store
 	seen       uint64 // the full discovery by which it was last listed (merge)
 	listed     uint64 // the last live listing round that showed it
 	readRound  uint64 // the RunOnce round that last read its status
+	retiredAt  int64  // stamp, valid while retired
+	terminalAt int64  // stamp, valid while terminal
 	retired    bool   // no longer polled (closed, gone)
-	retiredAt  time.Time
-	terminal   bool // terminalAt is set
-	terminalAt time.Time
-	deleted    bool // forgotten (left the map; still in order until compacted)
-	inLive     bool // in store.live
+	terminal   bool   // terminalAt is set
+	deleted    bool   // forgotten (left the map; still in order until compacted)
+	inLive     bool   // in store.live
 
 	// scheduler: the poll heap orders by stamps (heap.go)
 	next    int64   // next status poll (stamp), valid while idx >= 0
 	key     int64   // its place in the poll heap, next or earlier (pollHeap)
-	idx     int     // position in the poll heap; -1: not there
 	rate    float64 // expected per-operation polls per second (demand)
+	idx     int32   // position in the poll heap; -1: not there
 	polling bool
 	probe   bool // an activity probe is due (batch mode)
 
@@ -43,14 +48,14 @@ type entry struct {
 	view      model.ViewCache
 	flagged   uint64
 	due, dkey int64 // when the view may next differ with time alone; its place in the due heap
-	didx      int   // position in the due heap; -1: not there
+	didx      int32 // position in the due heap; -1: not there
 	dirty     bool  // op changed since view was last brought up to date (touch)
 	inChanged bool  // in viewCache.changed
 
 	// close queue
-	closing    bool // a close attempt is in flight
-	queued     bool // in the close queue
-	closeFails int  // consecutive failed close rounds
+	closeFails int32 // consecutive failed close rounds
+	closing    bool  // a close attempt is in flight
+	queued     bool  // in the close queue
 }
 
 func newEntry(op model.Operation, ref sources.Ref) *entry {
@@ -163,7 +168,7 @@ func (s *store) countLive() int {
 
 // retire stops counting en as followed; it stays for retainFor.
 func (s *store) retire(en *entry, now time.Time) {
-	en.retired, en.retiredAt = true, now
+	en.retired, en.retiredAt = true, stamp(now)
 }
 
 // sweep forgets, after a full discovery, the retired operations it did
@@ -172,7 +177,7 @@ func (s *store) retire(en *entry, now time.Time) {
 func (s *store) sweep(now time.Time, gone func(*entry)) {
 	s.gen++
 	for _, en := range s.ops {
-		if en.retired && !en.queued && en.seen != s.gen && now.Sub(en.retiredAt) > retainFor {
+		if en.retired && !en.queued && en.seen != s.gen && now.Sub(unstamp(en.retiredAt)) > retainFor {
 			gone(en)
 			s.forget(en)
 		}
