@@ -84,10 +84,11 @@ func TestSnapshotOrderWithOperationsArrivingOutOfOrder(t *testing.T) {
 		if err := e.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		got := e.Snapshot().Operations
+		snap := e.Snapshot()
+		got := snap.Operations
 		want := slices.Clone(got)
 		model.SortOperations(want, model.SortSeverity, true)
-		if !slices.Equal(got, want) {
+		if !slices.Equal(got, want) || !snap.Ordered() {
 			t.Fatalf("round %d: snapshot order %v, sorted %v", round, opIDs(got), opIDs(want))
 		}
 		if !slices.IsSortedFunc(got, func(a, b *model.OperationView) int { return strings.Compare(a.StatementID, b.StatementID) }) {
