@@ -259,8 +259,45 @@ func (m *Merged) Status(ctx context.Context, ref sources.Ref) (sources.Status, e
 			closed := false
 			st.Open = &closed
 		}
+	case sources.ProxyOpen, sources.ProxyCloseFailed:
+		if why, ok := provenOpen(f); ok && st.Open == nil && st.State != model.StateClosed {
+			open := true
+			st.Open = &open
+			st.Note = joinNote(st.Note, why)
+		}
 	}
 	return st, nil
+}
+
+// provenOpen says whether the proxy's account proves f still open on the
+// server, and the evidence: the proxy relayed the server's answer to its
+// ExecuteStatement (a handle), and since then saw no close succeed (a
+// close the server refused leaves it open) and no answer calling it gone
+// or closed. An operation it learned later, or whose answers it could not
+// read, proves nothing. What the proxy cannot see (the server's reaper, a
+// close over another connection) is not excluded: the note says so, and
+// the server's own word wins (Status).
+func provenOpen(f sources.ProxyOperation) (string, bool) {
+	if f.LearnedAfterStart || f.Unobserved != "" || f.State == model.StateClosed {
+		return "", false
+	}
+	since := "no close of it since"
+	switch f.Close.Outcome {
+	case sources.ProxyOpen:
+	case sources.ProxyCloseFailed:
+		since = "no close of it succeed since (the server refused the client's)"
+	default:
+		return "", false
+	}
+	return "open per dbxtop proxy: it relayed the server's handle for this statement and saw " + since +
+		" (a close it cannot see, by the server's reaper or over another connection, would not show here)", true
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // Close closes through the proxy (the real handle) when it saw the
