@@ -109,3 +109,77 @@ func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
 		}
 	}
 }
+
+// TestProxysEvidenceOfOpennessAgesOut: a proxied client leaves its
+// finished operation open and goes silent; the server's leak reaper
+// closes it, which the proxy cannot see (it still reports it open).
+// dbxtop shows it UNCLOSED on the proxy's evidence only until the
+// server's reaper could have acted (--server-idle-timeout after its end):
+// once the server has closed it, openness is unknown and the note says
+// why — never UNCLOSED for as long as the proxy remembers it.
+func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
+	const reaper = 5 * time.Second // --server-idle-timeout, shorter than the simulator's leak reaper
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7,
+		LeakTimeout: reaper + 3*time.Second, ReapEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := client(t, p.URL(), s.Token(), "leaky-job/1.0")
+	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(ctx, sess, "SELECT 2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the statement to finish", 10*time.Second, func() bool {
+		st, err := c.GetOperationStatus(ctx, op.Ref)
+		return err == nil && st.State.Terminal()
+	})
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: reaper, LeakAfter: time.Second}
+	eng := dbxtopWithProxy(t, s, p, th)
+	waitFor(t, "UNCLOSED on the proxy's evidence", 20*time.Second, func() bool {
+		_ = eng.RunOnce(ctx)
+		o, ok := find(eng.Snapshot(), op.Ref.StatementID)
+		return ok && o.HasFlag(model.FlagUnclosed) && strings.Contains(o.StatusNote, "open per dbxtop proxy:")
+	})
+	waitFor(t, "the server's leak reaper to close it", 20*time.Second, func() bool {
+		for _, o := range s.Truth().Operations {
+			if o.StatementID == op.Ref.StatementID {
+				return !o.Open
+			}
+		}
+		return false
+	})
+	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CloseIdleConnections()
+	facts, err := admin.Operations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range facts {
+		if f.StatementID == op.Ref.StatementID && f.Close.Outcome != sources.ProxyOpen {
+			t.Fatalf("the proxy's account %+v: the test needs a proxy that still reports it open", f)
+		}
+	}
+	if err := eng.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, ok := find(eng.Snapshot(), op.Ref.StatementID)
+	switch {
+	case !ok:
+		t.Fatal("the reaped operation left the snapshot")
+	case o.HasFlag(model.FlagUnclosed) || o.Open != nil:
+		t.Errorf("after the server reaped it: open %v, flags %+v, note %q; want openness unknown, no UNCLOSED", o.Open, o.Flags, o.StatusNote)
+	case !strings.Contains(o.StatusNote, "may have closed it since"):
+		t.Errorf("status note %q does not say why openness is unknown", o.StatusNote)
+	}
+}
