@@ -78,9 +78,12 @@ type SimConfig struct {
 	// CheckHandleSecrets: refuse handles with a wrong secret (default on);
 	// LenientHandles (--lenient-handles) turns it off. OwnerActivity:
 	// volunteer the owner's activity (the dbxtop extension; off by default).
-	CheckHandleSecrets bool
-	LenientHandles     bool
-	OwnerActivity      bool
+	// StatementAPIForThrift: the Statement Execution API answers
+	// Thrift-run statements (unverified; off by default).
+	CheckHandleSecrets    bool
+	LenientHandles        bool
+	StatementAPIForThrift bool
+	OwnerActivity         bool
 	// NoProxy: no embedded proxy in scenario demo (--proxy=false).
 	NoProxy bool
 }

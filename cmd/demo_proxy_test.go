@@ -16,8 +16,10 @@ import (
 // embedded proxy exactly as demo wires it, and dbxtop's sources as the TUI
 // connects them (--proxy merged in): the proxied client that gives up on
 // its own side shows INACTIVE, and the proxied client whose close the
-// server refuses shows CLOSE_FAILED naming the client — on a strict
-// server that volunteers no owner activity.
+// server refuses shows CLOSE_FAILED naming the client, and the proxied
+// client that never closes its finished operation shows UNCLOSED on the
+// proxy's evidence — on a strict server that volunteers no owner activity
+// and whose Statement Execution API does not answer for Thrift statements.
 func TestDemoProxiedShare(t *testing.T) {
 	testenv.Long(t, "runs the demo timeline")
 	const speed = 10
@@ -53,14 +55,22 @@ func TestDemoProxiedShare(t *testing.T) {
 		}
 		return ids
 	}
-	var inactive, clientCloseFailed bool
+	var inactive, clientCloseFailed, unclosed bool
+	noEvidence := map[string]string{} // direct close_fails operations UNCLOSED: nothing tells dbxtop they are open
 	deadline := time.Now().Add(40 * time.Second)
-	for !(inactive && clientCloseFailed) && time.Now().Before(deadline) {
+	for !(inactive && clientCloseFailed && unclosed) && time.Now().Before(deadline) {
 		if err := eng.RunOnce(ctx); err != nil {
 			t.Logf("round: %v", err)
 		}
-		gives, closes := kinds(sim.KindGivesUp), kinds(sim.KindCloseFailsProxied)
+		gives, closes, leaks := kinds(sim.KindGivesUp), kinds(sim.KindCloseFailsProxied), kinds(sim.KindLeaksProxied)
+		direct := kinds(sim.KindCloseFails)
 		for _, o := range eng.Snapshot().Operations {
+			if direct[o.StatementID] && o.HasFlag(model.FlagUnclosed) {
+				noEvidence[o.StatementID] = o.StatusSource + ": " + o.StatusNote
+			}
+			if leaks[o.StatementID] && o.HasFlag(model.FlagUnclosed) && strings.Contains(o.StatusNote, "open per dbxtop proxy") {
+				unclosed = true
+			}
 			for _, f := range o.Flags {
 				if gives[o.StatementID] && f.Kind == model.FlagInactive && o.Proxy != nil {
 					inactive = true
@@ -72,8 +82,12 @@ func TestDemoProxiedShare(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if !inactive || !clientCloseFailed {
-		t.Fatalf("within the demo timeline: INACTIVE for the proxied gives_up client %v, client CLOSE_FAILED %v", inactive, clientCloseFailed)
+	if !inactive || !clientCloseFailed || !unclosed {
+		t.Fatalf("within the demo timeline: INACTIVE for the proxied gives_up client %v, client CLOSE_FAILED %v, UNCLOSED for the proxied leaks_proxied client %v",
+			inactive, clientCloseFailed, unclosed)
+	}
+	for id, status := range noEvidence {
+		t.Errorf("direct close_fails %s UNCLOSED without evidence (status %s)", id, status)
 	}
 	if st := px.srv.Stats(); st.Requests == 0 || st.ClosesQueued == 0 {
 		t.Errorf("proxy stats %+v", st)

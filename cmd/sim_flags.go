@@ -55,6 +55,9 @@ func addSimFlags(fs *pflag.FlagSet, cfg *SimConfig) {
 	fs.BoolVar(&cfg.LenientHandles, "lenient-handles", false,
 		"look operation handles up by GUID alone, the same as --check-handle-secrets=false:\n"+
 			"no evidence shows a real server doing this (docs/simulator.md)")
+	fs.BoolVar(&cfg.StatementAPIForThrift, "statement-api-for-thrift", false,
+		"let the Statement Execution API (GET/cancel/DELETE /api/2.0/sql/statements/{id}) answer statements run over Thrift:\n"+
+			"no evidence shows a real server doing this (docs/simulator.md)")
 	fs.BoolVar(&cfg.OwnerActivity, "owner-activity", false,
 		"volunteer the owning client's last activity in GetOperationStatus (dbxtop's Thrift extension; no real server does)")
 	fs.Var(&negBool{p: &cfg.NoProxy}, "embedded-proxy",

@@ -55,8 +55,9 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		LoadRun:     c.LoadRun,
 		Logf:        logf,
 
-		LenientHandles: !c.CheckHandleSecrets,
-		OwnerActivity:  c.OwnerActivity,
+		LenientHandles:        !c.CheckHandleSecrets,
+		StatementAPIForThrift: c.StatementAPIForThrift,
+		OwnerActivity:         c.OwnerActivity,
 	}
 }
 

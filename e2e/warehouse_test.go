@@ -19,8 +19,10 @@ import (
 // engine, `snapshot` and `snapshot --watch` all follow the workspace, and
 // the simulator — which starts a stopped warehouse on any Thrift request
 // and counts who caused it — must count no start by an observer. The
-// statements on the stopped warehouse are followed all the same, their
-// status from the Statement Execution API, with the reason on the row.
+// statements on the stopped warehouse are followed all the same through
+// workspace-level REST — the Statement Execution API, which by default
+// knows no Thrift-run statement, then query history — with the reason on
+// the row.
 func TestNoObserverStartsAWarehouse(t *testing.T) {
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioDemo, Speed: 6})
 	stopped := s.StoppedWarehouseIDs()
@@ -44,8 +46,9 @@ func TestNoObserverStartsAWarehouse(t *testing.T) {
 	for {
 		done := 0
 		for _, op := range r.eng.Snapshot().Operations {
-			if onStopped[op.StatementID] && op.StatusSource == model.StatusViaStatementAPI &&
-				strings.Contains(op.StatusNote, "is STOPPED; Thrift would start it") {
+			if onStopped[op.StatementID] && op.StatusSource == model.StatusViaHistory &&
+				strings.Contains(op.StatusNote, "is STOPPED; Thrift would start it") &&
+				strings.Contains(op.StatusNote, "Statement Execution API does not know it") {
 				done++
 			}
 		}
@@ -58,7 +61,7 @@ func TestNoObserverStartsAWarehouse(t *testing.T) {
 					t.Logf("%s: state %s source %q note %q last_poll_ok %v err %v", op.StatementID, op.State, op.StatusSource, op.StatusNote, op.LastPollOKAt, op.LastError)
 				}
 			}
-			t.Fatalf("the engine did not follow the stopped warehouse's %d statements through the Statement Execution API within 30s", len(onStopped))
+			t.Fatalf("the engine did not follow the stopped warehouse's %d statements through workspace-level REST within 30s", len(onStopped))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

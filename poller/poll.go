@@ -105,6 +105,8 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	}
 	if st.Open != nil {
 		op.Open = boolRef(*st.Open)
+	} else if st.OpenUnknown {
+		op.Open = nil
 	}
 	if st.Proxy != nil {
 		op.Proxy = st.Proxy

@@ -294,3 +294,44 @@ func TestSnapshotCarriesTheWarehouseListing(t *testing.T) {
 		t.Fatalf("listing %+v after a failed discovery, want the last good one", l)
 	}
 }
+
+// A nil Open leaves what an earlier answer said; OpenUnknown (the
+// proxy's evidence aged out) makes openness unknown again.
+func TestEngineOpenUnknownClearsAnEarlierOpen(t *testing.T) {
+	open := true
+	ended := func(st sources.Status) func() (sources.Status, error) {
+		return func() (sources.Status, error) {
+			st.State, st.Source = model.StateFinished, model.StatusViaHistory
+			return st, nil
+		}
+	}
+	s := &scripted{ds: []sources.Discovered{running("a")},
+		status: map[string]func() (sources.Status, error){"a": ended(sources.Status{Open: &open})}}
+	e := scriptedEngine(s)
+	openness := func() *bool {
+		t.Helper()
+		if err := e.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ops := e.Snapshot().Operations
+		if len(ops) != 1 {
+			t.Fatalf("%d operations, want 1", len(ops))
+		}
+		return ops[0].Open
+	}
+	if o := openness(); o == nil || !*o {
+		t.Fatalf("open %v after an answer that it is open", o)
+	}
+	s.mu.Lock()
+	s.status["a"] = ended(sources.Status{})
+	s.mu.Unlock()
+	if o := openness(); o == nil || !*o {
+		t.Fatalf("open %v after an answer silent on openness: want the earlier word kept", o)
+	}
+	s.mu.Lock()
+	s.status["a"] = ended(sources.Status{OpenUnknown: true})
+	s.mu.Unlock()
+	if o := openness(); o != nil {
+		t.Fatalf("open %v after OpenUnknown: want unknown", *o)
+	}
+}

@@ -33,8 +33,11 @@ type Status struct {
 	// nil when the source cannot tell.
 	ClientLastActivity *time.Time
 	// Open reports whether the server still holds the operation; nil when
-	// unknown.
-	Open *bool
+	// unknown. A nil Open leaves what an earlier answer said, unless
+	// OpenUnknown: what was known no longer holds (the proxy's evidence
+	// aged out), so openness becomes unknown.
+	Open        *bool
+	OpenUnknown bool
 	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
 	// is configured or it did not see it.
 	Proxy *model.ProxyAccount

@@ -135,6 +135,8 @@ func (m *detailModel) identity(d *detailLines, op *model.OperationView, now time
 	switch {
 	case op.Open != nil:
 		d.field("open on server", fmt.Sprint(*op.Open))
+	case opennessUnknown(op) && op.Proxy != nil:
+		d.long("open on server", whyOpenUnknownProxied)
 	case opennessUnknown(op):
 		d.long("open on server", whyOpenUnknown)
 	default:

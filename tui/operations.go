@@ -345,6 +345,11 @@ func opennessUnknown(op *model.OperationView) bool {
 const (
 	whyOpenUnknown = "unknown: query history does not tell whether the server still holds an ended operation, " +
 		"and a strict server refuses a handle rebuilt from its statement id; `dbxtop proxy` on the client's path would tell (--proxy)"
+	// With the proxy's account on the row: the proxy was there and its
+	// evidence does not tell (it learned the operation late, or its proof
+	// aged out); the status line says which.
+	whyOpenUnknownProxied = "unknown: neither the server nor dbxtop proxy's account tells whether the server still holds " +
+		"this ended operation (the status line above says why)"
 	whyIdleUnknown = "? (unknown: no server API tells when the owning client last called; " +
 		"`dbxtop proxy` on the client's path would tell (--proxy))"
 )

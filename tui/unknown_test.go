@@ -26,6 +26,11 @@ func TestUnknownShownAsUnknown(t *testing.T) {
 			FirstSeenAt: fixedNow.Add(-3 * time.Minute), LastPollOKAt: fixedNow, Open: &closed, StatusSource: model.StatusViaThrift},
 		{StatementID: "01ef-running", WarehouseID: "wh-1", User: "etl", ClientApplication: "JDBC", SQL: "SELECT 3",
 			State: model.StateRunning, StartedAt: fixedNow.Add(-time.Minute), FirstSeenAt: fixedNow.Add(-time.Minute), LastPollOKAt: fixedNow},
+		// Proxied, and the proxy's proof that it is open aged out.
+		{StatementID: "01ef-proxied-unknown", WarehouseID: "wh-1", User: "etl", ClientApplication: "JDBC", SQL: "SELECT 4",
+			State: model.StateFinished, StartedAt: fixedNow.Add(-20 * time.Minute), CompletedAt: fixedNow.Add(-19 * time.Minute),
+			FirstSeenAt: fixedNow.Add(-20 * time.Minute), LastPollOKAt: fixedNow, StatusSource: model.StatusViaHistory,
+			StatusNote: "open per dbxtop proxy until 12:00:00: … may have closed it since", Proxy: &model.ProxyAccount{CloseOutcome: "open"}},
 	}
 	snap := model.NewSnapshot(fixedNow, model.Workspace{Host: "h"}, ops, nil, nil, model.DefaultThresholds)
 	m := syncModel(t, newFakeEngine(snap), testOptions(), 200, 30)
@@ -55,6 +60,7 @@ func TestUnknownShownAsUnknown(t *testing.T) {
 		want []string
 	}{
 		{"ended, openness unknown", "01ef-unknown-open", []string{"01ef-unknown-open", "open on server", "query history does not tell", "dbxtop proxy", "would tell"}},
+		{"proxied, openness unknown", "01ef-proxied-unknown", []string{"open on server", "neither the server nor dbxtop proxy's account tells", "may have closed it since"}},
 		{"running, activity unknown", "01ef-running", []string{"01ef-running", "client idle", "no server API tells when the owning client last called", "dbxtop proxy"}},
 	} {
 		m := syncModel(t, newFakeEngine(snap), testOptions(), 120, 40)
@@ -66,6 +72,9 @@ func TestUnknownShownAsUnknown(t *testing.T) {
 			if !strings.Contains(screen, w) {
 				t.Errorf("%s: the detail lacks %q:\n%s", tc.name, w, plain(m))
 			}
+		}
+		if tc.id == "01ef-proxied-unknown" && strings.Contains(screen, "would tell") {
+			t.Errorf("%s: the detail says the proxy would tell, with the proxy's account on the row:\n%s", tc.name, plain(m))
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // TestDemoScenario runs the demo cast 30× faster than real time and checks
 // each simulated client shows up in the ground truth as what it is.
 func TestDemoScenario(t *testing.T) {
-	s := startSim(t, Options{Scenario: ScenarioDemo, Speed: 30, ReapEvery: 50 * time.Millisecond})
+	// StatementAPIForThrift: the outage's REST leg is read through GetStatement on Thrift-run statements.
+	s := startSim(t, Options{Scenario: ScenarioDemo, Speed: 30, ReapEvery: 50 * time.Millisecond, StatementAPIForThrift: true})
 	// Demo timeouts follow the speed: 90 s / 30 and 150 s / 30.
 	if s.o.IdleTimeout != 3*time.Second || s.o.LeakTimeout != 5*time.Second {
 		t.Fatalf("timeouts %v %v", s.o.IdleTimeout, s.o.LeakTimeout)

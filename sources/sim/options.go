@@ -69,6 +69,13 @@ type Options struct {
 	// zero value is strict: a handle whose secret does not match is
 	// unknown (INVALID_HANDLE), as HiveServer2 answers.
 	LenientHandles bool
+	// StatementAPIForThrift makes the Statement Execution API (GET
+	// /api/2.0/sql/statements/{id}, cancel, DELETE) answer statements run
+	// over Thrift (`dbxtop sim --statement-api-for-thrift`). No evidence
+	// shows a real server doing this (docs/simulator.md); by default the
+	// API knows only statements run through it, and the simulator runs
+	// none that way, so it answers 404 RESOURCE_DOES_NOT_EXIST.
+	StatementAPIForThrift bool
 	// OwnerActivity volunteers the owning client's last activity and the
 	// operation's openness in GetOperationStatus (the dbxtop extension of
 	// docs/thrift.md). Off by default: a real server sends neither

@@ -195,10 +195,14 @@ func notFoundStatement(w http.ResponseWriter, id string) {
 		"Statement "+id+" does not exist, or was closed and forgotten.")
 }
 
-// statementOp finds the operation of a REST statement id.
+// statementOp finds the operation of a REST statement id. The API knows
+// only statements run through it (the simulator runs none that way), so
+// every Thrift-run statement is unknown to it unless
+// Options.StatementAPIForThrift.
 func (s *Server) statementOp(w http.ResponseWriter, r *http.Request) (guid, string, bool) {
 	id := strings.ToLower(r.PathValue("stmt"))
 	g, ok := s.store.lookupID(id)
+	ok = ok && s.o.StatementAPIForThrift
 	if !ok {
 		notFoundStatement(w, id)
 	}

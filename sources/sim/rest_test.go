@@ -8,7 +8,8 @@ import (
 
 func TestRESTStatementCloseAndHistoryFilters(t *testing.T) {
 	clk := NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	s := startSim(t, Options{Clock: clk, ReapEvery: time.Hour})
+	// StatementAPIForThrift: the statements under test run over Thrift.
+	s := startSim(t, Options{Clock: clk, ReapEvery: time.Hour, StatementAPIForThrift: true})
 	c := httpClient(t)
 	ss := s.store.openSession(s.WarehouseIDs()[0], "bob@example.com", "dbt", KindExternal, true)
 	early := s.store.execute(ss, "SELECT 1", planStatement("SELECT 1", 0, 1), true, nil)

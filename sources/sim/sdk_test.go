@@ -16,7 +16,8 @@ import (
 // The stock databricks-sdk-go types decode every REST answer.
 func TestStockSDKDecodesREST(t *testing.T) {
 	clk := NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	s := startSim(t, Options{Clock: clk, ReapEvery: time.Hour})
+	// StatementAPIForThrift: the SDK decodes GetStatement of a Thrift-run statement.
+	s := startSim(t, Options{Clock: clk, ReapEvery: time.Hour, StatementAPIForThrift: true})
 	ctx := context.Background()
 	whs := s.WarehouseIDs()
 	// Three statements: one running (wh0), one failed (wh1), one finished.

@@ -19,10 +19,12 @@ const (
 	KindCloseFails = "close_fails"
 	KindIngest     = "ingest"
 	// The demo's proxied share (only with Options.Proxy): a client that
-	// gives up on its own side within seconds, and one whose closes the
-	// server refuses for a while.
+	// gives up on its own side within seconds, one whose closes the
+	// server refuses for a while, and one that leaves its finished
+	// operation open until its pool closes the session.
 	KindGivesUp           = "gives_up"
 	KindCloseFailsProxied = "close_fails_proxied"
+	KindLeaksProxied      = "leaks_proxied"
 	KindExternal          = "external"
 )
 

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +46,49 @@ func TestNoOwnerActivityByDefaultAndStrictSecrets(t *testing.T) {
 		}
 		if err := c.CloseOperation(ctx, rebuilt); strict != (err != nil) {
 			t.Errorf("strict=%v: close with a rebuilt handle: %v", strict, err)
+		}
+		c.CloseIdleConnections()
+	}
+}
+
+// By default the Statement Execution API knows only statements run
+// through it (the simulator runs none): a Thrift-run statement is 404
+// RESOURCE_DOES_NOT_EXIST to GET, cancel and DELETE, and the operation is
+// untouched. StatementAPIForThrift answers it.
+func TestStatementAPIAnswersThriftStatementsOnlyWhenAsked(t *testing.T) {
+	for _, forThrift := range []bool{false, true} {
+		s := startSim(t, Options{StatementAPIForThrift: forThrift})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := thrift.NewClient(thrift.Options{Host: s.URL(), Token: s.Token(), UserAgent: "app/1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := c.Execute(ctx, sess, "SELECT sleep(60)", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := httpClient(t)
+		url := s.URL() + "/api/2.0/sql/statements/" + op.Ref.StatementID
+		want := http.StatusNotFound
+		if forThrift {
+			want = http.StatusOK
+		}
+		for _, call := range []struct{ method, url string }{{"GET", url}, {"POST", url + "/cancel"}, {"DELETE", url}} {
+			r := mustDo(t, hc, call.method, call.url, s.Token(), "dbxtop/0.1.0", "")
+			if r.status != want || (!forThrift && !strings.Contains(string(r.body), `"error_code":"RESOURCE_DOES_NOT_EXIST"`)) {
+				t.Errorf("forThrift=%v: %s %s: %d %s, want %d", forThrift, call.method, call.url, r.status, r.body, want)
+			}
+		}
+		if !forThrift {
+			st, err := c.GetOperationStatus(ctx, op.Ref)
+			if err != nil || !st.State.Live() {
+				t.Errorf("the 404s changed the operation: %+v %v", st, err)
+			}
 		}
 		c.CloseIdleConnections()
 	}

@@ -90,7 +90,7 @@ func kindFromUA(ua string) string {
 		if i := strings.IndexByte(ua, '('); i >= 0 {
 			if j := strings.IndexByte(ua[i:], ')'); j > 0 {
 				switch k := ua[i+1 : i+j]; k {
-				case KindHealthy, KindAbandons, KindCloseFails, KindIngest, KindGivesUp, KindCloseFailsProxied:
+				case KindHealthy, KindAbandons, KindCloseFails, KindIngest, KindGivesUp, KindCloseFailsProxied, KindLeaksProxied:
 					return k
 				}
 			}

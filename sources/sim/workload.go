@@ -88,7 +88,7 @@ func (s *Server) newWorkload() (*workload, error) {
 	}
 	if s.proxyURL != "" && s.o.Scenario == ScenarioDemo {
 		// The proxied share: same clients, pointed at the proxy.
-		for _, k := range []string{KindHealthy, KindGivesUp, KindCloseFailsProxied} {
+		for _, k := range []string{KindHealthy, KindGivesUp, KindCloseFailsProxied, KindLeaksProxied} {
 			c, err := thrift.NewClient(thrift.Options{Host: s.proxyURL, Token: s.token, UserAgent: SimClientUA(k),
 				Transport: tr, Timeout: 30 * time.Second})
 			if err != nil {
@@ -172,55 +172,15 @@ func (w *workload) demo(ctx context.Context) {
 		w.healthy(ctx, KindHealthy, wh(1), "alice@example.com", "Tableau 2025.3", w.sqlText(), 4*time.Minute, "")
 	})
 	w.goDo(ctx, func(ctx context.Context) { w.ingest(ctx) })
-	w.goDo(ctx, func(ctx context.Context) {
-		// abandons: at 3 s, then every 75 s.
-		if !sleep(ctx, w.d(3*time.Second)) {
-			return
-		}
-		for i := 0; ; i++ {
-			w.spawn(ctx, func() { w.abandons(ctx, wh(i+2)) })
-			if !sleep(ctx, w.d(75*time.Second)) {
-				return
-			}
-		}
-	})
-	w.goDo(ctx, func(ctx context.Context) {
-		// close_fails: at 5 s, then every 60 s.
-		if !sleep(ctx, w.d(5*time.Second)) {
-			return
-		}
-		for i := 0; ; i++ {
-			w.spawn(ctx, func() { w.closeFails(ctx, wh(i+1)) })
-			if !sleep(ctx, w.d(60*time.Second)) {
-				return
-			}
-		}
-	})
+	// The troubled clients of the cast, each at its first time and then
+	// every period (docs/simulator.md).
+	w.every(ctx, 3*time.Second, 75*time.Second, func(i int) { w.abandons(ctx, wh(i+2)) })
+	w.every(ctx, 5*time.Second, 60*time.Second, func(i int) { w.closeFails(ctx, wh(i+1)) })
 	if w.s.proxyURL != "" {
-		w.goDo(ctx, func(ctx context.Context) {
-			// gives_up (through the proxy): at 6 s, then every 75 s.
-			if !sleep(ctx, w.d(6*time.Second)) {
-				return
-			}
-			for i := 0; ; i++ {
-				w.spawn(ctx, func() { w.givesUp(ctx, wh(i+1)) })
-				if !sleep(ctx, w.d(75*time.Second)) {
-					return
-				}
-			}
-		})
-		w.goDo(ctx, func(ctx context.Context) {
-			// close_fails_proxied: at 8 s, then every 60 s.
-			if !sleep(ctx, w.d(8*time.Second)) {
-				return
-			}
-			for i := 0; ; i++ {
-				w.spawn(ctx, func() { w.closeFailsProxied(ctx, wh(i+2)) })
-				if !sleep(ctx, w.d(60*time.Second)) {
-					return
-				}
-			}
-		})
+		// Through the embedded proxy.
+		w.every(ctx, 6*time.Second, 75*time.Second, func(i int) { w.givesUp(ctx, wh(i+1)) })
+		w.every(ctx, 8*time.Second, 60*time.Second, func(i int) { w.closeFailsProxied(ctx, wh(i+2)) })
+		w.every(ctx, 10*time.Second, 60*time.Second, func(i int) { w.leaksProxied(ctx, wh(i+1)) })
 	}
 	// Steady healthy traffic: a statement every 2-4 s, 2-40 s long.
 	for i := 0; ; i++ {
@@ -239,6 +199,22 @@ func (w *workload) demo(ctx context.Context) {
 		}
 		w.spawn(ctx, func() { w.healthy(ctx, key, whID, user, app, sql, run, fail) })
 	}
+}
+
+// every spawns client(0) after first, then client(i) every period
+// (both on the simulator's compressed clock), until ctx ends.
+func (w *workload) every(ctx context.Context, first, period time.Duration, client func(i int)) {
+	w.goDo(ctx, func(ctx context.Context) {
+		if !sleep(ctx, w.d(first)) {
+			return
+		}
+		for i := 0; ; i++ {
+			w.spawn(ctx, func() { client(i) })
+			if !sleep(ctx, w.d(period)) {
+				return
+			}
+		}
+	})
 }
 
 // spawn runs one simulated statement, bounded by the semaphore.
@@ -393,6 +369,29 @@ func (w *workload) closeFailsProxied(ctx context.Context, wh string) {
 	if err := c.CloseOperation(ctx, op.Ref); err != nil {
 		w.logf("close_fails_proxied client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
 	}
+}
+
+// leaksProxied (through the proxy): the statement finishes, the client
+// fetches and never closes the operation; its pool closes the session
+// 60 s later (CloseSession closes the operation), before the server's
+// leak reaper would. Meanwhile the proxy saw the handle and no close: the
+// operation is open on its evidence (UNCLOSED without the lenient
+// Statement Execution API).
+func (w *workload) leaksProxied(ctx context.Context, wh string) {
+	c, sess, op, err := w.start(ctx, KindLeaksProxied+viaProxy, wh, "frank@example.com", "Databricks JDBC 2.6.40",
+		fmt.Sprintf("SELECT region, sum(amount) FROM sales.refunds WHERE month = %d GROUP BY region", 1+w.intn(12)),
+		4*time.Second, "")
+	if err != nil {
+		w.logf("leaks_proxied client on %s: %v", wh, err)
+		return
+	}
+	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
+		_, _ = c.FetchResults(ctx, op.Ref, 10000)
+	}
+	if !sleep(ctx, w.d(60*time.Second)) {
+		return
+	}
+	w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseSession(ctx, sess) })
 }
 
 func (w *workload) bestEffort(ctx context.Context, f func(context.Context) error) {

@@ -23,11 +23,13 @@ import (
 // query history and statement API; the leak reaper closes it later.
 func TestReaperAfterNaiveClientGivesUp(t *testing.T) {
 	t.Parallel()
+	// StatementAPIForThrift: the SDK's statement API reads the orphan the driver ran over Thrift.
 	s := startSimOpts(t, sim.Options{
-		Faults:      "reset=1@GetOperationStatus",
-		IdleTimeout: 2 * time.Second,
-		LeakTimeout: 3 * time.Second,
-		ReapEvery:   100 * time.Millisecond,
+		StatementAPIForThrift: true,
+		Faults:                "reset=1@GetOperationStatus",
+		IdleTimeout:           2 * time.Second,
+		LeakTimeout:           3 * time.Second,
+		ReapEvery:             100 * time.Millisecond,
 	})
 	g := newGuardTransport(simHostPort(t, s), false)
 	db := openConnector(t, s, firstWarehouse(t, s), g, dbsql.WithRetries(-1, 0, 0))

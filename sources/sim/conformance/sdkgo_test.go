@@ -215,7 +215,8 @@ func sorted(s []string) []string {
 // client too, which then sees CANCELED.
 func TestSDKStatementGetCancel(t *testing.T) {
 	t.Parallel()
-	s := startSim(t, "")
+	// StatementAPIForThrift: the SDK reads and cancels a statement the driver ran over Thrift.
+	s := startSimOpts(t, sim.Options{StatementAPIForThrift: true})
 	rs := longStatement(t, s, firstWarehouse(t, s), 60)
 	id := rs.id
 	w := workspaceClient(t, s, 0)

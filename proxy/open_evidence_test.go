@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/sim"
+)
+
+// TestDbxtopFlagsUnclosedOnTheProxysEvidence: on a strict server (the
+// Statement Execution API does not answer for Thrift statements, rebuilt
+// handles are refused), a finished operation nobody closed is UNCLOSED
+// when its client went through the proxy — the proxy relayed its handle
+// and saw no close — and its openness stays unknown when it did not. The
+// client's later close clears the flag.
+func TestDbxtopFlagsUnclosedOnTheProxysEvidence(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wh := s.WarehouseIDs()[0]
+
+	// The direct leak first: it ended before the proxied one, so when the
+	// proxied one is UNCLOSED, the direct one is past --leak-after too.
+	direct := client(t, s.URL(), s.Token(), "direct-job/1.0")
+	dsess, err := direct.OpenSession(ctx, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dop, err := direct.Execute(ctx, dsess, "SELECT 1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxied := client(t, p.URL(), s.Token(), "leaky-job/1.0")
+	sess, err := proxied.OpenSession(ctx, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := proxied.Execute(ctx, sess, "SELECT 2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both statements to finish", 10*time.Second, func() bool {
+		a, err1 := direct.GetOperationStatus(ctx, dop.Ref)
+		b, err2 := proxied.GetOperationStatus(ctx, op.Ref)
+		return err1 == nil && err2 == nil && a.State.Terminal() && b.State.Terminal()
+	})
+
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 90 * time.Second, LeakAfter: time.Second}
+	eng := dbxtopWithProxy(t, s, p, th)
+	var snap model.Snapshot
+	waitFor(t, "UNCLOSED on the proxy's evidence", 20*time.Second, func() bool {
+		_ = eng.RunOnce(ctx)
+		snap = eng.Snapshot()
+		o, ok := find(snap, op.Ref.StatementID)
+		return ok && o.HasFlag(model.FlagUnclosed)
+	})
+	o, _ := find(snap, op.Ref.StatementID)
+	if !strings.Contains(o.StatusNote, "open per dbxtop proxy") {
+		t.Errorf("status note %q does not say the openness came from the proxy", o.StatusNote)
+	}
+	if d, ok := find(snap, dop.Ref.StatementID); ok && (d.HasFlag(model.FlagUnclosed) || d.Open != nil) {
+		t.Errorf("the direct client's operation: open %v, flags %+v; want openness unknown, no UNCLOSED", d.Open, d.Flags)
+	}
+
+	if err := proxied.CloseOperation(ctx, op.Ref); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "UNCLOSED to clear after the client's close", 20*time.Second, func() bool {
+		_ = eng.RunOnce(ctx)
+		o, ok := find(eng.Snapshot(), op.Ref.StatementID)
+		return !ok || !o.HasFlag(model.FlagUnclosed)
+	})
+}
+
+// TestProvenOpenNeedsTheProxysOwnSighting: the proxy's account proves an
+// operation open only when it relayed its start and nothing since closed
+// it or hid it.
+func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
+	open := sources.ProxyOperation{StatementID: "s", State: model.StateFinished, Close: sources.ProxyClose{Outcome: sources.ProxyOpen}}
+	cases := []struct {
+		name string
+		edit func(*sources.ProxyOperation)
+		want bool
+	}{
+		{"seen started, no close", func(*sources.ProxyOperation) {}, true},
+		{"learned after its start", func(f *sources.ProxyOperation) { f.LearnedAfterStart = true }, false},
+		{"answers unreadable", func(f *sources.ProxyOperation) { f.Unobserved = "undecodable" }, false},
+		{"reported CLOSED", func(f *sources.ProxyOperation) { f.State = model.StateClosed }, false},
+		{"the client's close refused", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyCloseFailed }, true},
+		{"closed by the client", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosed }, false},
+		{"closed by the server", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByServer }, false},
+		{"closed by the proxy", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByProxy }, false},
+		{"gone", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyGone }, false},
+	}
+	for _, c := range cases {
+		f := open
+		c.edit(&f)
+		if why, got := provenOpen(f); got != c.want || got && why == "" {
+			t.Errorf("%s: proven open %v (%q), want %v", c.name, got, why, c.want)
+		}
+	}
+}
+
+// TestProxysEvidenceOfOpennessAgesOut: a proxied client leaves its
+// finished operation open and goes silent; the server's leak reaper
+// closes it, which the proxy cannot see (it still reports it open).
+// dbxtop shows it UNCLOSED on the proxy's evidence only until the
+// server's reaper could have acted (--server-idle-timeout after its end):
+// once the server has closed it, openness is unknown and the note says
+// why — never UNCLOSED for as long as the proxy remembers it.
+func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
+	const reaper = 5 * time.Second // --server-idle-timeout, shorter than the simulator's leak reaper
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7,
+		LeakTimeout: reaper + 3*time.Second, ReapEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := client(t, p.URL(), s.Token(), "leaky-job/1.0")
+	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(ctx, sess, "SELECT 2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the statement to finish", 10*time.Second, func() bool {
+		st, err := c.GetOperationStatus(ctx, op.Ref)
+		return err == nil && st.State.Terminal()
+	})
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: reaper, LeakAfter: time.Second}
+	eng := dbxtopWithProxy(t, s, p, th)
+	waitFor(t, "UNCLOSED on the proxy's evidence", 20*time.Second, func() bool {
+		_ = eng.RunOnce(ctx)
+		o, ok := find(eng.Snapshot(), op.Ref.StatementID)
+		return ok && o.HasFlag(model.FlagUnclosed) && strings.Contains(o.StatusNote, "open per dbxtop proxy:")
+	})
+	waitFor(t, "the server's leak reaper to close it", 20*time.Second, func() bool {
+		for _, o := range s.Truth().Operations {
+			if o.StatementID == op.Ref.StatementID {
+				return !o.Open
+			}
+		}
+		return false
+	})
+	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.CloseIdleConnections()
+	facts, err := admin.Operations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range facts {
+		if f.StatementID == op.Ref.StatementID && f.Close.Outcome != sources.ProxyOpen {
+			t.Fatalf("the proxy's account %+v: the test needs a proxy that still reports it open", f)
+		}
+	}
+	if err := eng.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, ok := find(eng.Snapshot(), op.Ref.StatementID)
+	switch {
+	case !ok:
+		t.Fatal("the reaped operation left the snapshot")
+	case o.HasFlag(model.FlagUnclosed) || o.Open != nil:
+		t.Errorf("after the server reaped it: open %v, flags %+v, note %q; want openness unknown, no UNCLOSED", o.Open, o.Flags, o.StatusNote)
+	case !strings.Contains(o.StatusNote, "may have closed it since"):
+		t.Errorf("status note %q does not say why openness is unknown", o.StatusNote)
+	}
+}
