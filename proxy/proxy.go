@@ -241,8 +241,13 @@ func New(o Options) (*Proxy, error) {
 			// path and query reach it unchanged. User-Agent and
 			// Authorization are copied untouched by ReverseProxy.
 		},
-		Transport:     &observer{p: p},
-		FlushInterval: -1, // stream every write through at once
+		Transport: &observer{p: p},
+		// No periodic flush: an answer of unknown length (chunked, or an
+		// event stream) is still streamed at once by ReverseProxy, and one
+		// with its Content-Length goes out as it is written, in full
+		// buffers. Flushing every write (and the headers on their own,
+		// first) cost two more writes per RPC.
+		FlushInterval: 0,
 		ErrorHandler:  p.answerError,
 		ErrorLog:      nil,
 	}
