@@ -250,8 +250,29 @@ func New(o Options) (*Proxy, error) {
 		FlushInterval: 0,
 		ErrorHandler:  p.answerError,
 		ErrorLog:      nil,
+		BufferPool:    &copyBuffers{},
 	}
 	return p, nil
+}
+
+// copyBuffers reuses ReverseProxy's copy buffers: without a pool it
+// allocates one per answer, most of the proxy's garbage under load.
+type copyBuffers struct{ p sync.Pool }
+
+const copyBufferSize = 32 << 10 // ReverseProxy's own size
+
+func (b *copyBuffers) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(v []byte) {
+	if cap(v) == copyBufferSize {
+		v = v[:copyBufferSize]
+		b.p.Put(&v)
+	}
 }
 
 // withDefaults fills the options left zero and refuses an --act-as the
