@@ -204,3 +204,46 @@ func fetchBodyB(b *testing.B, ref sources.Ref) []byte {
 	}
 	return encodeFetch(h)
 }
+
+// BenchmarkProxySelectOne runs b.N statements of SELECT 1 (execute,
+// status, fetch, close) from 4 clients through the proxy, or direct with
+// DBXTOP_PROXY_LOAD_DIRECT=1, and reports statements per second and the
+// process's CPU time per statement (proxy, simulator and clients share
+// the process): the proxy's per-RPC cost, side by side.
+func BenchmarkProxySelectOne(b *testing.B) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7, Retention: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	host := s.URL()
+	if os.Getenv("DBXTOP_PROXY_LOAD_DIRECT") == "" {
+		p, err := Start(context.Background(), Options{Upstream: s.URL(), Heal: true, RetainFinished: 30 * time.Second},
+			ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close(context.Background())
+		host = p.URL()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done atomic.Int64
+	b.ResetTimer()
+	t0 := time.Now()
+	c0, _ := cpuTime()
+	wg := selectOneLoad(ctx, b, host, s.Token(), s.WarehouseIDs()[0], 4, &done)
+	for done.Load() < int64(b.N) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	n := done.Load()
+	c1, ok := cpuTime()
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "statements/s")
+	if ok {
+		b.ReportMetric(float64((c1-c0).Microseconds())/float64(n), "cpu-µs/statement")
+	}
+}

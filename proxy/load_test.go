@@ -58,11 +58,31 @@ func heapMB() float64 {
 	return float64(m.HeapAlloc) / (1 << 20)
 }
 
-// Sustained load with a short --retain-finished: the proxy's throughput
-// at the end holds up against its own start, and the operations it holds
-// and its heap stay flat once the first retention window has passed (the
-// store ages out in order; nothing scans or sorts per RPC). A short run
-// by default (CI); DBXTOP_PROXY_SOAK=3m runs the full length.
+// loadRate is what one measurement window saw: statements per second of
+// wall-clock time, and per CPU-second of this process (0 when the CPU
+// time is unknown): the cost of a statement, less bent by neighbours.
+type loadRate struct{ wall, cpu float64 }
+
+func measureRate(done *atomic.Int64, d time.Duration) loadRate {
+	a, t0 := done.Load(), time.Now()
+	c0, ok0 := cpuTime()
+	time.Sleep(d)
+	n := float64(done.Load() - a)
+	c1, ok1 := cpuTime()
+	r := loadRate{wall: n / time.Since(t0).Seconds()}
+	if ok0 && ok1 && c1 > c0 {
+		r.cpu = n / (c1 - c0).Seconds()
+	}
+	return r
+}
+
+// Sustained load with a short --retain-finished: the operations the proxy
+// holds and the process's heap stay flat once the first retention
+// window has passed (the store ages out in order; nothing scans or sorts
+// per RPC; the in-process simulator forgets closed operations on the same
+// retention and holds at most a fixed number); on a soak run, the
+// throughput at the end holds up against its own start. A short run by
+// default (CI); DBXTOP_PROXY_SOAK=3m runs the full length.
 func TestSustainedLoadStaysFlat(t *testing.T) {
 	total, retain := 12*time.Second, 2*time.Second
 	if d, err := time.ParseDuration(os.Getenv("DBXTOP_PROXY_SOAK")); err == nil && d > total {
@@ -83,18 +103,13 @@ func TestSustainedLoadStaysFlat(t *testing.T) {
 	}
 	wg := selectOneLoad(ctx, t, host, s.Token(), s.WarehouseIDs()[0], 4, &done)
 	window := total / 4
-	rate := func() float64 {
-		a, t0 := done.Load(), time.Now()
-		time.Sleep(window / 2)
-		return float64(done.Load()-a) / time.Since(t0).Seconds()
-	}
 	time.Sleep(window / 4)
-	startRate := rate()
+	start := measureRate(&done, window/2)
 	// Past the first retention window: held operations and heap from here on.
 	time.Sleep(max(0, retain+window/4-window/2))
 	held1, heap1 := p.Stats().Operations, heapMB()
 	time.Sleep(time.Until(deadlineOf(ctx)) - window/2 - 200*time.Millisecond)
-	endRate := rate()
+	end := measureRate(&done, window/2)
 	held2, heap2 := p.Stats().Operations, heapMB()
 	cancel()
 	wg.Wait()
@@ -102,24 +117,32 @@ func TestSustainedLoadStaysFlat(t *testing.T) {
 	if host == s.URL() {
 		via = "direct"
 	}
-	t.Logf("%s, 4 clients of SELECT 1 for %s, --retain-finished %s: %.0f statements/s at the start, %.0f at the end; held %d then %d operations; heap %.1f then %.1f MB; %d statements",
-		via, total, retain, startRate, endRate, held1, held2, heap1, heap2, done.Load())
-	// Throughput is wall-clock speed: on a shared machine (and under
-	// -race) it swings with the neighbours, so it is judged only on a soak
-	// run. The collapse it guards against (a scan and a sort of every held
-	// operation per RPC) is also caught without a clock: held operations
-	// stay what retention explains (below).
-	if soak := os.Getenv("DBXTOP_PROXY_SOAK") != ""; soak && (startRate == 0 || endRate < 0.9*startRate) {
-		t.Errorf("throughput fell from %.0f to %.0f statements/s", startRate, endRate)
-	}
+	t.Logf("%s, 4 clients of SELECT 1 for %s, --retain-finished %s: %.0f statements/s at the start, %.0f at the end (%.2fx); %.0f then %.0f per CPU-second (%.2fx); held %d then %d operations; heap %.1f then %.1f MB; %d statements",
+		via, total, retain, start.wall, end.wall, end.wall/start.wall, start.cpu, end.cpu, end.cpu/start.cpu,
+		held1, held2, heap1, heap2, done.Load())
 	if done.Load() == 0 {
 		t.Fatal("no statement completed through the proxy")
 	}
+	// The collapse this guards against (a scan and a sort of every held
+	// operation per RPC) makes each statement cost more as the run goes
+	// on. Neither rate is asserted in the short run: per second of wall
+	// clock it swings with the neighbours (CI runs packages in parallel on
+	// two shared cores, and under -race), and per CPU-second of this
+	// process it still moved far more than 10 % between identical short
+	// runs on a loaded machine (contention changes what a statement costs
+	// in CPU too). Both are logged; a soak run, on a machine at rest,
+	// judges the wall-clock rate. The short run still catches the collapse
+	// without a clock: held operations stay what retention explains.
+	if soak := os.Getenv("DBXTOP_PROXY_SOAK") != ""; soak && (start.wall == 0 || end.wall < 0.9*start.wall) {
+		t.Errorf("throughput fell from %.0f to %.0f statements/s", start.wall, end.wall)
+	}
 	// Held operations are what retention explains (rate × window), not
 	// everything run: finished ones age out in order.
-	if bound := 2*max(startRate, endRate)*retain.Seconds() + 200; float64(held2) > bound || held2 >= int(done.Load()) {
+	if bound := 2*max(start.wall, end.wall)*retain.Seconds() + 200; float64(held2) > bound || held2 >= int(done.Load()) {
 		t.Errorf("held %d operations at the end (%d at the first window), more than retention explains (%.0f)", held2, held1, bound)
 	}
+	// The whole process: proxy, simulator and clients. Both forget what
+	// they ran after the retention window, so past it the heap is flat.
 	if heap2 > 1.5*heap1+16 {
 		t.Errorf("heap grew from %.1f to %.1f MB", heap1, heap2)
 	}

@@ -241,12 +241,38 @@ func New(o Options) (*Proxy, error) {
 			// path and query reach it unchanged. User-Agent and
 			// Authorization are copied untouched by ReverseProxy.
 		},
-		Transport:     &observer{p: p},
-		FlushInterval: -1, // stream every write through at once
+		Transport: &observer{p: p},
+		// No periodic flush: an answer of unknown length (chunked, or an
+		// event stream) is still streamed at once by ReverseProxy, and one
+		// with its Content-Length goes out as it is written, in full
+		// buffers. Flushing every write (and the headers on their own,
+		// first) cost two more writes per RPC.
+		FlushInterval: 0,
 		ErrorHandler:  p.answerError,
 		ErrorLog:      nil,
+		BufferPool:    &copyBuffers{},
 	}
 	return p, nil
+}
+
+// copyBuffers reuses ReverseProxy's copy buffers: without a pool it
+// allocates one per answer, most of the proxy's garbage under load.
+type copyBuffers struct{ p sync.Pool }
+
+const copyBufferSize = 32 << 10 // ReverseProxy's own size
+
+func (b *copyBuffers) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(v []byte) {
+	if cap(v) == copyBufferSize {
+		v = v[:copyBufferSize]
+		b.p.Put(&v)
+	}
 }
 
 // withDefaults fills the options left zero and refuses an --act-as the

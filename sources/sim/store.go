@@ -51,7 +51,10 @@ func uuidString(g guid) string {
 }
 
 type session struct {
-	ops          []*operation // executed on it (closeSession closes them without scanning every operation)
+	// openOps are the open operations executed on it: closeSession closes
+	// them without scanning every operation, and a closed one leaves, so
+	// a session that runs statements for hours holds none it closed.
+	openOps      map[*operation]struct{}
 	guid, secret guid
 	warehouse    string
 	user, app    string
@@ -134,12 +137,26 @@ type store struct {
 	// the order (a clock that stepped back); the next reader sorts.
 	order    []*operation
 	unsorted bool
+	// closedQ holds closed operations in the order they closed (entries
+	// already pruned are skipped), so that the reaper forgets the oldest
+	// closed first once more than maxClosed are held; nClosed counts the
+	// closed operations still held.
+	closedQ   []*operation
+	nClosed   int
+	maxClosed int
 }
+
+// maxClosedOps bounds the closed operations the simulator keeps for truth
+// and query history, whatever Retention and the statement rate: a long
+// soak or demo stays bounded in memory. Open operations are never
+// forgotten (the load scenario serves up to 100,000 of them).
+const maxClosedOps = 100_000
 
 func newStore(clock Clock, idle, leak, retention time.Duration) *store {
 	return &store{
 		clock: clock, idle: idle, leak: leak, retention: retention,
 		sessions: map[guid]*session{}, ops: map[guid]*operation{}, byID: map[string]*operation{},
+		maxClosed: maxClosedOps,
 	}
 }
 
@@ -164,7 +181,7 @@ func (s *store) openSession(warehouse, user, app, kind string, owner bool) *sess
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	ss := &session{guid: newGUID(), secret: newGUID(), warehouse: warehouse, user: user,
-		app: app, kind: kind, open: true, openedAt: now}
+		app: app, kind: kind, open: true, openedAt: now, openOps: map[*operation]struct{}{}}
 	if owner {
 		ss.lastActivity = now
 	}
@@ -196,16 +213,14 @@ func (s *store) closeSession(g guid, owner bool) bool {
 		ss.lastActivity = now
 	}
 	ss.open = false
-	for _, op := range ss.ops { // the session's own: not a scan of the workspace
-		if op.open {
-			advance(op, now)
-			if !op.state.Terminal() {
-				op.state = model.StateCanceled
-				op.completed = now
-				s.c.canceled++
-			}
-			s.closeLocked(op, now)
+	for op := range ss.openOps { // the session's own: not a scan of the workspace
+		advance(op, now)
+		if !op.state.Terminal() {
+			op.state = model.StateCanceled
+			op.completed = now
+			s.c.canceled++
 		}
+		s.closeLocked(op, now)
 	}
 	delete(s.sessions, g)
 	return true
@@ -246,8 +261,12 @@ func (s *store) execute(ss *session, sql string, p plan, owner bool, adjust func
 func (s *store) add(op *operation) {
 	s.ops[op.guid] = op
 	s.byID[op.id] = op
-	if op.sess != nil {
-		op.sess.ops = append(op.sess.ops, op)
+	if op.sess != nil && op.open {
+		op.sess.openOps[op] = struct{}{}
+	}
+	if !op.open {
+		s.closedQ = append(s.closedQ, op)
+		s.nClosed++
 	}
 	if n := len(s.order); n > 0 && before(op, s.order[n-1]) {
 		s.unsorted = true
@@ -315,19 +334,38 @@ func (s *store) closeLocked(op *operation, now time.Time) {
 		op.completed = now
 		s.c.canceled++
 	}
+	s.markClosed(op, now)
+}
+
+// markClosed is the one place an open operation becomes closed.
+func (s *store) markClosed(op *operation, now time.Time) {
 	op.open = false
 	op.closedAt = now
 	s.c.closed++
+	if op.sess != nil {
+		delete(op.sess.openOps, op)
+	}
+	s.closedQ = append(s.closedQ, op)
+	s.nClosed++
+}
+
+// prune forgets a closed operation (truth and history).
+func (s *store) prune(op *operation) {
+	delete(s.ops, op.guid)
+	delete(s.byID, op.id)
+	op.pruned = true
+	s.nClosed--
 }
 
 // reap runs one reaper pass: inactive live operations fail, terminal
-// unclosed ones are closed, long-closed ones are forgotten.
+// unclosed ones are closed, long-closed ones are forgotten, and so are
+// the oldest closed beyond maxClosed.
 func (s *store) reap() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	pruned := false
-	for g, op := range s.ops {
+	for _, op := range s.ops {
 		advance(op, now)
 		if op.open && !op.state.Terminal() && now.Sub(op.ownerLast()) >= s.idle {
 			op.state = model.StateFailed
@@ -336,17 +374,28 @@ func (s *store) reap() {
 			s.c.reapedInactive++
 		}
 		if op.open && op.state.Terminal() && now.Sub(op.completed) >= s.leak {
-			op.open = false
-			op.closedAt = now
-			s.c.closed++
+			s.markClosed(op, now)
 			s.c.reapedUnclosed++
 		}
 		if !op.open && now.Sub(op.closedAt) >= s.retention {
-			delete(s.ops, g)
-			delete(s.byID, op.id)
-			op.pruned, pruned = true, true
+			s.prune(op)
+			pruned = true
 		}
 	}
+	// Oldest closed first, past the cap; entries pruned above leave too.
+	i := 0
+	for ; i < len(s.closedQ); i++ {
+		op := s.closedQ[i]
+		if !op.pruned {
+			if s.nClosed <= s.maxClosed {
+				break
+			}
+			s.prune(op)
+			pruned = true
+		}
+		s.closedQ[i] = nil // the backing array must not keep it alive
+	}
+	s.closedQ = s.closedQ[i:]
 	if pruned {
 		s.order = slices.DeleteFunc(s.order, func(op *operation) bool { return op.pruned })
 	}
@@ -355,14 +404,7 @@ func (s *store) reap() {
 		if now.Sub(ss.lastActivity) < s.leak || now.Sub(ss.openedAt) < s.leak {
 			continue
 		}
-		busy := false
-		for _, op := range ss.ops {
-			if op.open {
-				busy = true
-				break
-			}
-		}
-		if !busy {
+		if len(ss.openOps) == 0 {
 			delete(s.sessions, g)
 		}
 	}
