@@ -131,24 +131,27 @@ func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, e
 // copied, and views is sorted in place (it becomes the snapshot's).
 // Endpoints and errors are evaluated and cleaned as NewSnapshot does.
 func SnapshotOf(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
-	vs := Views{views: views, es: make([]SortEntry, len(views))}
-	for i, v := range views {
-		vs.es[i] = NewSortEntry(v, i, SortSeverity)
-	}
-	return SnapshotOfViews(now, ws, vs, eps, errs)
+	SortOperations(views, SortSeverity, true)
+	return snapshotOfOrdered(now, ws, views, eps, errs)
 }
 
 // SnapshotOfViews is SnapshotOf for views gathered with their sort
 // entries (Views); the views become the snapshot's.
 func SnapshotOfViews(now time.Time, ws Workspace, vs Views, eps []Endpoint, errs []ErrorInfo) Snapshot {
+	sortByEntries(vs.views, vs.es, true)
+	return snapshotOfOrdered(now, ws, vs.views, eps, errs)
+}
+
+// snapshotOfOrdered assembles a snapshot of views already in the one
+// order (SortOperations for SortSeverity, most severe first).
+func snapshotOfOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
 		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
 		Errors:      append([]ErrorInfo(nil), errs...),
-		Operations:  vs.views,
+		Operations:  views,
+		ordered:     len(views) > 1,
 	}
-	sortByEntries(s.Operations, vs.es, true)
-	s.ordered = len(s.Operations) > 1
 	for _, ep := range eps {
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
 	}
