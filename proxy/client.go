@@ -278,7 +278,7 @@ func (m *Merged) Status(ctx context.Context, ref sources.Ref) (sources.Status, e
 		if why, ok := provenOpen(f); ok && st.Open == nil && st.State != model.StateClosed {
 			open, note := m.openEvidence(f, st, why)
 			st.Open, st.OpenUnknown = open, open == nil
-			st.Note = joinNote(st.Note, note)
+			st.Note = sources.JoinNotes(st.Note, note)
 		}
 	}
 	return st, nil
@@ -331,13 +331,6 @@ func provenOpen(f sources.ProxyOperation) (string, bool) {
 	}
 	return "open per dbxtop proxy: it relayed the server's handle for this statement and saw " + since +
 		" (a close it cannot see, by the server's reaper or over another connection, would not show here)", true
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }
 
 // Close closes through the proxy (the real handle) when it saw the

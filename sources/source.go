@@ -47,6 +47,18 @@ type Status struct {
 	Source, Note string
 }
 
+// JoinNotes joins two status notes (Status.Note) with "; ", either of
+// which may be empty.
+func JoinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
 // ListedStatus is what a query-history row, discovered as op, says of the
 // operation's execution: its state, times and error, read from history
 // (openness and client activity are not in it).

@@ -74,7 +74,7 @@ func (r *statusRouter) Status(ctx context.Context, ref sources.Ref) (sources.Sta
 		if cannotTell(err) {
 			st, err = r.fromHistory(ctx, ref, err, cannotTellRESTNote)
 		}
-		st.Note = joinNote(why, st.Note)
+		st.Note = sources.JoinNotes(why, st.Note)
 		return st, err
 	}
 	if r.disabled.Load() {
@@ -150,16 +150,6 @@ func (r *statusRouter) fromHistory(ctx context.Context, ref sources.Ref, why err
 	st.Open, st.ClientLastActivity = nil, nil
 	st.Note = note
 	return st, nil
-}
-
-func joinNote(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }
 
 // PrimaryDisabled reports whether the router stopped asking the primary
