@@ -73,6 +73,21 @@ func client(t *testing.T, host, token, ua string) *thrift.Client {
 	return c
 }
 
+// execute opens a session on warehouse wh with c and runs sql in it,
+// leaving the operation for the test to follow or close.
+func execute(ctx context.Context, t *testing.T, c *thrift.Client, wh, sql string) *thrift.Operation {
+	t.Helper()
+	sess, err := c.OpenSession(ctx, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(ctx, sess, sql, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
 func adminGet(t *testing.T, s *Server, path string, v any) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, s.AdminURL()+path, nil)

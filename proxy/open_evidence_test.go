@@ -31,23 +31,9 @@ func TestDbxtopFlagsUnclosedOnTheProxysEvidence(t *testing.T) {
 	// The direct leak first: it ended before the proxied one, so when the
 	// proxied one is UNCLOSED, the direct one is past --leak-after too.
 	direct := client(t, s.URL(), s.Token(), "direct-job/1.0")
-	dsess, err := direct.OpenSession(ctx, wh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dop, err := direct.Execute(ctx, dsess, "SELECT 1", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dop := execute(ctx, t, direct, wh, "SELECT 1")
 	proxied := client(t, p.URL(), s.Token(), "leaky-job/1.0")
-	sess, err := proxied.OpenSession(ctx, wh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := proxied.Execute(ctx, sess, "SELECT 2", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := execute(ctx, t, proxied, wh, "SELECT 2")
 	waitFor(t, "both statements to finish", 10*time.Second, func() bool {
 		a, err1 := direct.GetOperationStatus(ctx, dop.Ref)
 		b, err2 := proxied.GetOperationStatus(ctx, op.Ref)
@@ -129,14 +115,7 @@ func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := client(t, p.URL(), s.Token(), "leaky-job/1.0")
-	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := c.Execute(ctx, sess, "SELECT 2", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := execute(ctx, t, c, s.WarehouseIDs()[0], "SELECT 2")
 	waitFor(t, "the statement to finish", 10*time.Second, func() bool {
 		st, err := c.GetOperationStatus(ctx, op.Ref)
 		return err == nil && st.State.Terminal()
