@@ -20,18 +20,7 @@ func TestNoOwnerActivityByDefaultAndStrictSecrets(t *testing.T) {
 		s := startSim(t, Options{LenientHandles: !strict})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, err := thrift.NewClient(thrift.Options{Host: s.URL(), Token: s.Token(), UserAgent: "app/1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := c.Execute(ctx, sess, "SELECT sleep(60)", false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, op := runningOverThrift(ctx, t, s)
 		st, err := c.GetOperationStatus(ctx, op.Ref)
 		if err != nil || st.ClientLastActivity != nil {
 			t.Fatalf("strict=%v: real handle: %+v, %v (want a status without owner activity)", strict, st, err)
@@ -47,7 +36,6 @@ func TestNoOwnerActivityByDefaultAndStrictSecrets(t *testing.T) {
 		if err := c.CloseOperation(ctx, rebuilt); strict != (err != nil) {
 			t.Errorf("strict=%v: close with a rebuilt handle: %v", strict, err)
 		}
-		c.CloseIdleConnections()
 	}
 }
 
@@ -60,18 +48,7 @@ func TestStatementAPIAnswersThriftStatementsOnlyWhenAsked(t *testing.T) {
 		s := startSim(t, Options{StatementAPIForThrift: forThrift})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, err := thrift.NewClient(thrift.Options{Host: s.URL(), Token: s.Token(), UserAgent: "app/1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := c.Execute(ctx, sess, "SELECT sleep(60)", false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, op := runningOverThrift(ctx, t, s)
 		hc := httpClient(t)
 		url := s.URL() + "/api/2.0/sql/statements/" + op.Ref.StatementID
 		want := http.StatusNotFound
@@ -90,6 +67,21 @@ func TestStatementAPIAnswersThriftStatementsOnlyWhenAsked(t *testing.T) {
 				t.Errorf("the 404s changed the operation: %+v %v", st, err)
 			}
 		}
-		c.CloseIdleConnections()
 	}
+}
+
+// runningOverThrift runs a long statement over Thrift, as a client would,
+// and returns the client and its operation (still running).
+func runningOverThrift(ctx context.Context, t *testing.T, s *Server) (*thrift.Client, *thrift.Operation) {
+	t.Helper()
+	c := thriftClient(t, s, "app/1")
+	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(ctx, sess, "SELECT sleep(60)", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, op
 }
