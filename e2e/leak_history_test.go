@@ -38,29 +38,7 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	// More statements than the engine's first activity probes (which poll
 	// a few new operations on their own): the rest are known only from
 	// the listings.
-	var ids []string
-	for range 8 {
-		op, err := owner.Execute(ctx, sess, "SELECT 1", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, op.Ref.StatementID)
-		// The owner sees the end, then walks away without CloseOperation.
-		for {
-			st, err := owner.GetOperationStatus(ctx, op.Ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State.Terminal() {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatal("the statement never ended")
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	ids := leakEnded(ctx, t, owner, sess, 8)
 	ended := time.Now()
 	const leakAfter = 2 * time.Second
 	time.Sleep(time.Until(ended.Add(leakAfter + 500*time.Millisecond))) // the threshold itself is what is tested
@@ -92,4 +70,34 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	if r.code != 1 && r.code != 2 {
 		t.Errorf("exit %d with UNCLOSED operations, want 1 or 2", r.code)
 	}
+}
+
+// leakEnded runs n statements in sess as a leaky client does: it waits
+// for each to end, then walks away without CloseOperation. It returns
+// their statement ids.
+func leakEnded(ctx context.Context, t *testing.T, owner *thrift.Client, sess thrift.Session, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		op, err := owner.Execute(ctx, sess, "SELECT 1", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, op.Ref.StatementID)
+		for {
+			st, err := owner.GetOperationStatus(ctx, op.Ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.State.Terminal() {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("the statement never ended")
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return ids
 }

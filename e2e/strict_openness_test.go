@@ -34,28 +34,7 @@ func TestStrictServerOpennessIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ended []string
-	for range 3 {
-		op, err := owner.Execute(ctx, sess, "SELECT 1", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ended = append(ended, op.Ref.StatementID)
-		for {
-			st, err := owner.GetOperationStatus(ctx, op.Ref)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State.Terminal() {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatal("the statement never ended")
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	ended := leakEnded(ctx, t, owner, sess, 3)
 	running, err := owner.Execute(ctx, sess, "SELECT sleep(600)", false)
 	if err != nil {
 		t.Fatal(err)
