@@ -84,10 +84,8 @@ func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, k m
 	}
 	for i := range ops {
 		op := ops[i]
-		// The cursor's operation, preferring one the server still has
-		// (findOp's choice).
-		if cursorID != "" && op.StatementID == cursorID && (o.cursorOp < 0 || ops[o.cursorOp].Gone) {
-			o.cursorOp = i
+		if cursorID != "" && isBetterMatch(ops, o.cursorOp, i, cursorID) {
+			o.cursorOp = i // the cursor's operation (findOp's choice)
 		}
 		if op.State.Live() && !op.Gone {
 			o.counts.running++
@@ -148,11 +146,18 @@ func findOp(ops []*model.OperationView, id string) int {
 		return at
 	}
 	for i := range ops {
-		if ops[i].StatementID == id && (at < 0 || ops[at].Gone) {
+		if isBetterMatch(ops, at, i, id) {
 			at = i
 		}
 	}
 	return at
+}
+
+// isBetterMatch says whether ops[i] is a better match for statement id
+// than ops[at] (at < 0: none yet): it has the id, and the current match,
+// if any, is one the server no longer has.
+func isBetterMatch(ops []*model.OperationView, at, i int, id string) bool {
+	return ops[i].StatementID == id && (at < 0 || ops[at].Gone)
 }
 
 // labelCache measures flag labels: a few distinct ones (kind, severity)
