@@ -16,7 +16,13 @@ import (
 // clients execute.
 func startSim(t testing.TB, faults string) *sim.Server {
 	t.Helper()
-	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Faults: faults, Seed: 7})
+	return startSimWith(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: faults, Seed: 7})
+}
+
+// startSimWith starts a simulator with o, closed when the test ends.
+func startSimWith(t testing.TB, o sim.Options) *sim.Server {
+	t.Helper()
+	s, err := sim.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,11 +57,7 @@ func find(s model.Snapshot, id string) (*model.OperationView, bool) {
 // the client for its failed close, and cancels through the proxy with
 // the real handle (a rebuilt one would be refused).
 func TestDbxtopSeesWhatOnlyTheProxySaw(t *testing.T) {
-	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s := startSimWith(t, sim.Options{Scenario: sim.ScenarioQuiet, Seed: 3})
 	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

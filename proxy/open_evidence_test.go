@@ -18,11 +18,7 @@ import (
 // and saw no close — and its openness stays unknown when it did not. The
 // client's later close clears the flag.
 func TestDbxtopFlagsUnclosedOnTheProxysEvidence(t *testing.T) {
-	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
+	s := startSimWith(t, sim.Options{Scenario: sim.ScenarioQuiet, Seed: 5})
 	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -105,12 +101,8 @@ func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
 // why — never UNCLOSED for as long as the proxy remembers it.
 func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
 	const reaper = 5 * time.Second // --server-idle-timeout, shorter than the simulator's leak reaper
-	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7,
+	s := startSimWith(t, sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7,
 		LeakTimeout: reaper + 3*time.Second, ReapEvery: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
 	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
