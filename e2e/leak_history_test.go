@@ -26,15 +26,7 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, LenientHandles: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	owner, err := thrift.NewClient(thrift.Options{Host: srv.URL(), Token: srv.Token(), UserAgent: "LeakyDriver/1.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.CloseIdleConnections()
-	sess, err := owner.OpenSession(ctx, srv.WarehouseIDs()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	owner, sess := leakyOwner(ctx, t, srv)
 	// More statements than the engine's first activity probes (which poll
 	// a few new operations on their own): the rest are known only from
 	// the listings.
@@ -70,6 +62,22 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	if r.code != 1 && r.code != 2 {
 		t.Errorf("exit %d with UNCLOSED operations, want 1 or 2", r.code)
 	}
+}
+
+// leakyOwner is the leaky client's Thrift connection and session on
+// the first warehouse of srv.
+func leakyOwner(ctx context.Context, t *testing.T, srv *sim.Server) (*thrift.Client, thrift.Session) {
+	t.Helper()
+	owner, err := thrift.NewClient(thrift.Options{Host: srv.URL(), Token: srv.Token(), UserAgent: "LeakyDriver/1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owner.CloseIdleConnections)
+	sess, err := owner.OpenSession(ctx, srv.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return owner, sess
 }
 
 // leakEnded runs n statements in sess as a leaky client does: it waits

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources/sim"
-	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // TestStrictServerOpennessIsUnknown: on the simulator as it is by default
@@ -25,15 +24,7 @@ func TestStrictServerOpennessIsUnknown(t *testing.T) {
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	owner, err := thrift.NewClient(thrift.Options{Host: srv.URL(), Token: srv.Token(), UserAgent: "LeakyDriver/1.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.CloseIdleConnections()
-	sess, err := owner.OpenSession(ctx, srv.WarehouseIDs()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	owner, sess := leakyOwner(ctx, t, srv)
 	ended := leakEnded(ctx, t, owner, sess, 3)
 	running, err := owner.Execute(ctx, sess, "SELECT sleep(600)", false)
 	if err != nil {
