@@ -32,15 +32,7 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	// the listings.
 	ids := leakEnded(ctx, t, owner, sess, 8)
 	ended := time.Now()
-	const leakAfter = 2 * time.Second
-	time.Sleep(time.Until(ended.Add(leakAfter + 500*time.Millisecond))) // the threshold itself is what is tested
-
-	r := run(t, runOpts{args: []string{"snapshot", "--json", "--host", srv.URL(), "--leak-after", leakAfter.String()},
-		env: []string{"DATABRICKS_TOKEN=" + srv.Token()}, timeout: 30 * time.Second})
-	var s model.Snapshot
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", r.code, err, r.stdout, r.stderr)
-	}
+	s, r := snapshotPastLeakAfter(t, srv, ended)
 	found := 0
 	for _, v := range s.Operations {
 		if !slices.Contains(ids, v.StatementID) {
@@ -62,6 +54,21 @@ func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	if r.code != 1 && r.code != 2 {
 		t.Errorf("exit %d with UNCLOSED operations, want 1 or 2", r.code)
 	}
+}
+
+// snapshotPastLeakAfter waits until --leak-after (2 s) has passed since
+// ended, then takes `dbxtop snapshot --json` of srv with it.
+func snapshotPastLeakAfter(t *testing.T, srv *sim.Server, ended time.Time) (model.Snapshot, result) {
+	t.Helper()
+	const leakAfter = 2 * time.Second
+	time.Sleep(time.Until(ended.Add(leakAfter + 500*time.Millisecond))) // the threshold itself is what is tested
+	r := run(t, runOpts{args: []string{"snapshot", "--json", "--host", srv.URL(), "--leak-after", leakAfter.String()},
+		env: []string{"DATABRICKS_TOKEN=" + srv.Token()}, timeout: 30 * time.Second})
+	var s model.Snapshot
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", r.code, err, r.stdout, r.stderr)
+	}
+	return s, r
 }
 
 // leakyOwner is the leaky client's Thrift connection and session on

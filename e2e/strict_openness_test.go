@@ -31,16 +31,7 @@ func TestStrictServerOpennessIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = owner.CancelOperation(context.Background(), running.Ref) }()
-	endedAt := time.Now()
-	const leakAfter = 2 * time.Second
-	time.Sleep(time.Until(endedAt.Add(leakAfter + 500*time.Millisecond))) // the threshold itself is what is tested
-
-	r := run(t, runOpts{args: []string{"snapshot", "--json", "--host", srv.URL(), "--leak-after", leakAfter.String()},
-		env: []string{"DATABRICKS_TOKEN=" + srv.Token()}, timeout: 30 * time.Second})
-	var s model.Snapshot
-	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
-		t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", r.code, err, r.stdout, r.stderr)
-	}
+	s, r := snapshotPastLeakAfter(t, srv, time.Now())
 	found := 0
 	for _, v := range s.Operations {
 		isEnded, isRunning := slices.Contains(ended, v.StatementID), v.StatementID == running.Ref.StatementID
