@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -39,7 +40,7 @@ func oneCore() {
 // simulator.
 const shutdownGrace = 5 * time.Second
 
-func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
+func simOptions(c SimConfig, logger *slog.Logger) sim.Options {
 	return sim.Options{
 		Listen:      c.Listen,
 		Token:       c.Token,
@@ -53,7 +54,7 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		Latency:     c.Latency,
 		HistoryLag:  c.HistoryLag,
 		LoadRun:     c.LoadRun,
-		Logf:        logf,
+		Logger:      logger,
 
 		LenientHandles:        !c.CheckHandleSecrets,
 		StatementAPIForThrift: c.StatementAPIForThrift,

@@ -227,7 +227,7 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, IdleTimeout: time.Hour, Seed: 9, Logf: func(string, ...any) {}})
+	s, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, IdleTimeout: time.Hour, Seed: 9})
 	if err != nil {
 		tb.Fatal(err)
 	}

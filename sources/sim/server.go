@@ -107,7 +107,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.run(ln, w)
-	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
+	o.Logger.Info("sim: serving", "scenario", o.Scenario, "url", s.url, "warehouses", len(s.warehouses))
 	return s, nil
 }
 
@@ -149,7 +149,7 @@ func (s *Server) run(ln net.Listener, w *workload) {
 	go func() {
 		defer s.wg.Done()
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			o.Logf("sim: serve: %v", err)
+			o.Logger.Error("sim: serve", "err", err)
 		}
 	}()
 	go func() {
