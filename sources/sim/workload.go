@@ -504,7 +504,7 @@ func (w *workload) demoRules() []rule {
 			if !ci.observer {
 				return ""
 			}
-			if t := time.Since(w.s.started); t < from || t >= to {
+			if t := w.s.o.Clock.Now().Sub(w.s.started); t < from || t >= to {
 				return ""
 			}
 			switch {
