@@ -72,6 +72,7 @@ func (r *amReceiver) all() []amNotification {
 // URLs pointed here and group_wait/group_interval short, so that an alert
 // per orphan would show as several notifications.
 func TestAlertsReachAlertmanager(t *testing.T) {
+	budget(t)
 	promBin := testenv.Tool(t, "prometheus")
 	amBin := testenv.Tool(t, "prometheus-alertmanager")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

@@ -47,6 +47,7 @@ type incidentRun struct {
 // RESOURCE_EXHAUSTED; after it, the learned limit (1,984,112, persisted)
 // replaces the published one. The lead times go to docs/capacity.md.
 func TestVectorIncidentLeadTime(t *testing.T) {
+	budget(t)
 	start := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	clk := sim.NewManualClock(start)
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioVectorIncident, Clock: clk})
@@ -158,6 +159,7 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 // unwritable state directory is one warning line and the limit is still
 // used (in memory).
 func TestLearnedLimitStateFileThroughTheBinary(t *testing.T) {
+	budget(t)
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "exhausted=vs-staging"})
 	args := []string{"snapshot", "--host", s.URL(), "--json", "--capacity-probe", "--timeout", "20s"}
 	env := func(state string) []string {

@@ -582,6 +582,7 @@ func BenchmarkPollingCost(b *testing.B) {
 // three contenders detect every FINISHED, never before the server's
 // completion time, and their counts add up to the simulator's.
 func TestPollingCostSmoke(t *testing.T) {
+	budget(t)
 	run := perfRunPolling(t, perfSmokeWorkload)
 	perfCheckRun(t, run)
 	t.Log("\n" + run.table())

@@ -45,6 +45,7 @@ func readServeUnit(t *testing.T) (execStart []string, env []string, text string)
 // unit with ExecStart pointed at the built binary, and the unit keeps its
 // hardening and its credentials.
 func TestSystemdUnitVerifies(t *testing.T) {
+	budget(t)
 	sa := testenv.Tool(t, "systemd-analyze") // Debian: systemd
 	execStart, _, text := readServeUnit(t)
 	for _, want := range []string{"DynamicUser=yes", "ProtectSystem=strict", "StateDirectory=dbxtop", "NoNewPrivileges=yes",
@@ -71,6 +72,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // cannot cancel, the act token can act, the log on stderr carries no
 // secret, and SIGTERM drains to exit 0.
 func TestServeAsTheUnitRunsIt(t *testing.T) {
+	budget(t)
 	execStart, unitEnv, _ := readServeUnit(t)
 	home := t.TempDir()
 	sim := startSim(t, home, "--scenario", "quiet", "--warehouses", "1")

@@ -22,6 +22,7 @@ import (
 // exits 3 (UNKNOWN).
 func TestNoWorkspaceFailsFast(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmux(t, 80, 24, home, home)
 	code, stderr := s.waitExit(20 * time.Second)
@@ -44,6 +45,7 @@ func TestNoWorkspaceFailsFast(t *testing.T) {
 // frozen ages as if they were live.
 func TestAttachSaysServeIsDown(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	sim := startSim(t, home, "--scenario", "quiet")
 	srv := start(t, home, []string{"DATABRICKS_TOKEN=" + sim.token}, "serve", "--host", sim.host,
@@ -78,6 +80,7 @@ func TestAttachSaysServeIsDown(t *testing.T) {
 // runs whatever version is installed.
 func TestCopyUnderTmuxDefaults(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Token: "dapiCOPY0123456789abcdef"})
@@ -130,6 +133,7 @@ func TestCopyUnderTmuxDefaults(t *testing.T) {
 // instead of sleeping for a fixed time.
 func TestDemoActsOnlyThroughItsClients(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmux(t, 80, 24, home, home, "demo", "--no-color")
 	s.waitScreen("the demo's first flags", 60*time.Second, func(scr string) bool { return strings.Contains(scr, "UNCLOSED") })
