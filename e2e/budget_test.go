@@ -43,8 +43,12 @@ var overBudget = map[string]struct {
 	idle time.Duration
 	why  string
 }{
-	"TestDemoShowsEveryFlagUnattended":  {150 * time.Second, "README's promise: every flag kind of the real-time demo within 3 minutes; it ends when the last shows (≈100 s)"},
-	"TestDemoActsOnlyThroughItsClients": {120 * time.Second, "waits on the real-time demo's timeline past its first minute (EXHAUSTED at ≈65 s)"},
+	"TestDemoShowsEveryFlagUnattended":              {150 * time.Second, "README's promise: every flag kind of the real-time demo within 3 minutes; it ends when the last shows (≈100 s)"},
+	"TestDemoActsOnlyThroughItsClients":             {120 * time.Second, "waits on the real-time demo's timeline past its first minute (EXHAUSTED at ≈65 s)"},
+	"TestFaultMatrix":                               {150 * time.Second, "every fault kind follows a workspace for 35 s of real time, four at a time"},
+	"TestSecretsNeverPrinted":                       {150 * time.Second, "every command, then snapshot under each fault kind, one after another, each waiting out its own --timeout"},
+	"TestAlertsReachAlertmanager":                   {150 * time.Second, "a real Prometheus and Alertmanager scrape, evaluate, wait their for: and group on their own intervals"},
+	"TestPrometheusOrphanAlertFiresBeforeTheReaper": {90 * time.Second, "a real Prometheus scrapes and evaluates the rule on its own intervals until the orphan alert fires"},
 }
 
 // budgetOf is test name's idle budget.
