@@ -164,7 +164,7 @@ func (c *Client) stream(ctx context.Context) error {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("event stream: %w", err)
 		}
-		c.emit(model.SanitizeEvent(DecodeEvent(e)))
+		c.emit(DecodeEvent(e))
 	}
 	return sc.Err()
 }
@@ -207,7 +207,6 @@ func (c *Client) Health() poller.Health {
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return poller.Health{LastError: &model.ErrorInfo{Kind: model.KindTransport, Call: "attach", Message: textfmt.Line(err.Error())}}
 	}
-	h.Health.LastError = model.SanitizeError(h.Health.LastError)
 	return h.Health.Poller()
 }
 

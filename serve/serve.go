@@ -36,6 +36,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // DefaultListen is where `dbxtop serve` listens unless told: loopback, the
@@ -371,6 +372,19 @@ type HealthJSON struct {
 	LastDiscovery     time.Time        `json:"last_discovery"`
 	DiscoveryFailures int64            `json:"discovery_failures"`
 	DiscoveryUp       bool             `json:"discovery_up"`
+}
+
+// UnmarshalJSON decodes /api/v1/health as attach reads it from another
+// process: its text is cleaned here (the error cleans its own).
+func (h *HealthInfo) UnmarshalJSON(b []byte) error {
+	type plain HealthInfo // without this method
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	p.Refresh = textfmt.Line(p.Refresh)
+	*h = HealthInfo(p)
+	return nil
 }
 
 func healthJSON(h poller.Health) HealthJSON {
