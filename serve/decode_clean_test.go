@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,5 +83,50 @@ func report(t *testing.T, what string, v any) {
 	}
 	if seen == 0 {
 		t.Errorf("%s: no string came through decoding", what)
+	}
+}
+
+// TestAttachNamesItsCap: a snapshot larger than attach's cap is reported
+// as over the cap (not as a broken connection), and attach stops reading
+// there, announced (Content-Length) or not (chunked).
+func TestAttachNamesItsCap(t *testing.T) {
+	const limit = 1 << 20
+	for _, announced := range []bool{true, false} {
+		var sent atomic.Int64
+		mux := http.NewServeMux()
+		mux.HandleFunc("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{}`)) })
+		mux.HandleFunc("/api/v1/snapshot", func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(`{"schema":"` + strings.Repeat("x", 64<<10))
+			if announced {
+				w.Header().Set("Content-Length", strconv.Itoa(100*limit))
+			}
+			for i := 0; i < 100*limit/len(chunk) && r.Context().Err() == nil; i++ {
+				n, err := w.Write(chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		})
+		srv := httptest.NewServer(mux)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		c, err := Attach(ctx, srv.URL, "tok", "", nil)
+		cancel()
+		if err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
+		c.maxBody = limit
+		s := c.Snapshot()
+		c.hc.CloseIdleConnections()
+		srv.Close()
+		if len(s.Errors) != 1 || !strings.Contains(s.Errors[0].Message, "exceeds attach's cap of 1.0 MiB") {
+			t.Fatalf("announced=%v: %+v, want an error naming the 1.0 MiB cap", announced, s.Errors)
+		}
+		// The server's writes go into socket buffers ahead of the reader;
+		// it must not have been able to send anywhere near all of it.
+		if got := sent.Load(); got > 20*limit {
+			t.Errorf("announced=%v: serve wrote %d bytes before attach stopped reading at %d", announced, got, limit)
+		}
 	}
 }
