@@ -74,7 +74,16 @@ type Options struct {
 	// InsecureListen allows plain HTTP on an address that is not loopback
 	// (the bearer token would cross the network in clear).
 	InsecureListen bool
+	// PreAuthTimeout bounds how long a connection that has not
+	// authenticated may idle or take over its headers (conns.go); 0 →
+	// DefaultPreAuthTimeout.
+	PreAuthTimeout time.Duration
 }
+
+// MinTokenLength is the shortest read or act token serve takes: a token
+// guards every endpoint but the probes, so it must not be guessable (the
+// one serve generates is 32 hex characters).
+const MinTokenLength = 16
 
 // CheckListen refuses plain HTTP on an address that is not loopback
 // unless insecure is set: every consumer sends serve its token. tls is
@@ -128,6 +137,9 @@ func New(o Options) (*Server, error) {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
+	if o.PreAuthTimeout <= 0 {
+		o.PreAuthTimeout = DefaultPreAuthTimeout
+	}
 	if o.Counters == nil {
 		o.Counters = NewCounters()
 	}
@@ -138,6 +150,9 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("serve: random token: %w", err)
 		}
 		o.Token = hex.EncodeToString(b)
+	}
+	if err := checkTokens(o); err != nil {
+		return nil, err
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return nil, errors.New("serve: --tls-cert and --tls-key go together")
@@ -168,6 +183,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: listen on %s: %w", o.Listen, err)
 	}
+	ln = authListener{Listener: ln, preAuth: o.PreAuthTimeout}
 	scheme := "http"
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
@@ -186,8 +202,20 @@ func New(o Options) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 		buildInfo(o.Version, o.Revision))
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: o.PreAuthTimeout, ReadTimeout: ReadTimeout,
+		IdleTimeout: AuthIdleTimeout, MaxHeaderBytes: MaxHeaderBytes, ConnContext: connContext}
 	return s, nil
+}
+
+// checkTokens refuses a read or act token shorter than MinTokenLength,
+// naming which, never showing it.
+func checkTokens(o Options) error {
+	for _, t := range []struct{ name, tok string }{{"read token", o.Token}, {"act token", o.ActToken}} {
+		if t.tok != "" && len(t.tok) < MinTokenLength {
+			return fmt.Errorf("serve: the %s is %d characters; serve takes at least %d (openssl rand -hex 16 makes one of 32)", t.name, len(t.tok), MinTokenLength)
+		}
+	}
+	return nil
 }
 
 // URL is http(s)://HOST:PORT, the address actually bound.
@@ -275,16 +303,20 @@ func (s *Server) routes() http.Handler {
 }
 
 // auth checks the bearer token in constant time: the read or the act
-// token to read, the act token to act. With basic_auth_users in the web
-// configuration, valid basic-auth credentials read too (Prometheus's
-// basic_auth); only the act token acts.
+// token to read, the act token to act; the scheme "Bearer" is required (a
+// bare token is refused). With basic_auth_users in the web configuration,
+// valid basic-auth credentials read too (Prometheus's basic_auth); only
+// the act token acts. A request that authenticates lifts its
+// connection's pre-authentication bound (conns.go).
 func (s *Server) auth(act bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got = strings.TrimSpace(got)
-		isAct := s.act != nil && subtle.ConstantTimeCompare([]byte(got), s.act) == 1
-		isRead := subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+		got := bearer(r.Header.Get("Authorization"))
+		isAct := got != nil && s.act != nil && subtle.ConstantTimeCompare(got, s.act) == 1
+		isRead := got != nil && subtle.ConstantTimeCompare(got, s.token) == 1
 		isUser := !isAct && !isRead && s.web.basicAuth(r)
+		if isAct || isRead || isUser {
+			markAuthenticated(r)
+		}
 		switch {
 		case !isAct && !isRead && !isUser:
 			if s.web.hasUsers() {
@@ -300,6 +332,17 @@ func (s *Server) auth(act bool, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// bearer is the token of an "Authorization: Bearer TOKEN" header (the
+// scheme is case-insensitive, RFC 7235), nil for anything else.
+func bearer(h string) []byte {
+	scheme, tok, ok := strings.Cut(h, " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return nil
+	}
+	return []byte(tok)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
