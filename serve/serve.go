@@ -11,8 +11,8 @@
 // that becomes a metric label goes through textfmt.Line; JSON carries it as
 // data (escaped by encoding/json) for the consumer to sanitise on output.
 //
-// It imports poller, report, model, sources, config and textfmt from
-// dbxtop, never tui or cmd.
+// It imports poller, report, model, sources, config, textfmt and
+// internal/safefile from dbxtop, never tui or cmd.
 package serve
 
 import (
@@ -154,27 +154,9 @@ func New(o Options) (*Server, error) {
 	if err := checkTokens(o); err != nil {
 		return nil, err
 	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, errors.New("serve: --tls-cert and --tls-key go together")
-	}
-	if o.WebConfigFile != "" && o.TLSCert != "" {
-		return nil, errors.New("serve: --web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
-	}
-	var wc *webConfig
-	var tlsConf *tls.Config
-	if o.WebConfigFile != "" {
-		var err error
-		if wc, err = loadWebConfig(o.WebConfigFile); err != nil {
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		tlsConf = wc.tls
-	}
-	if o.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("serve: TLS key pair: %w", err)
-		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	wc, tlsConf, err := tlsOf(o)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	if err := CheckListen(o.Listen, tlsConf != nil, o.InsecureListen); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -216,6 +198,37 @@ func checkTokens(o Options) error {
 		}
 	}
 	return nil
+}
+
+// tlsOf is serve's web configuration and TLS (nil: plain HTTP), from
+// --web.config.file or --tls-cert/--tls-key.
+func tlsOf(o Options) (*webConfig, *tls.Config, error) {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if o.WebConfigFile != "" && o.TLSCert != "" {
+		return nil, nil, errors.New("--web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
+	}
+	if o.WebConfigFile != "" {
+		wc, err := loadWebConfig(o.WebConfigFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wc, wc.tls, nil
+	}
+	if o.TLSCert == "" {
+		return nil, nil, nil
+	}
+	for _, f := range []string{o.TLSCert, o.TLSKey} {
+		if err := checkTLSFile(f); err != nil {
+			return nil, nil, fmt.Errorf("TLS file %s: %w", f, err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS key pair: %w", err)
+	}
+	return nil, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // URL is http(s)://HOST:PORT, the address actually bound.
