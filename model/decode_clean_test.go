@@ -2,6 +2,11 @@ package model
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dbxtop/dbxtop/internal/peertest"
@@ -45,5 +50,44 @@ func TestDecodedSnapshotStringsAreClean(t *testing.T) {
 func validFlags(fs []Flag) {
 	for i := range fs {
 		fs[i].Severity = SeverityWarning
+	}
+}
+
+// TestSanitizeEventChecksTheKind: a kind that is not one of the known
+// kinds becomes EventUnknown, the kind (cleaned, cut short) leading the
+// message; a known kind is kept.
+func TestSanitizeEventChecksTheKind(t *testing.T) {
+	ev := SanitizeEvent(Event{Kind: EventKind("\x1b[?1049l" + strings.Repeat("k", 100)), Message: "m"})
+	if ev.Kind != EventUnknown || !strings.HasPrefix(ev.Message, "(kind ␛") || !strings.HasSuffix(ev.Message, "…) m") {
+		t.Errorf("hostile kind: %q %q", ev.Kind, ev.Message)
+	}
+	// Every EventKind constant declared in event.go is known, so a kind
+	// added later is not shown as unknown by attach.
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "event.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []EventKind
+	ast.Inspect(f, func(n ast.Node) bool {
+		if vs, ok := n.(*ast.ValueSpec); ok {
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "EventKind" {
+				for _, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok {
+						s, _ := strconv.Unquote(lit.Value)
+						kinds = append(kinds, EventKind(s))
+					}
+				}
+			}
+		}
+		return true
+	})
+	if len(kinds) < 10 {
+		t.Fatalf("found %d EventKind constants in event.go", len(kinds))
+	}
+	for _, k := range kinds {
+		if got := SanitizeEvent(Event{Kind: k, Message: "m"}); got.Kind != k || got.Message != "m" {
+			t.Errorf("known kind %q became %q %q", k, got.Kind, got.Message)
+		}
 	}
 }
