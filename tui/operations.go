@@ -159,15 +159,15 @@ func (m *opsModel) viewLines() []string {
 		out = append(out, m.emptyLines()...)
 		return out
 	}
+	// Every row in the window is drawn (ensureVisible keeps the cursor's
+	// in it); the collapsed line only takes a line left over below the
+	// last row, never a row's place.
 	end := min(len(m.rows), m.offset+n)
-	if m.doneHidden > 0 && end == len(m.rows) && end-m.offset == n {
-		end-- // keep a line for the collapsed finished rows
-	}
 	for i := m.offset; i < end; i++ {
 		op := m.ctx.snap.Operations[m.rows[i]]
-		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorIdx && m.missing != hidden && op.StatementID == m.cursorID))
+		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorRow && op.StatementID == m.cursorID))
 	}
-	if m.doneHidden > 0 && end == len(m.rows) {
+	if m.tailLines() > 0 && end == len(m.rows) && end-m.offset < n {
 		out = append(out, st.Dim.Render(fmt.Sprintf("  %s %d finished and closed (d shows them)", g.Collapsed, m.doneHidden)))
 	}
 	return out

@@ -353,6 +353,18 @@ func (m *opsModel) tableRows() int {
 	return max(1, m.height-1) // minus the column header
 }
 
+// tailLines is 1 when the "+N finished and closed" line follows the
+// last row: it scrolls like a row, so the last row is never drawn under
+// it and the cursor never sits on a row it hides.
+func (m *opsModel) tailLines() int {
+	if m.doneHidden > 0 && len(m.rows) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// ensureVisible scrolls so that the cursor's row is drawn; on the last
+// row it also shows the collapsed line below it.
 func (m *opsModel) ensureVisible() {
 	n := m.tableRows()
 	if m.cursorIdx < m.offset {
@@ -361,7 +373,11 @@ func (m *opsModel) ensureVisible() {
 	if m.cursorIdx >= m.offset+n {
 		m.offset = m.cursorIdx - n + 1
 	}
-	m.offset = max(0, min(m.offset, len(m.rows)-n))
+	last := len(m.rows) + m.tailLines() - n
+	if m.cursorIdx == len(m.rows)-1 {
+		m.offset = max(m.offset, last)
+	}
+	m.offset = max(0, min(m.offset, last))
 }
 
 // setPaused freezes (or releases) the row order.

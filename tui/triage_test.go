@@ -1,0 +1,91 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dbxtop/dbxtop/model"
+)
+
+// manySnapshot is the fixture with n more live operations and done ones
+// that collapse into the "+N finished and closed" line.
+func manySnapshot(n, done int) model.Snapshot {
+	s := fixtureSnapshot()
+	for i := range n {
+		s.Operations = append(s.Operations, &model.OperationView{Operation: &model.Operation{
+			StatementID: fmt.Sprintf("02aa%04d-0000-4000-8000-000000000000", i), WarehouseID: "wh-3", User: "ivan@example.com",
+			State: model.StateRunning, StartedAt: fixedNow.Add(-time.Duration(i+1) * time.Second), SQL: "SELECT 1"}})
+	}
+	for i := range done {
+		s.Operations = append(s.Operations, &model.OperationView{Operation: &model.Operation{
+			StatementID: fmt.Sprintf("03bb%04d-0000-4000-8000-000000000000", i), WarehouseID: "wh-3", User: "judy@example.com",
+			State: model.StateClosed, StartedAt: fixedNow.Add(-time.Hour), CompletedAt: fixedNow.Add(-59 * time.Minute),
+			SQL: "SELECT 2", Close: model.CloseInfo{State: model.CloseClosed, Attempts: 1}}})
+	}
+	return s
+}
+
+// cursorLine is the screen line marked with the cursor glyph, "" when
+// no line is.
+func cursorLine(m *Model) string {
+	for _, l := range strings.Split(plain(m), "\n") {
+		if strings.HasPrefix(l, m.ctx.glyphs.Cursor+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// checkCursorDrawn: whenever an operation is selected, its row is on
+// screen with the cursor glyph.
+func checkCursorDrawn(t *testing.T, m *Model, what string) {
+	t.Helper()
+	op := m.selected()
+	if op == nil {
+		must(t, cursorLine(m) == "", "%s: no operation selected but a row is marked:\n%s", what, plain(m))
+		return
+	}
+	l := cursorLine(m)
+	must(t, strings.Contains(l, shortID(op.StatementID, m.ctx.glyphs.Ellipsis)),
+		"%s: selected %s is not the marked row %q:\n%s", what, op.StatementID, l, plain(m))
+}
+
+// Defect: G selected the last row while the "+N finished and closed"
+// line took its place, so c named an operation nowhere on screen.
+func TestBottomThenCloseNamesAVisibleRow(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		e := newFakeEngine(manySnapshot(40, 5))
+		m := syncModel(t, e, testOptions(), sz[0], sz[1])
+		press(m, "G")
+		checkCursorDrawn(t, m, fmt.Sprintf("%v G", sz))
+		must(t, strings.Contains(plain(m), "finished and closed (d shows them)"), "%v: the collapsed line is not shown at the bottom:\n%s", sz, plain(m))
+		press(m, "c")
+		must(t, m.confirm != nil, "%v: c opened no dialog", sz)
+		sid := shortID(m.confirm.id, m.ctx.glyphs.Ellipsis)
+		must(t, strings.Contains(cursorLine(m), sid), "%v: dialog names %s, not the marked row %q:\n%s", sz, sid, cursorLine(m), plain(m))
+	}
+}
+
+// The cursor is on a drawn row after every kind of move, filter and
+// resize.
+func TestCursorIsAlwaysOnADrawnRow(t *testing.T) {
+	e := newFakeEngine(manySnapshot(60, 7))
+	m := syncModel(t, e, testOptions(), 80, 24)
+	steps := [][]string{{"G"}, {"g"}, {"pgdown"}, {"pgdown"}, {"G"}, {"k"}, {"j"}, {"pgup"}, {"d"}, {"G"}, {"d"}, {"f"}, {"G"}, {"f"}, {"G"}}
+	for i, s := range steps {
+		press(m, s...)
+		checkCursorDrawn(t, m, fmt.Sprintf("step %d %v", i, s))
+		for _, sz := range [][2]int{{80, 30}, {100, 30}, {80, 24}} {
+			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			checkCursorDrawn(t, m, fmt.Sprintf("step %d %v resized %v", i, s, sz))
+		}
+		refresh(m)
+		checkCursorDrawn(t, m, fmt.Sprintf("step %d %v refreshed", i, s))
+	}
+	_ = ansi.Strip
+}
