@@ -397,13 +397,15 @@ func TestCopyUsesOSC52(t *testing.T) {
 }
 
 func TestTooSmallTerminalSaysSo(t *testing.T) {
-	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 70, 20)
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 59, 20)
 	v := m.View()
 	lines := strings.Split(v, "\n")
 	must(t, len(lines) == 20, "%d lines", len(lines))
-	must(t, strings.Contains(v, "terminal too small: 70×20, dbxtop needs at least 80×24"), "message:\n%s", v)
-	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	must(t, strings.Contains(plain(m), "STATEMENT"), "80x24 is not usable")
+	must(t, strings.Contains(v, "terminal too small: 59×20, dbxtop needs at least 60×20"), "message:\n%s", v)
+	for _, sz := range [][2]int{{60, 20}, {80, 23}, {80, 24}} {
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		must(t, strings.Contains(plain(m), "STATEMENT"), "%v is not usable:\n%s", sz, plain(m))
+	}
 }
 
 func TestScreenFitsExactly(t *testing.T) {
@@ -427,14 +429,17 @@ func TestScreenFitsExactly(t *testing.T) {
 
 func TestColumnsCollapseByPriority(t *testing.T) {
 	names := func(w int) []colID {
-		cols, _ := layout(w, 21)
+		cols, _ := layout(w, flagCellMax)
 		var out []colID
 		for _, c := range cols {
 			out = append(out, c.id)
 		}
 		return out
 	}
-	must(t, slices.Equal(names(80), []colID{colFlag, colID_, colState, colUser, colAge, colInactive}), "80: %v", names(80))
+	// WAREHOUSE outlasts AGE and USER (docs/operator-guide.md, "Small terminals").
+	must(t, slices.Equal(names(80), []colID{colFlag, colID_, colState, colUser, colWarehouse, colInactive}), "80: %v", names(80))
+	must(t, slices.Equal(names(70), []colID{colFlag, colID_, colState, colWarehouse, colInactive}), "70: %v", names(70))
+	must(t, slices.Equal(names(60), []colID{colFlag, colID_, colState, colInactive}), "60: %v", names(60))
 	must(t, slices.Contains(names(120), colSQL) && slices.Contains(names(120), colClose), "120: %v", names(120))
 	must(t, !slices.Contains(names(100), colSQL) && !slices.Contains(names(100), colClose) && slices.Contains(names(100), colRetries), "100: %v", names(100))
 	must(t, !slices.Contains(names(110), colSQL) && slices.Contains(names(110), colClose), "110: %v", names(110))

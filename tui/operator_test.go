@@ -274,7 +274,7 @@ func TestStaleIsPrimaryWhenBlind(t *testing.T) {
 			row = l
 		}
 	}
-	must(t, strings.Contains(row, "WARN STALE+1") && strings.Contains(row, "as of 11:58:00"), "row %q", row)
+	must(t, strings.Contains(row, "▲STALE ●INACT") && strings.Contains(row, "as of 11:58:00"), "row %q", row)
 }
 
 func TestFinishedRowsCollapseAndShowDash(t *testing.T) {

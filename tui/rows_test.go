@@ -78,12 +78,8 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f mode
 		}
 		if len(op.Flags) > 0 {
 			flaggedAt = append(flaggedAt, i)
-			w, more := worstFlag(op.Flags)
-			lw := ansi.StringWidth(flagLabel(w, g))
-			if more > 0 {
-				lw += 1 + len(fmt.Sprint(more))
-			}
-			flagW = max(flagW, min(lw, 21))
+			lw := ansi.StringWidth(flagCell(op.Flags, g, flagCellMax))
+			flagW = max(flagW, min(lw, flagCellMax))
 		}
 	}
 	if o.doneHidden != done || o.flagW != flagW || !slices.Equal(o.flaggedAt, flaggedAt) {

@@ -58,7 +58,7 @@ func checkCursorDrawn(t *testing.T, m *Model, what string) {
 // Defect: G selected the last row while the "+N finished and closed"
 // line took its place, so c named an operation nowhere on screen.
 func TestBottomThenCloseNamesAVisibleRow(t *testing.T) {
-	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+	for _, sz := range [][2]int{{80, 24}, {80, 23}, {120, 40}} {
 		e := newFakeEngine(manySnapshot(40, 5))
 		m := syncModel(t, e, testOptions(), sz[0], sz[1])
 		press(m, "G")
@@ -80,7 +80,7 @@ func TestCursorIsAlwaysOnADrawnRow(t *testing.T) {
 	for i, s := range steps {
 		press(m, s...)
 		checkCursorDrawn(t, m, fmt.Sprintf("step %d %v", i, s))
-		for _, sz := range [][2]int{{80, 30}, {100, 30}, {80, 24}} {
+		for _, sz := range [][2]int{{80, 23}, {100, 30}, {80, 24}} {
 			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 			checkCursorDrawn(t, m, fmt.Sprintf("step %d %v resized %v", i, s, sz))
 		}
@@ -88,4 +88,31 @@ func TestCursorIsAlwaysOnADrawnRow(t *testing.T) {
 		checkCursorDrawn(t, m, fmt.Sprintf("step %d %v refreshed", i, s))
 	}
 	_ = ansi.Strip
+}
+
+// Every view renders at 80×23 (an 80×24 tmux window) and at 60×20, the
+// smallest size: exactly the terminal's lines, none wider than it, with
+// the header, the view's body and the footer.
+func TestEveryViewFitsSmallTerminals(t *testing.T) {
+	for _, sz := range [][2]int{{80, 23}, {60, 20}} {
+		m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), sz[0], sz[1])
+		for _, ev := range fixtureEvents() {
+			m.Update(eventMsg{evs: []model.Event{ev}, ok: true})
+		}
+		for v := viewOps; v < numViews; v++ {
+			m.view = v
+			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			screen := plain(m)
+			if testing.Verbose() {
+				t.Logf("%v %s:\n%s", sz, viewNames[v], screen)
+			}
+			lines := strings.Split(m.View(), "\n")
+			must(t, len(lines) == sz[1], "%v %s: %d lines", sz, viewNames[v], len(lines))
+			for _, l := range lines {
+				must(t, ansi.StringWidth(l) <= sz[0], "%v %s: line wider than the terminal: %q", sz, viewNames[v], ansi.Strip(l))
+			}
+			must(t, strings.HasPrefix(screen, "dbxtop") && strings.Contains(lines[len(lines)-1], "quit"),
+				"%v %s: header or footer missing:\n%s", sz, viewNames[v], screen)
+		}
+	}
 }
