@@ -353,6 +353,16 @@ func (m *opsModel) tableRows() int {
 	return max(1, m.height-1) // minus the column header
 }
 
+// scrollToCursor puts the cursor's row at the top of the table (or as
+// near as the end allows): a dialog then has the rest of the body
+// without covering it.
+func (m *opsModel) scrollToCursor() {
+	if m.cursorRow >= 0 {
+		m.offset = m.cursorIdx
+		m.ensureVisible()
+	}
+}
+
 // tailLines is 1 when the "+N finished and closed" line follows the
 // last row: it scrolls like a row, so the last row is never drawn under
 // it and the cursor never sits on a row it hides.

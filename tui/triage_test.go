@@ -116,3 +116,93 @@ func TestEveryViewFitsSmallTerminals(t *testing.T) {
 		}
 	}
 }
+
+// promptOf is the open dialog's text on one line.
+func promptOf(m *Model) string {
+	h, e := m.prompt(m.confirm, 1000)
+	return strings.Join(append(h, e), " ")
+}
+
+// finishOp returns the fixture with the operation id finished (still
+// open: UNCLOSED-looking).
+func finishOp(id string) model.Snapshot {
+	s := fixtureSnapshot()
+	for _, op := range s.Operations {
+		if op.StatementID == id {
+			op.State, op.CompletedAt = model.StateFinished, fixedNow
+			op.InactiveFor, op.ReapedIn = nil, nil
+		}
+	}
+	return s
+}
+
+// Defect: the dialog was a frozen picture. x on a RUNNING row, then the
+// statement finished, and y still sent the cancel.
+func TestDialogOnAFinishedOperationDoesNotCancel(t *testing.T) {
+	for _, answer := range []string{"y", "c"} {
+		e := newFakeEngine(fixtureSnapshot())
+		m := syncModel(t, e, testOptions(), 80, 24)
+		for m.selected().StatementID != idInactive {
+			press(m, "j")
+		}
+		press(m, "x")
+		must(t, m.confirm != nil, "x opened no dialog")
+		e.setSnapshot(finishOp(idInactive))
+		refresh(m)
+		scr := plain(m)
+		must(t, strings.Contains(scr, "Now FINISHED (it was RUNNING when this dialog opened)"), "the dialog does not say what changed:\n%s", scr)
+		cmd := press(m, answer)
+		if cmd != nil {
+			run(t, m, cmd)
+		}
+		must(t, len(e.Calls()) == 0, "%s: engine called for a finished operation: %v", answer, e.Calls())
+		// What still makes sense is offered: the close.
+		must(t, m.confirm != nil && m.confirm.kind == actClose && strings.Contains(plain(m), "Not cancelled: it finished"),
+			"%s: the close is not offered:\n%s", answer, plain(m))
+		run(t, m, press(m, "y"))
+		must(t, len(e.Calls()) == 1 && e.Calls()[0] == "close "+idInactive, "%s: calls %v", answer, e.Calls())
+	}
+}
+
+// The command re-checks against the engine's state, not the last frame:
+// a statement that finished between the answer and the call is not
+// cancelled either.
+func TestCancelCommandRechecksTheEngine(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	m := syncModel(t, e, testOptions(), 80, 24)
+	for m.selected().StatementID != idInactive {
+		press(m, "j")
+	}
+	press(m, "x")
+	cmd := press(m, "y")
+	e.setSnapshot(finishOp(idInactive)) // finished after the answer, before the call
+	run(t, m, cmd)
+	must(t, len(e.Calls()) == 0, "engine called: %v", e.Calls())
+	must(t, strings.Contains(plain(m), "not sent, it is FINISHED"), "status:\n%s", plain(m))
+	evs := m.ctx.ring.newest(10, idInactive)
+	must(t, len(evs) > 0 && strings.Contains(evs[0].Message, "not sent"), "no event: %+v", evs)
+}
+
+// The dialog names the target (id, state, age, SQL on one line) and never
+// covers the selected row, at any size and row position; a asks too.
+func TestDialogNeverCoversTheSelectedRow(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {80, 23}, {60, 20}, {120, 40}} {
+		for _, k := range []string{"a", "c", "x"} {
+			for _, moves := range [][]string{nil, {"G"}, {"j", "j", "j"}} {
+				m := syncModel(t, newFakeEngine(manySnapshot(30, 0)), testOptions(), sz[0], sz[1])
+				press(m, moves...)
+				for k == "x" && m.selected().State.Terminal() {
+					press(m, "j")
+				}
+				sel := shortID(m.selected().StatementID, m.ctx.glyphs.Ellipsis)
+				press(m, k)
+				must(t, m.confirm != nil, "%v %s %v: no dialog", sz, k, moves)
+				must(t, strings.Contains(cursorLine(m), sel), "%v %s %v: the dialog covers the selected row %s:\n%s", sz, k, moves, sel, plain(m))
+				scr := plain(m)
+				must(t, strings.Contains(scr, "SQL: ") && strings.Contains(scr, "age ") && strings.Count(scr, sel) >= 2,
+					"%v %s %v: the dialog does not name its target:\n%s", sz, k, moves, scr)
+				must(t, strings.Contains(scr, "answer No"), "%v %s %v: the keys are not shown:\n%s", sz, k, moves, scr)
+			}
+		}
+	}
+}
