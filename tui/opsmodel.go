@@ -225,7 +225,7 @@ func (m *opsModel) orderSpec() orderSpec {
 }
 
 func (o orderSpec) build(s *model.Snapshot) rowOrder {
-	return buildRows(s.Operations, s.Ordered(), o.filter, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
+	return buildRows(s.Operations, s.Ordered(), o.filter, s.GeneratedAt, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
 }
 
 // setRows takes a display order built for the current snapshot: what

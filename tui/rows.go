@@ -3,6 +3,7 @@ package tui
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -69,11 +70,11 @@ type rowOrder struct {
 // is frozen, the rows keep it, with neither a sort nor an entry per row
 // (at many operations, reading each view's operation for its entry is a
 // large part of a refresh).
-func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
+func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, now time.Time, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
 	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
 	o.counts.ops = len(ops)
 	var lc labelCache
-	match := f.Matcher()
+	match := f.Matcher(now)
 	inOrder := ordered && k == model.SortSeverity && desc && frozen == nil
 	var keys []rowKey
 	if inOrder {
