@@ -217,6 +217,16 @@ func FilterOperations(ops []*OperationView, f FilterSpec, now time.Time) []*Oper
 	return out
 }
 
+// Filtered is the snapshot with only the operations f keeps at the
+// snapshot's time, in the same order, and no endpoints: a filter selects
+// operations, and its summary and exit status count only those it kept
+// (snapshot --filter). Errors stay: what could not be observed still is.
+func (s Snapshot) Filtered(f FilterSpec) Snapshot {
+	s.Operations = FilterOperations(s.Operations, f, s.GeneratedAt)
+	s.Endpoints = nil
+	return s
+}
+
 // Done reports whether the operation needs no more attention: it ended
 // without a flag and is closed (or the server no longer has it, or it is
 // known not to be open). The TUI collapses done operations by default.
