@@ -49,7 +49,7 @@ func ParseFilter(text string) error {
 func parseFilter(text string) ([]filterTerm, error) {
 	var out []filterTerm
 	var errs []string
-	for _, w := range strings.Fields(strings.ToLower(text)) {
+	for _, w := range filterFields(strings.ToLower(text)) {
 		t, err := parseTerm(w)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -61,6 +61,43 @@ func parseFilter(text string) ([]filterTerm, error) {
 		return out, fmt.Errorf("filter: %s", strings.Join(errs, "; "))
 	}
 	return out, nil
+}
+
+// filterFields splits a filter text on white space, except inside double
+// quotes, which are dropped: client:"Databricks JDBC 2.6.36" is one term.
+func filterFields(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, have := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted, have = !quoted, true
+		case !quoted && (r == ' ' || r == '\t' || r == '\n' || r == '\r'):
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(r)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// QuoteFilterValue is v as a filter value: in double quotes when it has
+// white space (quotes inside it are dropped: the syntax has no escape).
+func QuoteFilterValue(v string) string {
+	v = strings.ReplaceAll(v, `"`, "")
+	if strings.ContainsAny(v, " \t") || v == "" {
+		return `"` + v + `"`
+	}
+	return v
 }
 
 // parseTerm parses one lower-cased term.

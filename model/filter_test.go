@@ -47,6 +47,9 @@ func TestFilterSyntax(t *testing.T) {
 		{"alice select", []string{"a"}},
 		{"user:alice age>1m wh:wh-1", []string{"a"}},
 		{"12:00", nil}, // a time of day is a word
+		{`client:"databricks jdbc 2.6.36" user:bob`, []string{"b"}},
+		{"client:" + QuoteFilterValue("Databricks JDBC 2.6.36"), []string{"a", "b"}},
+		{`"select 1"`, []string{"a"}},
 	} {
 		if err := ParseFilter(c.text); err != nil {
 			t.Errorf("%q: %v", c.text, err)
