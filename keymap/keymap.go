@@ -23,10 +23,12 @@ type KeyMap struct {
 	PrevView key.Binding
 	Help     key.Binding
 	Detail   key.Binding // enter: operation detail, or expand an endpoint
-	Back     key.Binding // esc: leave detail/help, clear the filter
-	Quit     key.Binding
-	Suspend  key.Binding // ctrl+z: back to the shell; fg resumes
-	LastErr  key.Binding // !: the last error in full (Events view)
+	// DrillDown is enter in the Clients view: that client's operations.
+	DrillDown key.Binding
+	Back      key.Binding // esc: leave detail/help, clear the filter
+	Quit      key.Binding
+	Suspend   key.Binding // ctrl+z: back to the shell; fg resumes
+	LastErr   key.Binding // !: the last error in full (Events view)
 
 	// Operations table.
 	Sort        key.Binding
@@ -70,12 +72,13 @@ func DefaultKeyMap() KeyMap {
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "bottom")),
 
-		NextView: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
-		PrevView: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
-		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
-		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
+		NextView:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevView:  key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Detail:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		DrillDown: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "its operations (esc returns)")),
+		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
+		Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 
 		PromptKeep:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		PromptClear: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
@@ -53,6 +54,7 @@ type programContext struct {
 
 	status     string
 	statusCrit bool
+	statusAt   time.Time // when status was set: it expires after statusTTL
 	// seq orders what the status line may say: the last action's status
 	// (statusSeq) or the selected operation going missing (opsModel's
 	// missingSeq); the newer one shows.
@@ -62,8 +64,18 @@ type programContext struct {
 	frozen *frozenState
 }
 
+// statusTTL is how long a status message stays: long enough to read,
+// short enough that a failed cancel is not still on screen minutes later
+// (the Events view keeps every action's outcome).
+const statusTTL = 8 * time.Second
+
+// statusLive says whether the status message is still shown.
+func (c *programContext) statusLive() bool {
+	return c.status != "" && c.opts.Now().Sub(c.statusAt) < statusTTL
+}
+
 func (c *programContext) setStatus(s string, crit bool) {
-	c.status, c.statusCrit = s, crit
+	c.status, c.statusCrit, c.statusAt = s, crit, c.opts.Now()
 	c.seq++
 	c.statusSeq = c.seq
 }

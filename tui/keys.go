@@ -70,6 +70,16 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.toggleHelp()
 		return nil
 	}
+	if m.view == viewClients && key.Matches(msg, k.DrillDown) {
+		m.drillClient()
+		return nil
+	}
+	if m.view == viewOps && !m.detailOpen && m.drillFrom >= 0 && key.Matches(msg, k.Back) {
+		// Back where the drill-down started, the filter it set cleared.
+		m.ops.setFilterText("")
+		m.view, m.drillFrom = m.drillFrom, -1
+		return nil
+	}
 	if m.view == viewOps {
 		if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
 			m.detailOpen = false
@@ -92,8 +102,25 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	return cur.Update(msg)
 }
 
+// drillClient opens Operations filtered to the selected client
+// application and user; esc there returns to Clients.
+func (m *Model) drillClient() {
+	c := m.clients.selected()
+	if c == nil {
+		m.ctx.setStatus("no client selected", false)
+		return
+	}
+	f := "client:" + model.QuoteFilterValue(c.ClientApplication)
+	if c.User != "" {
+		f += " user:" + model.QuoteFilterValue(c.User)
+	}
+	m.ops.setFilterText(f)
+	m.ops.moveTo(0)
+	m.detailOpen, m.view, m.drillFrom = false, viewOps, viewClients
+}
+
 func (m *Model) switchView(d int) {
-	m.detailOpen = false
+	m.detailOpen, m.drillFrom = false, -1
 	m.view = (m.view + viewID(d) + numViews) % numViews
 }
 

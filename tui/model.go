@@ -52,6 +52,9 @@ type Model struct {
 
 	view       viewID
 	detailOpen bool // operation detail open over the Operations view
+	// drillFrom is the view a drill-down came from (esc returns to it),
+	// -1 when Operations was not opened by one.
+	drillFrom viewID
 
 	ops       *opsModel
 	detail    *detailModel
@@ -119,6 +122,7 @@ func newModel(e Engine, o Options) *Model {
 		}
 	}
 	return &Model{
+		drillFrom: -1,
 		view:      start,
 		ctx:       ctx,
 		eng:       e,

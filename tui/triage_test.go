@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,88 @@ func TestDialogNeverCoversTheSelectedRow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withClients is the fixture with its Clients rows, as the engine adds
+// them.
+func withClients(s model.Snapshot) model.Snapshot {
+	s.Clients = model.AggregateClients(s.Operations, s.GeneratedAt, time.Hour)
+	return s
+}
+
+// snapshot --filter keeps exactly the operations the TUI lists for the
+// same filter: both go through model's one filter (Snapshot.Filtered is
+// what the command applies).
+func TestSnapshotFilterKeepsWhatTheTUIShows(t *testing.T) {
+	s := manySnapshot(10, 3)
+	for _, f := range []string{"client:jdbc flag:UNCLOSED", "client:jdbc", "flag:unclosed,close_failed", "user:alice age>5m",
+		"state:running idle>1m", "wh:wh-2", "select", `client:"databricks-jdbc" user:etl`} {
+		e := newFakeEngine(s)
+		m := syncModel(t, e, testOptions(), 120, 40)
+		press(m, "d") // every row: snapshot has no collapsed rows
+		press(m, "/")
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(f)})
+		press(m, "enter")
+		var want []string
+		for _, op := range s.Filtered(model.FilterSpec{Text: f}).Operations {
+			want = append(want, op.StatementID)
+		}
+		got := ids(m)
+		slices.Sort(got)
+		slices.Sort(want)
+		must(t, strings.Join(got, ",") == strings.Join(want, ","), "%q: the TUI lists %v, snapshot --filter %v", f, got, want)
+		must(t, strings.Contains(plain(m), "filter "+strings.ToLower(f)), "%q: the status line does not show the filter:\n%s", f, plain(m))
+	}
+}
+
+// A malformed filter is said on the status line.
+func TestBadFilterIsSaid(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "/")
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("usr:alice")})
+	press(m, "enter")
+	must(t, strings.Contains(plain(m), `filter: unknown key "usr:"`), "not said:\n%s", plain(m))
+}
+
+// enter on a Clients row opens Operations filtered to that client; esc
+// returns to Clients.
+func TestClientDrillDown(t *testing.T) {
+	m := syncModel(t, newFakeEngine(withClients(fixtureSnapshot())), testOptions(), 80, 24)
+	for m.view != viewClients {
+		press(m, "tab")
+	}
+	c := m.clients.selected()
+	must(t, c != nil && cursorLine(m) != "", "no client selected:\n%s", plain(m))
+	for c.ClientApplication != "databricks-jdbc" {
+		press(m, "j")
+		c = m.clients.selected()
+	}
+	user := c.User
+	press(m, "enter")
+	must(t, m.view == viewOps, "enter did not open Operations")
+	must(t, len(m.ops.rows) > 0, "no rows")
+	for _, r := range m.ops.rows {
+		op := m.ctx.snap.Operations[r]
+		must(t, op.ClientApplication == "databricks-jdbc" && op.User == user, "row %s of %s/%s", op.StatementID, op.ClientApplication, op.User)
+	}
+	must(t, strings.Contains(plain(m), "esc returns to Clients"), "the way back is not said:\n%s", plain(m))
+	press(m, "esc")
+	must(t, m.view == viewClients && m.ops.filter.Text == "", "esc did not return to Clients with the filter cleared")
+}
+
+// A status message expires; a long one is cut after a whole word.
+func TestStatusExpiresAndIsNotCutMidWord(t *testing.T) {
+	now := fixedNow
+	o := testOptions()
+	o.Now = func() time.Time { return now }
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, 80, 24)
+	long := "Cancel 01ef2c3a… failed after 2s: cancel refused: dbxtop does not hold this operation's handle; the client that started it holds it"
+	m.ctx.setStatus(long, true)
+	refresh(m)
+	lines := strings.Split(plain(m), "\n")
+	st := lines[len(lines)-2]
+	must(t, strings.HasSuffix(st, "…") && strings.HasPrefix(long, strings.TrimSuffix(st, "…")+" "), "status cut mid-word: %q", st)
+	now = now.Add(statusTTL + time.Second)
+	refresh(m)
+	must(t, !strings.Contains(plain(m), "cancel refused"), "the status did not expire:\n%s", plain(m))
 }

@@ -394,7 +394,7 @@ func (m *Model) statusLine() string {
 	case m.view == viewOps && m.ops.menu.open && !m.detailOpen:
 		return m.ops.menuLine(st, m.ctx.width)
 	case m.view == viewOps && m.ops.box.active && !m.detailOpen:
-		return m.ops.box.prompt(st, "id, user, warehouse, state, flag or SQL")
+		return m.ops.box.prompt(st, "words, user: client: wh: state: flag: age>5m idle>1m")
 	case m.view == viewEndpoints && m.endpoints.box.active:
 		return m.endpoints.box.prompt(st, "name, type, state, flag or index")
 	case m.view == viewEvents && m.evs.box.active:
@@ -407,12 +407,42 @@ func (m *Model) statusLine() string {
 		return st.Status.Render(fmt.Sprintf("operation %s finished and was closed (d shows finished rows)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == hidden && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.ctx.status != "" && m.ctx.statusCrit:
-		return st.Crit.Render(m.ctx.status)
-	case m.ctx.status != "":
-		return st.Status.Render(m.ctx.status)
+	case m.ctx.statusLive() && m.ctx.statusCrit:
+		return st.Crit.Render(cutWords(m.ctx.status, m.ctx.width, g.Ellipsis))
+	case m.ctx.statusLive():
+		return st.Status.Render(cutWords(m.ctx.status, m.ctx.width, g.Ellipsis))
+	case m.view == viewOps && m.ops.filter.Text != "":
+		return m.filterLine()
 	}
 	return ""
+}
+
+// filterLine is the status line while Operations is filtered: the whole
+// filter (the header clips it), or what is wrong with it.
+func (m *Model) filterLine() string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	if err := model.ParseFilter(m.ops.filter.Text); err != nil {
+		return st.Warn.Render(cutWords(err.Error()+" (/ edits)", m.ctx.width, g.Ellipsis))
+	}
+	back := "esc clears"
+	if m.drillFrom >= 0 {
+		back = "esc returns to " + viewNames[m.drillFrom]
+	}
+	return st.Status.Render(cutWords(fmt.Sprintf("%s (%s) filter %s", plural(len(m.ops.rows), "row", "rows"), back, m.ops.filter.Text), m.ctx.width, g.Ellipsis))
+}
+
+// cutWords fits s in w cells, cutting after a whole word and marking the
+// cut with ell: a status line is never cut mid-word (the Events view has
+// the whole text).
+func cutWords(s string, w int, ell string) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	cut := ansi.Truncate(s, max(0, w-ansi.StringWidth(ell)), "")
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = strings.TrimRight(cut[:i], " ,;:")
+	}
+	return cut + ell
 }
 
 // shortHelp is the footer: the current view's keys, then the program's;
