@@ -39,12 +39,16 @@ type KeyMap struct {
 	Pause       key.Binding
 
 	// Row actions.
-	Adopt   key.Binding
-	Close   key.Binding
-	Cancel  key.Binding
-	CopyID  key.Binding
-	CopySQL key.Binding
-	Export  key.Binding
+	Adopt  key.Binding
+	Close  key.Binding
+	Cancel key.Binding
+	// CloseSet and CancelSet act on every matching operation the filter
+	// lists: re-close the UNCLOSED ones, cancel the INACTIVE ones.
+	CloseSet  key.Binding
+	CancelSet key.Binding
+	CopyID    key.Binding
+	CopySQL   key.Binding
+	Export    key.Binding
 	// Workspace cycles the Operations view between every workspace and
 	// each one (when several are watched).
 	Workspace key.Binding
@@ -96,6 +100,8 @@ func DefaultKeyMap() KeyMap {
 		Adopt:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
 		Close:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
 		Cancel:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
+		CloseSet:  key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "re-close every UNCLOSED listed (filter)")),
+		CancelSet: key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "cancel every INACTIVE listed (filter)")),
 		CopyID:    key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
 		CopySQL:   key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
 		Export:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
@@ -112,6 +118,8 @@ func (k *KeyMap) SetReadOnly(ro bool) {
 	k.Adopt.SetEnabled(!ro)
 	k.Close.SetEnabled(!ro)
 	k.Cancel.SetEnabled(!ro)
+	k.CloseSet.SetEnabled(!ro)
+	k.CancelSet.SetEnabled(!ro)
 }
 
 // ReadOnly reports whether SetReadOnly(true) is in effect.
@@ -128,7 +136,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Suspend, k.Quit},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Finished, k.Pause},
-		{k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL, k.Export},
+		{k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL, k.Export},
 	}
 	out := groups[:0]
 	for _, g := range groups {

@@ -57,6 +57,8 @@ type pendingAction struct {
 	// note says what changed since the dialog first opened, when the
 	// answer found the first action no longer applies and offers this one.
 	note string
+	// set: an action over the filtered set (id and was are unused).
+	set *setAction
 }
 
 // actionResult is the last outcome of an action on a row; the row shows
@@ -131,6 +133,9 @@ func stillOpen(op *model.OperationView) bool {
 // will be done to which operation (id, state, age, user, warehouse, its
 // SQL on one clean line), and the effect; w is the text width.
 func (m *Model) prompt(p *pendingAction, w int) (head []string, effect string) {
+	if p.set != nil {
+		return m.setPrompt(p.set)
+	}
 	g := m.ctx.glyphs
 	t := actionText[p.kind]
 	op := findView(m.ctx.snap.Operations, p.id)
@@ -185,6 +190,9 @@ func (m *Model) answerConfirm(msg tea.KeyMsg) tea.Cmd {
 	m.confirm = nil
 	if msg.Type == tea.KeyCtrlC {
 		return tea.Quit
+	}
+	if p.set != nil {
+		return m.answerSet(p, msg)
 	}
 	t := actionText[p.kind]
 	sid := shortID(p.id, m.ctx.glyphs.Ellipsis)

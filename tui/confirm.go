@@ -75,7 +75,7 @@ func (m *Model) selectedBodyLine() int {
 }
 
 func (m *Model) confirmHint() string {
-	if m.confirm.kind == actCancel {
+	if m.confirm.kind == actCancel && m.confirm.set == nil {
 		return "y cancels; c cancels and closes; n, esc or enter answer No"
 	}
 	return "y confirms; n, esc or enter answer No"
@@ -83,7 +83,7 @@ func (m *Model) confirmHint() string {
 
 // confirmHintShort is the hint where the long one does not fit.
 func (m *Model) confirmHintShort() string {
-	if m.confirm.kind == actCancel {
+	if m.confirm.kind == actCancel && m.confirm.set == nil {
 		return "y cancel, c cancel+close, other keys No"
 	}
 	return "y yes, other keys No"

@@ -146,6 +146,10 @@ func (m *Model) rowAction(msg tea.KeyMsg) (tea.Cmd, bool) {
 		m.askConfirm(actClose)
 	case key.Matches(msg, k.Cancel):
 		m.askConfirm(actCancel)
+	case key.Matches(msg, k.CloseSet) && !m.detailOpen:
+		m.askSet(actClose)
+	case key.Matches(msg, k.CancelSet) && !m.detailOpen:
+		m.askSet(actCancel)
 	case key.Matches(msg, k.CopyID):
 		if op := m.selected(); op != nil {
 			return m.copy("id", op.StatementID), true
@@ -176,7 +180,7 @@ func (m *Model) refused(msg tea.KeyMsg) (string, bool) {
 	for _, a := range []struct {
 		b    key.Binding
 		what string
-	}{{k.Adopt, "adopt"}, {k.Close, "re-close"}, {k.Cancel, "cancel"}} {
+	}{{k.Adopt, "adopt"}, {k.Close, "re-close"}, {k.Cancel, "cancel"}, {k.CloseSet, "re-close of the set"}, {k.CancelSet, "cancel of the set"}} {
 		if slices.Contains(a.b.Keys(), msg.String()) {
 			return a.what, true
 		}

@@ -225,6 +225,8 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	case actionDoneMsg:
 		m.actionDone(msg)
 		return nil
+	case setProgressMsg:
+		return m.setProgress(msg)
 	case exportDoneMsg:
 		m.exportDone(msg)
 		return nil

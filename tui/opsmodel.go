@@ -93,7 +93,7 @@ func (m *opsModel) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Detail, k.Back},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Pause, k.Finished},
-		enabledKeys(k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL),
+		enabledKeys(k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL),
 	}
 }
 

@@ -291,3 +291,71 @@ func TestStatusExpiresAndIsNotCutMidWord(t *testing.T) {
 	refresh(m)
 	must(t, !strings.Contains(plain(m), "cancel refused"), "the status did not expire:\n%s", plain(m))
 }
+
+// leakySnapshot: one client left four finished operations open; one of
+// them is still being read (a client call a second ago), one has no
+// known client activity.
+func leakySnapshot() model.Snapshot {
+	s := fixtureSnapshot()
+	for i := range 4 {
+		op := &model.OperationView{Operation: &model.Operation{
+			StatementID: fmt.Sprintf("04cc%04d-0000-4000-8000-000000000000", i), WarehouseID: "wh-1", User: "etl-bot",
+			ClientApplication: "LeakyJDBC 2.6.36", State: model.StateFinished, StartedAt: fixedNow.Add(-10 * time.Minute),
+			CompletedAt: fixedNow.Add(-8 * time.Minute), SQL: "SELECT leak", Open: boolp(true),
+			ClientActivityKnown: i != 3, ClientLastActivity: fixedNow.Add(-5 * time.Minute)},
+			Flags: []model.Flag{{Kind: model.FlagUnclosed, Severity: model.SeverityWarning, Detail: "still open"}}}
+		if i == 1 {
+			op.ClientLastActivity = fixedNow.Add(-time.Second) // a slow reader, alive
+		}
+		s.Operations = append(s.Operations, op)
+	}
+	return s
+}
+
+func TestSetActionRecloses(t *testing.T) {
+	e := newFakeEngine(leakySnapshot())
+	m := syncModel(t, e, testOptions(), 80, 24)
+	press(m, "C")
+	must(t, m.confirm == nil && strings.Contains(plain(m), "a set action needs a filter"), "C without a filter:\n%s", plain(m))
+	press(m, "/")
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("client:leaky")})
+	press(m, "enter", "C")
+	must(t, m.confirm != nil && m.confirm.set != nil, "C opened no set dialog:\n%s", plain(m))
+	p := promptOf(m)
+	for _, want := range []string{"Re-close 3 UNCLOSED operations of LeakyJDBC 2.6.36 (etl-bot)?", "04cc0000…, 04cc0002…, 04cc0003…",
+		"Skipped 1: their client called within 1m00s", "04cc0001…", "Client activity unknown for 1 of them", "A close cannot be undone"} {
+		must(t, strings.Contains(p, want), "the dialog does not say %q: %s", want, p)
+	}
+	must(t, strings.Contains(plain(m), "Re-close 3 UNCLOSED"), "dialog not on screen:\n%s", plain(m))
+	// One of them is closed by its client before the answer.
+	s := leakySnapshot()
+	s.Operations[len(s.Operations)-1].Open = boolp(false)
+	e.setSnapshot(s)
+	refresh(m)
+	cmd := press(m, "y")
+	for cmd != nil {
+		msg := cmd()
+		_, cmd = m.Update(msg)
+	}
+	must(t, strings.Join(e.Calls(), ",") == "close 04cc0000-0000-4000-8000-000000000000,close 04cc0002-0000-4000-8000-000000000000", "calls %v", e.Calls())
+	var outcomes []string
+	for _, ev := range m.ctx.ring.newest(50, "") {
+		if strings.HasPrefix(ev.StatementID, "04cc") {
+			outcomes = append(outcomes, ev.StatementID[:8]+" "+ev.Message)
+		}
+	}
+	all := strings.Join(outcomes, "\n")
+	for _, want := range []string{"04cc0000 Re-close: closed", "04cc0002 Re-close: closed", "04cc0001 Re-close (set) skipped", "04cc0003 Re-close (set) not sent: the operation is already closed"} {
+		must(t, strings.Contains(all, want), "Events lack %q:\n%s", want, all)
+	}
+}
+
+func TestSetActionRefusedReadOnly(t *testing.T) {
+	o := testOptions()
+	o.ReadOnly = true
+	m := syncModel(t, newFakeEngine(leakySnapshot()), o, 80, 24)
+	press(m, "/")
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("client:leaky")})
+	press(m, "enter", "C")
+	must(t, m.confirm == nil && strings.Contains(plain(m), "read-only: re-close of the set refused"), "read-only C:\n%s", plain(m))
+}
