@@ -25,10 +25,15 @@ type KeyMap struct {
 	Detail   key.Binding // enter: operation detail, or expand an endpoint
 	// DrillDown is enter in the Clients view: that client's operations.
 	DrillDown key.Binding
-	Back      key.Binding // esc: leave detail/help, clear the filter
-	Quit      key.Binding
-	Suspend   key.Binding // ctrl+z: back to the shell; fg resumes
-	LastErr   key.Binding // !: the last error in full (Events view)
+	// Expand is enter in the Events view: the top event whole.
+	Expand key.Binding
+	// Faster and Slower change how often the screen takes a snapshot.
+	Faster  key.Binding
+	Slower  key.Binding
+	Back    key.Binding // esc: leave detail/help, clear the filter
+	Quit    key.Binding
+	Suspend key.Binding // ctrl+z: back to the shell; fg resumes
+	LastErr key.Binding // !: the last error in full (Events view)
 
 	// Operations table.
 	Sort        key.Binding
@@ -81,6 +86,9 @@ func DefaultKeyMap() KeyMap {
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Detail:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
 		DrillDown: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "its operations (esc returns)")),
+		Expand:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "top event in full")),
+		Faster:    key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh the screen more often")),
+		Slower:    key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh the screen less often")),
 		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
 		Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 
@@ -134,7 +142,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Suspend, k.Quit},
+		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Faster, k.Slower, k.Suspend, k.Quit},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Finished, k.Pause},
 		{k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL, k.Export},
 	}

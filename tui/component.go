@@ -52,6 +52,10 @@ type programContext struct {
 	busy    map[string]string       // statement id → "closing…" while an action runs
 	results map[string]actionResult // statement id → last action result, shown in the row for a while
 
+	// screenEvery is how often the screen takes a snapshot once + or -
+	// changed it (0: opts.Refresh).
+	screenEvery time.Duration
+
 	status     string
 	statusCrit bool
 	statusAt   time.Time // when status was set: it expires after statusTTL
@@ -62,6 +66,14 @@ type programContext struct {
 	// frozen: a source is down (serve, the proxy, the workspace's
 	// listing); set with each snapshot.
 	frozen *frozenState
+}
+
+// screenRefresh is how often the screen takes a snapshot.
+func (c *programContext) screenRefresh() time.Duration {
+	if c.screenEvery > 0 {
+		return c.screenEvery
+	}
+	return c.opts.Refresh
 }
 
 // statusTTL is how long a status message stays: long enough to read,

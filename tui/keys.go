@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/dbxtop/dbxtop/model"
 	"slices"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -65,6 +66,12 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return m.export()
 	case key.Matches(msg, k.LastErr):
 		m.showLastError()
+		return nil
+	case key.Matches(msg, k.Faster):
+		m.stepRefresh(-1)
+		return nil
+	case key.Matches(msg, k.Slower):
+		m.stepRefresh(1)
 		return nil
 	case m.view == viewHelp && key.Matches(msg, k.Back):
 		m.toggleHelp()
@@ -235,5 +242,30 @@ func (m *Model) showLastError() {
 		m.ctx.setStatus("the give-up of "+e.Call+" has left the event list; its events are shown", false)
 		return
 	}
-	m.evs.offset = at
+	m.evs.offset, m.evs.full = at, true
+}
+
+// refreshSteps are the screen refresh periods + and - step through.
+var refreshSteps = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// stepRefresh moves the screen's refresh period d steps (-1: more
+// often), within refreshSteps; the next tick uses it.
+func (m *Model) stepRefresh(d int) {
+	cur := m.ctx.screenRefresh()
+	i := 0
+	for i < len(refreshSteps)-1 && refreshSteps[i] < cur {
+		i++
+	}
+	if d > 0 && refreshSteps[i] > cur {
+		i-- // between two steps: slower is the step above, found next
+	}
+	i = max(0, min(len(refreshSteps)-1, i+d))
+	lo, hi := refreshSteps[0], refreshSteps[len(refreshSteps)-1]
+	if refreshSteps[i] == cur {
+		m.ctx.setStatus(fmt.Sprintf("screen refresh stays %s (from %s to %s)", cur, lo, hi), false)
+		return
+	}
+	m.ctx.screenEvery = refreshSteps[i]
+	m.ctx.setStatus(fmt.Sprintf("screen refresh %s (+ more often, - less often; %s to %s)", refreshSteps[i], lo, hi), false)
 }

@@ -359,3 +359,46 @@ func TestSetActionRefusedReadOnly(t *testing.T) {
 	press(m, "enter", "C")
 	must(t, m.confirm == nil && strings.Contains(plain(m), "read-only: re-close of the set refused"), "read-only C:\n%s", plain(m))
 }
+
+// "updated Ns ago" is on screen at 80 columns, with the data's age.
+func TestUpdatedAgoAt80(t *testing.T) {
+	now := fixedNow.Add(3 * time.Second)
+	o := testOptions()
+	o.Now = func() time.Time { return now }
+	for _, w := range []int{80, 60} {
+		m := syncModel(t, newFakeEngine(fixtureSnapshot()), o, w, 23)
+		must(t, strings.Contains(strings.Split(plain(m), "\n")[0], "updated 3s ago"), "%d: not on the first line:\n%s", w, plain(m))
+	}
+}
+
+// + and - change how often the screen takes a snapshot, within bounds.
+func TestPlusMinusChangeTheScreenRefresh(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 24)
+	press(m, "-")
+	must(t, m.ctx.screenRefresh() == 2*time.Second && strings.Contains(plain(m), "screen refresh 2s"), "- gave %s:\n%s", m.ctx.screenRefresh(), plain(m))
+	press(m, "+", "+", "+", "+", "+")
+	must(t, m.ctx.screenRefresh() == 250*time.Millisecond && strings.Contains(plain(m), "stays 250ms"), "+ past the bound gave %s:\n%s", m.ctx.screenRefresh(), plain(m))
+	for range 10 {
+		press(m, "-")
+	}
+	must(t, m.ctx.screenRefresh() == 30*time.Second, "- past the bound gave %s", m.ctx.screenRefresh())
+	must(t, strings.Contains(strings.Split(plain(m), "\n")[0], "refresh 1s"), "the engine's refresh is no longer in the header:\n%s", plain(m))
+}
+
+// enter in Events shows the top event whole, wrapped; ! opens the last
+// error so.
+func TestEventShownWhole(t *testing.T) {
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 80, 23)
+	long := model.Event{At: fixedNow, Kind: model.EventGiveUp, StatementID: idStale,
+		Err: &model.ErrorInfo{Kind: model.KindTransport, Call: "GetOperationStatus", Message: strings.Repeat("connection reset by peer while reading the answer ", 4) + "THE-END",
+			Attempts: 3, RequestID: reqStale}}
+	m.Update(eventMsg{evs: []model.Event{long}, ok: true})
+	for m.view != viewEvents {
+		press(m, "tab")
+	}
+	must(t, !strings.Contains(plain(m), "THE-END"), "the long event is not cut to begin with")
+	press(m, "enter")
+	must(t, strings.Contains(plain(m), "THE-END") && strings.Contains(plain(m), reqStale), "enter does not show it whole:\n%s", plain(m))
+	press(m, "tab", "shift+tab", "j", "k")
+	must(t, !strings.Contains(plain(m), "THE-END"), "moving did not fold it again")
+}

@@ -226,6 +226,15 @@ func (m *Model) identityLine() []seg {
 	} else {
 		l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 	}
+	if s := m.ctx.screenRefresh(); s != m.ctx.opts.Refresh {
+		l1 = append(l1, seg{"screen " + s.String(), prioHigh})
+	}
+	if m.ctx.loaded {
+		// Liveness: how old the data on screen is (the snapshot's own
+		// time, serve's for attach). Never dropped at 80 columns.
+		age := textfmt.Age(m.ctx.opts.Now(), m.ctx.snap.GeneratedAt)
+		l1 = append(l1, seg{"updated " + age + " ago", prioCritical})
+	}
 	return l1
 }
 
