@@ -128,11 +128,13 @@ func (m *Model) setPrompt(sa *setAction) (head []string, effect string) {
 	if sa.unknown > 0 {
 		head = append(head, fmt.Sprintf("Client activity unknown for %d of them (no server API tells; dbxtop proxy on the client's path would).", sa.unknown))
 	}
+	// The calls of the first target: through the proxy when it saw it.
+	first := findView(m.ctx.snap.Operations, sa.targets[0])
 	if sa.kind == actClose {
-		_, closeCall := m.callNames(nil)
+		_, closeCall := m.callNames(first)
 		effect = "dbxtop sends " + closeCall + " for each, one after another, re-checking each first. A close cannot be undone: a client still reading loses its result."
 	} else {
-		cancelCall, _ := m.callNames(nil)
+		cancelCall, _ := m.callNames(first)
 		effect = "dbxtop sends " + cancelCall + " for each, re-checking each first: the statements stop on the server. A cancel cannot be undone."
 	}
 	return head, effect
