@@ -25,6 +25,8 @@ type KeyMap struct {
 	Detail   key.Binding // enter: operation detail, or expand an endpoint
 	// DrillDown is enter in the Clients view: that client's operations.
 	DrillDown key.Binding
+	// DrillWarehouse is enter in the Warehouses view.
+	DrillWarehouse key.Binding
 	// Expand is enter in the Events view: the top event whole.
 	Expand key.Binding
 	// Faster and Slower change how often the screen takes a snapshot.
@@ -81,16 +83,17 @@ func DefaultKeyMap() KeyMap {
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "bottom")),
 
-		NextView:  key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
-		PrevView:  key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
-		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Detail:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
-		DrillDown: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "its operations (esc returns)")),
-		Expand:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "top event in full")),
-		Faster:    key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh the screen more often")),
-		Slower:    key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh the screen less often")),
-		Back:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
-		Quit:      key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
+		NextView:       key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevView:       key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
+		Help:           key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Detail:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		DrillDown:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Clients: the client's operations")),
+		Expand:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Events: the top event in full")),
+		DrillWarehouse: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Warehouses: the warehouse's operations")),
+		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh the screen more often")),
+		Slower:         key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh the screen less often")),
+		Back:           key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
+		Quit:           key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 
 		PromptKeep:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		PromptClear: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -145,6 +148,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Faster, k.Slower, k.Suspend, k.Quit},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Finished, k.Pause},
 		{k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL, k.Export},
+		{k.DrillDown, k.DrillWarehouse, k.Expand},
 	}
 	out := groups[:0]
 	for _, g := range groups {

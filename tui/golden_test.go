@@ -33,6 +33,7 @@ var goldenViews = []struct {
 	{"endpoints-expanded", []string{"tab", "enter"}, nil},
 	{"events", []string{"tab", "tab"}, []string{"11:59:50"}},
 	{"help", []string{"?"}, nil},
+	{"warehouses", []string{"tab", "tab", "tab", "tab"}, nil},
 	{"confirm", []string{"j", "x"}, nil},
 	{"filtered", []string{"/", "w", "h", "-", "2", "enter"}, nil},
 	{"hostile", nil, nil}, // hostileSnapshot: server text full of escape sequences

@@ -81,6 +81,12 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.drillClient()
 		return nil
 	}
+	if m.view == viewWarehouses && key.Matches(msg, k.DrillWarehouse) {
+		if w := m.whs.selected(); w != nil {
+			m.drillTo("wh:"+model.QuoteFilterValue(w.info.ID), viewWarehouses)
+		}
+		return nil
+	}
 	if m.view == viewOps && !m.detailOpen && m.drillFrom >= 0 && key.Matches(msg, k.Back) {
 		// Back where the drill-down started, the filter it set cleared.
 		m.ops.setFilterText("")
@@ -121,9 +127,14 @@ func (m *Model) drillClient() {
 	if c.User != "" {
 		f += " user:" + model.QuoteFilterValue(c.User)
 	}
+	m.drillTo(f, viewClients)
+}
+
+// drillTo opens Operations with filter f; esc there returns to from.
+func (m *Model) drillTo(f string, from viewID) {
 	m.ops.setFilterText(f)
 	m.ops.moveTo(0)
-	m.detailOpen, m.view, m.drillFrom = false, viewOps, viewClients
+	m.detailOpen, m.view, m.drillFrom = false, viewOps, from
 }
 
 func (m *Model) switchView(d int) {

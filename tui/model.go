@@ -19,11 +19,15 @@ const (
 	viewEndpoints
 	viewEvents
 	viewClients
+	viewWarehouses
 	viewHelp
 	numViews
 )
 
-var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Clients", "Help"}
+var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Clients", "Warehouses", "Help"}
+
+// shortViewNames are the idle tabs below 100 columns.
+var shortViewNames = [numViews]string{"Ops", "Endp", "Events", "Clients", "Whs", "Help"}
 
 // Smallest usable terminal; below it the screen says so. 80×23 is an
 // 80×24 tmux window under its status bar; below 80 columns the views drop
@@ -62,6 +66,7 @@ type Model struct {
 	evs       *eventsModel
 	help      *helpModel
 	clients   *clientsModel
+	whs       *warehousesModel
 
 	counts  flagCounts
 	sized   [2]int // the body size the views were last given (resize)
@@ -133,6 +138,7 @@ func newModel(e Engine, o Options) *Model {
 		evs:       &eventsModel{ctx: ctx},
 		help:      newHelpModel(ctx),
 		clients:   &clientsModel{ctx: ctx},
+		whs:       &warehousesModel{ctx: ctx},
 	}
 }
 
@@ -145,6 +151,8 @@ func (m *Model) current() component {
 		return m.evs
 	case viewClients:
 		return m.clients
+	case viewWarehouses:
+		return m.whs
 	case viewHelp:
 		return m.help
 	}
@@ -211,6 +219,7 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 		}
 		m.endpoints.Update(msg)
 		m.clients.Update(msg)
+		m.whs.Update(msg)
 		return m.tick()
 	case tickMsg:
 		return m.fetch()

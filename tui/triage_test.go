@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -401,4 +402,60 @@ func TestEventShownWhole(t *testing.T) {
 	must(t, strings.Contains(plain(m), "THE-END") && strings.Contains(plain(m), reqStale), "enter does not show it whole:\n%s", plain(m))
 	press(m, "tab", "shift+tab", "j", "k")
 	must(t, !strings.Contains(plain(m), "THE-END"), "moving did not fold it again")
+}
+
+func intp(n int) *int { return &n }
+
+// The Warehouses view: each listed warehouse with its state, size and
+// clusters, dbxtop's running and queued counts and flags by kind; a
+// stopped one is shown stopped; one only operations name is unknown;
+// enter opens its operations and esc returns. Nothing is called.
+func TestWarehousesView(t *testing.T) {
+	s := fixtureSnapshot()
+	s.Workspace.Listing = &model.WarehouseListing{At: fixedNow, Visible: 3, Matched: 3, Warehouses: []model.WarehouseInfo{
+		{ID: "wh-1", Name: "Shared BI", State: "RUNNING", Size: "Small", Clusters: intp(1), MinClusters: intp(1), MaxClusters: intp(3)},
+		{ID: "wh-9", Name: "Nightly ETL", State: "STOPPED", Size: "Large", Clusters: intp(0), MinClusters: intp(1), MaxClusters: intp(2)},
+	}}
+	e := newFakeEngine(s)
+	for _, w := range []int{120, 80, 60} {
+		m := syncModel(t, e, testOptions(), w, 24)
+		for m.view != viewWarehouses {
+			press(m, "tab")
+		}
+		scr := plain(m)
+		row := func(id string) string {
+			for _, l := range strings.Split(scr, "\n") {
+				if strings.Contains(l, " "+id+" ") {
+					return l
+				}
+			}
+			return ""
+		}
+		must(t, regexp.MustCompile(`Shared BI +wh-1 +RUNNING .* 1 +1 `).MatchString(row("wh-1")), "%d: wh-1 row %q:\n%s", w, row("wh-1"), scr)
+		flags := regexp.MustCompile(`INACT ?1.*UNCLSD ?1`)
+		if w < 80 {
+			flags = regexp.MustCompile(`INACT ?1`) // the rest is cut: Operations has them
+		}
+		must(t, flags.MatchString(row("wh-1")), "%d: wh-1 flags %q", w, row("wh-1"))
+		must(t, strings.Contains(row("wh-9"), "STOPPED"), "%d: the stopped warehouse %q", w, row("wh-9"))
+		must(t, regexp.MustCompile(`\? +wh-2 +\? `).MatchString(row("wh-2")), "%d: wh-2, named only by operations: %q", w, row("wh-2"))
+		if w >= 100 {
+			must(t, strings.Contains(row("wh-1"), "Small"), "%d: size %q", w, row("wh-1"))
+		}
+		if w >= 80 {
+			must(t, strings.Contains(row("wh-1"), "1/1-3"), "%d: clusters %q", w, row("wh-1"))
+		}
+		must(t, strings.Contains(scr, "[Warehouses]"), "%d: not in the tabs:\n%s", w, scr)
+		press(m, "enter")
+		must(t, m.view == viewOps, "enter did not open Operations")
+		for _, r := range m.ops.rows {
+			must(t, m.ctx.snap.Operations[r].WarehouseID == "wh-1", "row of %s", m.ctx.snap.Operations[r].WarehouseID)
+		}
+		press(m, "esc")
+		must(t, m.view == viewWarehouses, "esc did not return")
+	}
+	must(t, len(e.Calls()) == 0, "the view called the engine: %v", e.Calls())
+	m := syncModel(t, e, testOptions(), 120, 40)
+	press(m, "?")
+	must(t, strings.Contains(plain(m), "Warehouses: the warehouse's operations"), "Help does not name the view:\n%s", plain(m))
 }

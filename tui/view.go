@@ -34,7 +34,7 @@ func (m *Model) resize() {
 		return
 	}
 	m.sized = [2]int{bw, bh}
-	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
+	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.whs, m.help} {
 		c.SetSize(bw, bh)
 	}
 }
@@ -274,9 +274,12 @@ func (m *Model) tabsLine() []seg {
 		if v == viewHelp && v != m.view && w < 100 {
 			continue // the footer's "? help" names it; 5 columns matter at 80
 		}
-		if v == m.view {
+		switch {
+		case v == m.view:
 			tabs = append(tabs, st.TabActive.Render("["+viewNames[v]+"]"))
-		} else {
+		case w < 100:
+			tabs = append(tabs, st.TabIdle.Render(shortViewNames[v])) // the view's info must fit at 80
+		default:
 			tabs = append(tabs, st.TabIdle.Render(viewNames[v]))
 		}
 	}
@@ -384,6 +387,10 @@ func (m *Model) viewInfo() []seg {
 		if t := m.clients.box.text; t != "" {
 			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
 		}
+	case viewWarehouses:
+		if t := m.whs.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
 	}
 	return nil
 }
@@ -410,6 +417,8 @@ func (m *Model) statusLine() string {
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
 	case m.view == viewClients && m.clients.box.active:
 		return m.clients.box.prompt(st, "client application or user")
+	case m.view == viewWarehouses && m.whs.box.active:
+		return m.whs.box.prompt(st, "warehouse name, id or state")
 	case m.view == viewOps && m.ops.missing == gone && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == collapsed && m.ops.missingSeq > m.ctx.statusSeq:
