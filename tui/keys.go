@@ -23,7 +23,6 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		msg.Alt = false
 		return tea.Batch(first, m.handleKey(msg))
 	}
-	k := &m.ctx.keys
 	if m.confirm != nil {
 		return m.answerConfirm(msg)
 	}
@@ -48,71 +47,93 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Batch(cmds...)
 	}
-	switch {
-	case key.Matches(msg, k.Quit):
-		return tea.Quit
-	case key.Matches(msg, k.Suspend):
-		return tea.Suspend
-	case key.Matches(msg, k.NextView):
-		m.switchView(1)
-		return nil
-	case key.Matches(msg, k.PrevView):
-		m.switchView(-1)
-		return nil
-	case key.Matches(msg, k.Help):
-		m.toggleHelp()
-		return nil
-	case key.Matches(msg, k.Export):
-		return m.export()
-	case key.Matches(msg, k.LastErr):
-		m.showLastError()
-		return nil
-	case key.Matches(msg, k.Faster):
-		m.stepRefresh(-1)
-		return nil
-	case key.Matches(msg, k.Slower):
-		m.stepRefresh(1)
-		return nil
-	case m.view == viewHelp && key.Matches(msg, k.Back):
-		m.toggleHelp()
-		return nil
+	if cmd, done := m.programKey(msg); done {
+		return cmd
 	}
-	if m.view == viewClients && key.Matches(msg, k.DrillDown) {
-		m.drillClient()
-		return nil
-	}
-	if m.view == viewWarehouses && key.Matches(msg, k.DrillWarehouse) {
-		if w := m.whs.selected(); w != nil {
-			m.drillTo("wh:"+model.QuoteFilterValue(w.info.ID), viewWarehouses)
-		}
-		return nil
-	}
-	if m.view == viewOps && !m.detailOpen && m.drillFrom >= 0 && key.Matches(msg, k.Back) {
-		// Back where the drill-down started, the filter it set cleared.
-		m.ops.setFilterText("")
-		m.view, m.drillFrom = m.drillFrom, -1
+	if m.drillKey(msg) {
 		return nil
 	}
 	if m.view == viewOps {
-		if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
-			m.detailOpen = false
-			return nil
-		}
-		if !m.detailOpen && key.Matches(msg, k.Detail) {
-			if m.selected() != nil {
-				m.detailOpen, m.detail.scroll = true, 0
-				m.ops.chosen = true // the detail stays on this operation
-			}
-			return nil
-		}
-		if cmd, done := m.rowAction(msg); done {
-			if m.selected() != nil {
-				m.ops.chosen = true // acted on: it is the operator's now
-			}
+		if cmd, done := m.opsKey(msg); done {
 			return cmd
 		}
 	}
 	return cur.Update(msg)
+}
+
+// programKey handles the keys that work in every view.
+func (m *Model) programKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := &m.ctx.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit, true
+	case key.Matches(msg, k.Suspend):
+		return tea.Suspend, true
+	case key.Matches(msg, k.NextView):
+		m.switchView(1)
+	case key.Matches(msg, k.PrevView):
+		m.switchView(-1)
+	case key.Matches(msg, k.Help):
+		m.toggleHelp()
+	case key.Matches(msg, k.Export):
+		return m.export(), true
+	case key.Matches(msg, k.LastErr):
+		m.showLastError()
+	case key.Matches(msg, k.Faster):
+		m.stepRefresh(-1)
+	case key.Matches(msg, k.Slower):
+		m.stepRefresh(1)
+	case m.view == viewHelp && key.Matches(msg, k.Back):
+		m.toggleHelp()
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// drillKey handles enter on a Clients or Warehouses row (Operations
+// filtered to it) and esc back from such a drill-down.
+func (m *Model) drillKey(msg tea.KeyMsg) bool {
+	k := &m.ctx.keys
+	switch {
+	case m.view == viewClients && key.Matches(msg, k.DrillDown):
+		m.drillClient()
+	case m.view == viewWarehouses && key.Matches(msg, k.DrillWarehouse):
+		if w := m.whs.selected(); w != nil {
+			m.drillTo("wh:"+model.QuoteFilterValue(w.info.ID), viewWarehouses)
+		}
+	case m.view == viewOps && !m.detailOpen && m.drillFrom >= 0 && key.Matches(msg, k.Back):
+		// Back where the drill-down started, the filter it set cleared.
+		m.ops.setFilterText("")
+		m.view, m.drillFrom = m.drillFrom, -1
+	default:
+		return false
+	}
+	return true
+}
+
+// opsKey handles the Operations view's root keys: the detail and the
+// row actions (shared with the detail view).
+func (m *Model) opsKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := &m.ctx.keys
+	if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
+		m.detailOpen = false
+		return nil, true
+	}
+	if !m.detailOpen && key.Matches(msg, k.Detail) {
+		if m.selected() != nil {
+			m.detailOpen, m.detail.scroll = true, 0
+			m.ops.chosen = true // the detail stays on this operation
+		}
+		return nil, true
+	}
+	if cmd, done := m.rowAction(msg); done {
+		if m.selected() != nil {
+			m.ops.chosen = true // acted on: it is the operator's now
+		}
+		return cmd, true
+	}
+	return nil, false
 }
 
 // drillClient opens Operations filtered to the selected client
