@@ -459,3 +459,13 @@ func TestWarehousesView(t *testing.T) {
 	press(m, "?")
 	must(t, strings.Contains(plain(m), "Warehouses: the warehouse's operations"), "Help does not name the view:\n%s", plain(m))
 }
+
+// While a source is down, "updated" gives way to the frozen banner: the
+// snapshot is new, its data is not.
+func TestUpdatedGivesWayToTheFrozenBanner(t *testing.T) {
+	e := newFakeEngine(fixtureSnapshot())
+	e.health.DiscoveryUp, e.health.DiscoveryFailures, e.health.LastDiscovery = false, 3, fixedNow.Add(-time.Minute)
+	m := syncModel(t, e, testOptions(), 80, 24)
+	scr := plain(m)
+	must(t, !strings.Contains(scr, "updated") && strings.Contains(scr, "data as of 11:59:00"), "frozen:\n%s", scr)
+}

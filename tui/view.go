@@ -229,9 +229,11 @@ func (m *Model) identityLine() []seg {
 	if s := m.ctx.screenRefresh(); s != m.ctx.opts.Refresh {
 		l1 = append(l1, seg{"screen " + s.String(), prioHigh})
 	}
-	if m.ctx.loaded {
+	if m.ctx.loaded && m.ctx.frozen == nil {
 		// Liveness: how old the data on screen is (the snapshot's own
-		// time, serve's for attach). Never dropped at 80 columns.
+		// time, serve's for attach). Never dropped at 80 columns. While a
+		// source is down the snapshot is new but its data is not: the
+		// frozen banner (line 3) says since when instead.
 		age := textfmt.Age(m.ctx.opts.Now(), m.ctx.snap.GeneratedAt)
 		l1 = append(l1, seg{"updated " + age + " ago", prioCritical})
 	}
