@@ -26,7 +26,7 @@ func TestEveryViewInSmallPanes(t *testing.T) {
 		s := startTmux(t, sz[0], sz[1], home, home, "demo", "--no-color")
 		s.waitScreen("the first operations", 60*time.Second, func(scr string) bool { return strings.Contains(scr, "RUNNING") })
 		for _, v := range []struct{ tab, body string }{
-			{"[Endpoints]", "ENDPOINT"}, {"[Events]", "TIME"}, {"[Clients]", "CLIENT APPLICATI"}, {"[Help]", "Move"}, {"[Operations]", "STATEMENT"},
+			{"[Endpoints]", "ENDPOINT"}, {"[Events]", "TIME"}, {"[Clients]", "CLIENT APPLICATI"}, {"[Warehouses]", "QUEUED"}, {"[Help]", "Move"}, {"[Operations]", "STATEMENT"},
 		} {
 			s.keys("Tab")
 			scr := s.waitScreen(v.tab, 10*time.Second, func(scr string) bool { return strings.Contains(scr, v.tab) && strings.Contains(scr, v.body) })
