@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,9 +91,43 @@ func TestTriageInTmux(t *testing.T) {
 	leaking := regexp.MustCompile(`(?m)^❯ LeakyDriver .* 3 +0 +3 `) // 3 statements, no orphan, 3 leaks
 	s.waitScreen("the leaking client selected", 20*time.Second, leaking.MatchString)
 	s.keys("Enter")
-	s.waitScreen("its UNCLOSED operations", 15*time.Second, func(scr string) bool {
+	scr = s.waitScreen("its UNCLOSED operations", 15*time.Second, func(scr string) bool {
 		return strings.Count(scr, "UNCLOSED") >= 3 && strings.Contains(scr, "esc returns to Clients")
 	})
+	// snapshot --filter with the same filter keeps exactly the rows the
+	// TUI lists (short ids on screen, whole ones in the JSON).
+	const filter = "client:leakydriver flag:UNCLOSED"
+	s.keys("/")
+	s.keys("C-u")
+	s.keys("-l", filter)
+	s.keys("Enter")
+	scr = s.waitScreen("the same filter typed", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "filter "+strings.ToLower(filter)) })
+	shown := regexp.MustCompile(`(?m)^. ▲ WARN UNCLOSED +([0-9a-f]{8})…`).FindAllStringSubmatch(scr, -1)
+	r := run(t, runOpts{args: []string{"snapshot", "--json", "--host", url, "--leak-after", "2s", "--filter", filter},
+		env: []string{"DATABRICKS_TOKEN=" + token}, timeout: 30 * time.Second})
+	var snap struct {
+		Operations []struct {
+			ID string `json:"statement_id"`
+		} `json:"operations"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil {
+		t.Fatalf("snapshot --filter: %v\n%s", err, r)
+	}
+	var tuiIDs, snapIDs []string
+	for _, m := range shown {
+		tuiIDs = append(tuiIDs, m[1])
+	}
+	for _, o := range snap.Operations {
+		snapIDs = append(snapIDs, o.ID[:8])
+	}
+	slices.Sort(tuiIDs)
+	slices.Sort(snapIDs)
+	if len(tuiIDs) != len(ids) || !slices.Equal(tuiIDs, snapIDs) {
+		t.Fatalf("the TUI lists %v for %q, snapshot --filter %v (exit %d):\n%s", tuiIDs, filter, snapIDs, r.code, scr)
+	}
+	if r.code != 1 && r.code != 2 {
+		t.Errorf("snapshot --filter exit %d, want 1 or 2: the kept operations are UNCLOSED", r.code)
+	}
 	s.keys("C")
 	scr = s.waitScreen("the set dialog", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "Re-close 3 UNCLOSED operations") })
 	for _, want := range []string{"LeakyDriver", "CloseOperation", "cannot"} {
