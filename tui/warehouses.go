@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -168,7 +169,7 @@ func (m *warehousesModel) clamp() {
 }
 
 // whColumns are the widths (0: dropped): NAME takes what is left up to
-// 30. Below 100 columns ID narrows and SIZE drops; below 80 CLUSTERS
+// 24. Below 100 columns ID narrows and SIZE drops; below 80 CLUSTERS
 // drops (docs/operator-guide.md, "Small terminals"). FLAGS gets the rest.
 func (m *warehousesModel) whColumns() (name, id, size, clusters int) {
 	id, size, clusters = 16, 9, 8
@@ -184,7 +185,7 @@ func (m *warehousesModel) whColumns() (name, id, size, clusters int) {
 			fixed += c + 1
 		}
 	}
-	return max(10, min(30, m.width-fixed)), id, size, clusters
+	return max(10, min(24, m.width-fixed)), id, size, clusters
 }
 
 func (m *warehousesModel) View() string {
@@ -252,7 +253,7 @@ func clustersCell(w model.WarehouseInfo) string {
 }
 
 // flagsCell is the row's flags by kind, worst severity symbol and count,
-// in model's order of kinds ("●INACT 1 ▲UNCLSD 2"), without the spaces
+// kinds with a critical flag first ("●INACT 1 ▲UNCLSD 2"), without the spaces
 // before the counts when that is what fits w; "-" for none.
 func (m *warehousesModel) flagsCell(r *whRow, w int) string {
 	g := m.ctx.glyphs
@@ -260,7 +261,10 @@ func (m *warehousesModel) flagsCell(r *whRow, w int) string {
 		return "-"
 	}
 	var parts []string
-	for _, k := range model.OperationFlagKinds() {
+	kinds := model.OperationFlagKinds()
+	// Critical kinds first, each group in model's order of kinds.
+	slices.SortStableFunc(kinds, func(a, b model.FlagKind) int { return r.flags[b][1] - r.flags[a][1] })
+	for _, k := range kinds {
 		c, ok := r.flags[k]
 		if !ok {
 			continue
