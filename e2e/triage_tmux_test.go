@@ -91,7 +91,7 @@ func TestTriageInTmux(t *testing.T) {
 	leaking := regexp.MustCompile(`(?m)^❯ LeakyDriver .* 3 +0 +3 `) // 3 statements, no orphan, 3 leaks
 	s.waitScreen("the leaking client selected", 20*time.Second, leaking.MatchString)
 	s.keys("Enter")
-	scr = s.waitScreen("its UNCLOSED operations", 15*time.Second, func(scr string) bool {
+	s.waitScreen("its UNCLOSED operations", 15*time.Second, func(scr string) bool {
 		return strings.Count(scr, "UNCLOSED") >= 3 && strings.Contains(scr, "esc returns to Clients")
 	})
 	// snapshot --filter with the same filter keeps exactly the rows the

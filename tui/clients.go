@@ -21,8 +21,7 @@ import (
 type clientsModel struct {
 	ctx           *programContext
 	width, height int
-	offset        int
-	cursor        int // index in visible(); enter opens its operations
+	listCursor    // over visible(); enter opens the selected client's operations
 	box           filterBox
 }
 
@@ -78,22 +77,11 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 		}
 		k := &m.ctx.keys
 		switch {
+		case m.move(msg, k, len(m.visible()), m.rowsShown()):
 		case key.Matches(msg, k.Filter):
 			m.box.open()
 		case key.Matches(msg, k.Back):
 			m.box.set("")
-		case key.Matches(msg, k.Down):
-			m.cursor++
-		case key.Matches(msg, k.Up):
-			m.cursor--
-		case key.Matches(msg, k.PageDown):
-			m.cursor += m.rowsShown()
-		case key.Matches(msg, k.PageUp):
-			m.cursor -= m.rowsShown()
-		case key.Matches(msg, k.Top):
-			m.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			m.cursor = len(m.visible()) - 1
 		}
 		m.clamp()
 	}
@@ -105,18 +93,7 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 func (m *clientsModel) rowsShown() int { return max(1, m.height-2) }
 
 // clamp keeps the cursor on a listed client and its row on screen.
-func (m *clientsModel) clamp() {
-	n := len(m.visible())
-	m.cursor = max(0, min(m.cursor, n-1))
-	if m.cursor < m.offset {
-		m.offset = m.cursor
-	}
-	if m.cursor >= m.offset+m.rowsShown() {
-		m.offset = m.cursor - m.rowsShown() + 1
-	}
-	m.offset = min(m.offset, max(0, n-m.rowsShown()))
-	m.offset = max(m.offset, 0)
-}
+func (m *clientsModel) clamp() { m.listCursor.clamp(len(m.visible()), m.rowsShown()) }
 
 // Column widths; CLIENT APPLICATION takes what is left (at least 16).
 // Below 100 columns the others narrow so that the application keeps room

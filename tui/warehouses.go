@@ -24,9 +24,8 @@ type warehousesModel struct {
 	ctx           *programContext
 	width, height int
 	rows          []whRow // built per snapshot, never per frame
-	cursor        int
-	offset        int
-	box           filterBox // name, id or state
+	listCursor
+	box filterBox // name, id or state
 }
 
 func (m *warehousesModel) Capturing() bool { return m.box.active }
@@ -78,22 +77,11 @@ func (m *warehousesModel) Update(msg tea.Msg) tea.Cmd {
 		}
 		k := &m.ctx.keys
 		switch {
+		case m.move(msg, k, len(m.visible()), m.rowsShown()):
 		case key.Matches(msg, k.Filter):
 			m.box.open()
 		case key.Matches(msg, k.Back):
 			m.box.set("")
-		case key.Matches(msg, k.Down):
-			m.cursor++
-		case key.Matches(msg, k.Up):
-			m.cursor--
-		case key.Matches(msg, k.PageDown):
-			m.cursor += m.rowsShown()
-		case key.Matches(msg, k.PageUp):
-			m.cursor -= m.rowsShown()
-		case key.Matches(msg, k.Top):
-			m.cursor = 0
-		case key.Matches(msg, k.Bottom):
-			m.cursor = len(m.visible()) - 1
 		}
 	}
 	m.clamp()
@@ -156,17 +144,7 @@ func (m *warehousesModel) selected() *whRow {
 
 func (m *warehousesModel) rowsShown() int { return max(1, m.height-1) }
 
-func (m *warehousesModel) clamp() {
-	n := len(m.visible())
-	m.cursor = max(0, min(m.cursor, n-1))
-	if m.cursor < m.offset {
-		m.offset = m.cursor
-	}
-	if m.cursor >= m.offset+m.rowsShown() {
-		m.offset = m.cursor - m.rowsShown() + 1
-	}
-	m.offset = max(0, min(m.offset, n-m.rowsShown()))
-}
+func (m *warehousesModel) clamp() { m.listCursor.clamp(len(m.visible()), m.rowsShown()) }
 
 // whColumns are the widths (0: dropped): NAME takes what is left up to
 // 24. Below 100 columns ID narrows and SIZE drops; below 80 CLUSTERS
