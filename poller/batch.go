@@ -328,6 +328,10 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
+	if e.pastOpenWindow(en, now) {
+		e.retireUnknown(en, now)
+		return
+	}
 	wait := pollInterval(op, now, e.pol.Rand())
 	rate := 1 / wait.Seconds()
 	if e.batchMode() && err == nil {
@@ -346,6 +350,12 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 		default:
 			wait, rate = e.confirmGrace(), 0
 		}
+	}
+	if w, ok := e.nextAsk(en, now, err); ok {
+		// Jittered upwards only: after the bound, never more than one ask
+		// per openAskEvery.
+		wait = time.Duration(float64(w) * (1 + pollJitter*e.pol.Rand()))
+		rate = 1 / max(wait.Seconds(), 1)
 	}
 	var he *sources.HTTPError
 	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {

@@ -196,6 +196,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 			e.sched.at(en, now)
 		}
 	default:
+		markTerminal(en, now) // a listed end counts for the ask rules (belief.go)
 		e.sched.at(en, now)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})

@@ -77,6 +77,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	if en.retired {
 		return
 	}
+	answeredOpenness(en, err)
 	e.scheduleNext(en, now, err)
 }
 
@@ -124,27 +125,31 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		e.out.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
-	if op.State.Terminal() && !en.terminal {
+	markTerminal(en, now)
+	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
+		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
+	}
+	// A known-open operation is polled until it is closed or reaped,
+	// however long that takes; one whose openness no source tells is
+	// asked only while UNCLOSED could still matter (belief.go).
+	if closed && !en.queued {
+		e.retire(en, now)
+	} else if e.pastOpenWindow(en, now) {
+		e.retireUnknown(en, now)
+	}
+	e.ops.addLive(en) // a source that took back an end (never query history)
+}
+
+// markTerminal records when en ended, once it is known to have ended:
+// its completion time, or now when that is unknown or in the future.
+func markTerminal(en *entry, now time.Time) {
+	if op := &en.op; op.State.Terminal() && !en.terminal {
 		at := op.CompletedAt
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
 		en.terminal, en.terminalAt = true, stamp(at)
 	}
-	// A terminal operation whose openness the source cannot tell is
-	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
-	// could still matter; a known-open one is polled until it is closed
-	// or reaped, however long that takes.
-	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(unstamp(en.terminalAt)) > 5*e.o.Thresholds.LeakAfter+time.Minute {
-		closed = true
-	}
-	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
-		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
-	}
-	if closed && !en.queued {
-		e.retire(en, now)
-	}
-	e.ops.addLive(en) // a source that took back an end (never query history)
 }
 
 // markGone records that the server no longer has the operation, with the
