@@ -89,7 +89,6 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 		return err
 	}
 	m := proxy.Merge(admin, c.disc, c.status, c.actions)
-	m.SetServerIdleTimeout(ws.Thresholds.ServerIdleTimeout)
 	c.disc, c.status, c.actions = m, m, m
 	mc := proxy.MergeCapacity(admin, c.capacity)
 	c.capacity = mc

@@ -60,6 +60,9 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 		"the server's inactivity reaper to count down to; flags turn critical at 80% of it")
 	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, model.MinThreshold), "leak-after",
 		"flag UNCLOSED when a finished operation stays open this long (critical after 5x)")
+	fs.Var(newDuration(&th.ServerLeakTimeout, model.DefaultThresholds.ServerLeakTimeout, model.MinThreshold), "server-leak-timeout",
+		"the server's reaper of ended operations nobody closed: a proxy's proof that one is open holds this long\n"+
+			"after the later of its end and its client's last call")
 	if use&useActions != 0 {
 		fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
 	}

@@ -3,8 +3,10 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
 )
@@ -109,4 +111,62 @@ func (e *Engine) retireUnknown(en *entry, now time.Time) {
 		"whether it is open is unknown: no source could tell in %s over %s since dbxtop could first ask; no longer asked",
 		textfmt.Plural(int64(en.asks), "ask", "asks"), textfmt.Duration(now.Sub(askFrom(en)))))
 	e.retire(en, now)
+}
+
+// ageProxyOpen ages a proxy's proof that an ended operation is open
+// (sources.Status.OpenByProxy): the proxy relayed its handle and saw no
+// close, but it cannot see the server's reaper of ended operations, so
+// the proof holds until that reaper could act: --server-leak-timeout
+// after the later of the end and the owner's last call the proxy relayed
+// on the operation or its session. Past it, openness is unknown and the
+// note says why. A live operation's proof does not age here (the
+// inactivity reaper's rule is model.PossiblyReaped). e.mu held.
+func (e *Engine) ageProxyOpen(en *entry, st *sources.Status, now time.Time) {
+	if !st.OpenByProxy || st.Open == nil || !*st.Open {
+		return
+	}
+	op := &en.op
+	end := st.CompletedAt
+	if end.IsZero() {
+		end = op.CompletedAt
+	}
+	if !st.State.Terminal() && !op.State.Terminal() {
+		return
+	}
+	from := end
+	if st.Proxy != nil && st.Proxy.LastClientRPC.After(from) {
+		from = st.Proxy.LastClientRPC
+	}
+	if from.IsZero() {
+		from = unstamp(en.terminalAt)
+	}
+	leak := e.o.Thresholds.WithDefaults().ServerLeakTimeout
+	if now.Sub(from) < leak {
+		return
+	}
+	st.Open, st.OpenUnknown = nil, true
+	st.Note = sources.JoinNotes(st.Note, fmt.Sprintf("open per dbxtop proxy until %s: it relayed the server's handle and saw no close, "+
+		"but the server's reaper of ended operations (--server-leak-timeout %s) may have closed it since, unseen by the proxy; whether it is open is unknown",
+		from.Add(leak).UTC().Format("15:04:05"), textfmt.Duration(leak)))
+}
+
+// possiblyReapedNote starts the status note of an operation only a
+// proxy's aged account says runs (model.PossiblyReaped).
+const possiblyReapedNote = "possibly reaped"
+
+// notePossiblyReaped says so in en's status note when only a proxy's
+// account, older than the server's inactivity reaper, says it runs: it
+// is shown without INACTIVE or STALE (model.PossiblyReaped), and query
+// history's end, when it comes, replaces the note with its own answer
+// (e.mu held).
+func (e *Engine) notePossiblyReaped(en *entry, now time.Time) {
+	op := &en.op
+	th := e.o.Thresholds.WithDefaults()
+	if !model.PossiblyReaped(op, now, th) || strings.HasPrefix(op.StatusNote, possiblyReapedNote) {
+		return
+	}
+	e.views.touch(en)
+	op.StatusNote = fmt.Sprintf("%s: only dbxtop proxy says it runs; its client made no call since %s, longer than "+
+		"the server's inactivity reaper (--server-idle-timeout %s), and no server source has confirmed it since",
+		possiblyReapedNote, op.ClientLastActivity.UTC().Format("15:04:05"), textfmt.Duration(th.ServerIdleTimeout))
 }

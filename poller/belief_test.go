@@ -167,3 +167,113 @@ func TestCannotTellAfterTheBoundAtMostOnePerTenMinutes(t *testing.T) {
 		at = w.total()
 	}
 }
+
+// proxiedWorkspace is what the engine sees through a proxy after the
+// fact: query history lists what it lists (ended), the proxy adds
+// operations only it saw with its account, and per-operation status on
+// a strict server cannot tell (ErrHandleUnverified) unless the proxy's
+// proof says open.
+type proxiedWorkspace struct {
+	mu      sync.Mutex
+	history map[string]sources.Status // id → what history lists
+	proxy   map[string]*model.ProxyAccount
+	proven  map[string]bool // the proxy proves it open (it relayed the handle, saw no close)
+}
+
+func (w *proxiedWorkspace) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []sources.Discovered
+	for id, st := range w.history {
+		op := model.Operation{StatementID: id, State: st.State, CompletedAt: st.CompletedAt}
+		if p := w.proxy[id]; p != nil {
+			op.Proxy, op.ClientActivityKnown, op.ClientLastActivity = p, true, p.LastClientRPC
+		}
+		out = append(out, sources.Discovered{Op: op, Ref: sources.Ref{StatementID: id}})
+	}
+	for id, p := range w.proxy {
+		if _, ok := w.history[id]; !ok {
+			out = append(out, sources.Discovered{Op: model.Operation{StatementID: id, Proxy: p, ClientActivityKnown: true, ClientLastActivity: p.LastClientRPC},
+				Ref: sources.Ref{StatementID: id}})
+		}
+	}
+	return out, nil
+}
+
+func (w *proxiedWorkspace) Status(_ context.Context, ref sources.Ref) (sources.Status, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, listed := w.history[ref.StatementID]
+	if !listed {
+		return sources.Status{}, fmt.Errorf("GetStatement: RESOURCE_DOES_NOT_EXIST: %w: %w", sources.ErrHandleGone, sources.ErrHandleUnverified)
+	}
+	st.Source, st.Note = model.StatusViaHistory, "from query history"
+	if p := w.proxy[ref.StatementID]; p != nil {
+		st.Proxy, st.ClientLastActivity = p, &p.LastClientRPC
+		if w.proven[ref.StatementID] {
+			open := true
+			st.Open, st.OpenByProxy = &open, true
+		}
+	}
+	return st, nil
+}
+
+// A proxied leak is UNCLOSED on the proxy's proof for as long as the
+// server's reaper of ended operations could not have acted
+// (--server-leak-timeout from the later of its end and its client's last
+// call), well past the inactivity reaper's timeout; then its openness is
+// unknown, with the reason.
+func TestProxiedLeakUnclosedUntilTheServerLeakTimeout(t *testing.T) {
+	start := newFakeClock().Now()
+	end := start.Add(-8 * time.Minute) // older than --server-idle-timeout (7m10s)
+	w := &proxiedWorkspace{
+		history: map[string]sources.Status{"leak": {State: model.StateFinished, CompletedAt: end}},
+		proxy:   map[string]*model.ProxyAccount{"leak": {LastClientRPC: end.Add(time.Second), CloseOutcome: sources.ProxyOpen}},
+		proven:  map[string]bool{"leak": true},
+	}
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 430 * time.Second, LeakAfter: 2 * time.Minute}
+	h := startEngine(t, Options{Discoverer: w, Status: w, Thresholds: th})
+	h.run(2*time.Minute, time.Second)
+	if v := h.op("leak"); v.Open == nil || !*v.Open || !hasFlag(v, model.FlagUnclosed) {
+		t.Fatalf("10 minutes after its end: open %v, flags %v; want open, UNCLOSED", v.Open, v.Flags)
+	}
+	h.run(14*time.Minute, 5*time.Second) // 24 minutes after its end
+	v := h.op("leak")
+	if v.Open != nil || hasFlag(v, model.FlagUnclosed) || !strings.Contains(v.StatusNote, "--server-leak-timeout 23m") {
+		t.Fatalf("24 minutes after its end: open %v, flags %v, note %q; want unknown, no UNCLOSED, the reason", v.Open, v.Flags, v.StatusNote)
+	}
+}
+
+// After serve restarts behind a proxy, the proxy still reports
+// statements from before as running; the server no longer has them and
+// answers "cannot tell". None is INACTIVE or STALE (nothing pages for a
+// statement the server no longer runs): each is shown possibly reaped,
+// and query history's end, when it comes, replaces the proxy's word.
+func TestProxysRunningOlderThanTheReaperIsPossiblyReaped(t *testing.T) {
+	start := newFakeClock().Now()
+	w := &proxiedWorkspace{history: map[string]sources.Status{}, proxy: map[string]*model.ProxyAccount{}}
+	for i := range 5 {
+		w.proxy[opID(i)] = &model.ProxyAccount{LastClientRPC: start.Add(-18 * time.Minute), CloseOutcome: sources.ProxyOpen}
+	}
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 430 * time.Second, LeakAfter: 2 * time.Minute}
+	h := startEngine(t, Options{Discoverer: w, Status: w, Thresholds: th})
+	h.run(10*time.Minute, 2*time.Second)
+	for _, v := range h.e.Snapshot().Operations {
+		if len(v.Flags) > 0 || v.ReapedIn != nil || !strings.HasPrefix(v.StatusNote, possiblyReapedNote) {
+			t.Fatalf("%s: flags %v, reaper countdown %v, note %q; want no flag, no countdown, possibly reaped", v.StatementID, v.Flags, v.ReapedIn, v.StatusNote)
+		}
+	}
+	for _, ev := range h.drain() {
+		if ev.Kind == model.EventFlagRaised {
+			t.Fatalf("a flag was raised: %s", ev.Message)
+		}
+	}
+	// History lists its end (the server's reaper failed it).
+	w.mu.Lock()
+	w.history[opID(0)] = sources.Status{State: model.StateFailed, CompletedAt: start.Add(-11 * time.Minute), ErrorMessage: "Query has been timed out due to inactivity."}
+	w.mu.Unlock()
+	h.run(time.Minute, time.Second)
+	if v := h.op(opID(0)); v.State != model.StateFailed || strings.HasPrefix(v.StatusNote, possiblyReapedNote) {
+		t.Fatalf("after history's end: state %s, note %q; want FAILED from history", v.State, v.StatusNote)
+	}
+}

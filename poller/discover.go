@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -229,13 +230,12 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 		if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
 			o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
 		}
+		e.notePossiblyReaped(en, now)
 	}
 	if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 		// A listing of query history confirms like a batch.
 		e.confirm(en, sources.ListedStatus(&d.Op), now)
-	} else if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
-		e.views.touch(en)
-		o.State = d.Op.State
+		return
 	}
 	// Discovery says it ended while we still think it runs: confirm with
 	// a status poll now instead of at the next scheduled one. Detection
@@ -243,6 +243,17 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	// operations that keep running.
 	if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
 		e.sched.at(en, now)
+	}
+	if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
+		e.views.touch(en)
+		o.State = d.Op.State
+		if o.CompletedAt.IsZero() {
+			o.CompletedAt = d.Op.CompletedAt
+		}
+		if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
+			o.StatusNote = "" // history's word replaces the proxy's
+		}
+		markTerminal(en, now)
 	}
 }
 

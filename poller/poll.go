@@ -65,6 +65,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		info := retry.ErrorInfoOf(err)
 		op.LastError = info
 		e.lastErr = info
+		e.notePossiblyReaped(en, now)
 	default:
 		if st.ClientLastActivity != nil && !e.batch.activity {
 			// The source reports the owning client's activity (INACTIVE's
@@ -104,6 +105,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	if st.ClientLastActivity != nil {
 		op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
 	}
+	e.ageProxyOpen(en, &st, now)
 	if st.Open != nil {
 		op.Open = boolRef(*st.Open)
 	} else if st.OpenUnknown {
