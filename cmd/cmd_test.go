@@ -253,7 +253,7 @@ func TestRootConfig(t *testing.T) {
 		Warehouses: []string{"abc", "def", "ghi"}, Refresh: 2 * time.Second,
 		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 90 * time.Second,
 			ServerLeakTimeout: 23 * time.Minute},
-		ReadOnly: true, NoColor: true, ASCII: true, LogFile: log}
+		ReadOnly: true, NoColor: true, ASCII: true, LogFile: log, AuthTimeout: 15 * time.Second}
 	if !equalWS(h.ws, want) {
 		t.Errorf("config\n got %+v\nwant %+v", h.ws, want)
 	}

@@ -2,6 +2,10 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -10,6 +14,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // conn is one workspace's sources, ready to hand to the engine: the REST
@@ -29,9 +34,44 @@ type conn struct {
 	capacity sources.CapacitySource
 }
 
-// authCheckTimeout bounds connect's auth resolution (an OAuth token
-// request, a CLI): past it the first call reports what is wrong.
-const authCheckTimeout = 30 * time.Second
+// defaultAuthTimeout bounds connect's auth resolution (an OAuth token
+// request, a CLI, the SDK's whole credential chain) unless --auth-timeout
+// says otherwise: past it connect fails with what to set. The SDK's
+// chain can otherwise hold its lock for minutes (a file-OIDC provider
+// retrying), and every call waits on it.
+const defaultAuthTimeout = 15 * time.Second
+
+// AuthTimeoutError: the credential chain gave no answer in time.
+type AuthTimeoutError struct {
+	Host    string
+	Timeout time.Duration
+	Tried   string // what the command line and environment gave
+}
+
+func (e *AuthTimeoutError) Error() string {
+	return fmt.Sprintf("no credentials for %s resolved within %s (--auth-timeout): the Databricks SDK's credential chain "+
+		"(%s, then OAuth, the Databricks and cloud CLIs, OIDC token files) gave no answer; set DATABRICKS_TOKEN or --token, "+
+		"pick a --profile, or run `databricks auth login --host %s`", e.Host, textfmt.Duration(e.Timeout), e.Tried, e.Host)
+}
+
+// triedCredentials says which explicit credentials were given (never
+// their values).
+func triedCredentials(ws WorkspaceConfig, getenv func(string) string) string {
+	var tried []string
+	if ws.Token != "" {
+		tried = append(tried, "a token (set)")
+	} else {
+		tried = append(tried, "a token (DATABRICKS_TOKEN, --token: not set)")
+	}
+	if p := ws.Profile; p != "" {
+		tried = append(tried, "profile "+p)
+	} else if p := getenv("DATABRICKS_CONFIG_PROFILE"); p != "" {
+		tried = append(tried, "profile "+p+" (DATABRICKS_CONFIG_PROFILE)")
+	} else {
+		tried = append(tried, "the DEFAULT profile of ~/.databrickscfg")
+	}
+	return strings.Join(tried, ", ")
+}
 
 // connect resolves the workspace's auth and builds its sources. It makes
 // no request to the workspace itself (auth may ask a token endpoint or a
@@ -50,10 +90,17 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	}
 	// No host or no credentials at all: stop here, in one line, rather
 	// than follow a workspace that can never answer.
-	cctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	timeout := ws.AuthTimeout
+	if timeout <= 0 {
+		timeout = defaultAuthTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := rest.CheckWorkspace(cctx); err != nil {
 		return nil, err
+	}
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, &AuthTimeoutError{Host: rest.Host(), Timeout: timeout, Tried: triedCredentials(ws, os.Getenv)}
 	}
 	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}
 	defer func() {

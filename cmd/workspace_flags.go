@@ -78,6 +78,8 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 	if use&useTUI != 0 {
 		fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects (off: terminal text selection keeps working)")
 	}
+	fs.Var(newDuration(&cfg.AuthTimeout, defaultAuthTimeout, time.Second), "auth-timeout",
+		"give up resolving the workspace's credentials (token, profile, OAuth, CLIs) after this long, naming what to set")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
 	addConfigFlag(fs, &cfg.ConfigPath)
