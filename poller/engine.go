@@ -87,25 +87,8 @@ type Options struct {
 	ClientsWindow time.Duration
 }
 
-// Health is the poller's own state for the TUI header.
-type Health struct {
-	Followed, InFlight              int
-	BudgetAvailable, BudgetCapacity float64 // retry budget tokens
-	Polls, Retries, GiveUps         int64
-	LastError                       *model.ErrorInfo
-	EventsDropped                   int64
-	// BatchCalls counts batch confirmation requests (query history by
-	// statement ids); Polls counts per-operation status polls.
-	BatchCalls int64
-	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
-	Freshness  Freshness // whether the freshness goal holds, and why not
-	// LastDiscovery is when discovery last succeeded (zero: never);
-	// DiscoveryFailures counts the rounds that failed.
-	// DiscoveryUp: the last round succeeded (the workspace is observed).
-	LastDiscovery     time.Time
-	DiscoveryFailures int64
-	DiscoveryUp       bool
-}
+// Health is model.Health: the poller's own state for the TUI header.
+type Health = model.Health
 
 // Engine follows a workspace's operations and endpoints. It coordinates
 // the parts that own the state, all under mu: the store (the followed

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/keymap"
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // component is one view of the TUI, in the shape of soft-serve's
@@ -45,7 +44,7 @@ type programContext struct {
 	readOnly      bool
 
 	snap    model.Snapshot
-	health  poller.Health
+	health  model.Health
 	loaded  bool
 	ring    *ring
 	busy    map[string]string       // statement id → "closing…" while an action runs
