@@ -14,7 +14,10 @@ type Health struct {
 	BudgetAvailable, BudgetCapacity float64 // retry budget tokens
 	Polls, Retries, GiveUps         int64
 	LastError                       *ErrorInfo
-	EventsDropped                   int64
+	// LastRetry is the last failed attempt that the policy retries: the
+	// cause to show while a call has not given up yet.
+	LastRetry     *ErrorInfo
+	EventsDropped int64
 	// BatchCalls counts batch confirmation requests (query history by
 	// statement ids); Polls counts per-operation status polls.
 	BatchCalls int64
@@ -26,6 +29,10 @@ type Health struct {
 	LastDiscovery     time.Time
 	DiscoveryFailures int64
 	DiscoveryUp       bool
+	// Waiting says what is awaited before the first listing can even be
+	// asked for ("authenticating to … (gives up after 15s)"); "" when
+	// nothing but the listing itself is.
+	Waiting string
 }
 
 // Capacity is what the limiter knows, for Health and the freshness

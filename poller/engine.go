@@ -114,9 +114,11 @@ type Engine struct {
 	wsErrs map[string]model.ErrorInfo // the workspace's errors, by call or kind
 	// lastErr is the last error of any call (Health).
 	lastErr *model.ErrorInfo
-	round   uint64 // RunOnce rounds
-	polls   int64  // per-operation status polls made
-	fresh   Freshness
+	// lastRetry is the last attempt that failed and is retried (Health).
+	lastRetry *model.ErrorInfo
+	round     uint64 // RunOnce rounds
+	polls     int64  // per-operation status polls made
+	fresh     Freshness
 }
 
 // NewEngine builds an engine; nothing runs until Run or RunOnce.

@@ -24,6 +24,9 @@ func (e *Engine) observe(r retry.Report) {
 		e.views.touch(en)
 		en.op.Poll.Retries++
 	}
+	if r.GaveUp == nil && info != nil {
+		e.lastRetry = info
+	}
 	e.mu.Unlock()
 	ev := model.Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
 	if en == nil {
@@ -135,6 +138,10 @@ func (e *Engine) Health() Health {
 	if e.lastErr != nil {
 		le := *e.lastErr
 		h.LastError = &le
+	}
+	if e.lastRetry != nil {
+		lr := *e.lastRetry
+		h.LastRetry = &lr
 	}
 	return h
 }
