@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
@@ -43,6 +44,9 @@ type programContext struct {
 	opts          Options
 	readOnly      bool
 
+	// started is when the program started: the start-up screen says how
+	// long it has waited.
+	started time.Time
 	snap    model.Snapshot
 	health  model.Health
 	loaded  bool

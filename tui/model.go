@@ -100,6 +100,7 @@ func newModel(e Engine, o Options) *Model {
 		keys:     k,
 		opts:     o,
 		readOnly: ro,
+		started:  o.Now(),
 		ring:     newRing(eventRing),
 		busy:     map[string]string{},
 		results:  map[string]actionResult{},
