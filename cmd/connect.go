@@ -59,9 +59,9 @@ func (e *AuthTimeoutError) Error() string {
 func triedCredentials(ws WorkspaceConfig, getenv func(string) string) string {
 	var tried []string
 	if ws.Token != "" {
-		tried = append(tried, "a token (set)")
+		tried = append(tried, "the given personal access token")
 	} else {
-		tried = append(tried, "a token (DATABRICKS_TOKEN, --token: not set)")
+		tried = append(tried, "no personal access token (neither DATABRICKS_TOKEN nor --token is set)")
 	}
 	if p := ws.Profile; p != "" {
 		tried = append(tried, "profile "+p)
