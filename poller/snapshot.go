@@ -1,61 +1,10 @@
 package poller
 
 import (
-	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller/retry"
-	"github.com/dbxtop/dbxtop/sources"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
-
-// observe turns the policy's reports into events and per-operation counters.
-func (e *Engine) observe(r retry.Report) {
-	info := retry.ErrorInfoOf(r.Err)
-	if r.GaveUp != nil {
-		info = retry.ErrorInfoOf(r.GaveUp)
-	}
-	e.mu.Lock()
-	now := e.clk.Now()
-	en := e.ops.get(r.Call.OpID)
-	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
-		e.views.touch(en)
-		en.op.Poll.Retries++
-	}
-	if r.GaveUp == nil && info != nil {
-		e.lastRetry = info
-	}
-	e.mu.Unlock()
-	ev := model.Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
-	if en == nil {
-		ev.StatementID = ""
-		if r.Call.Name == CallProbe {
-			ev.Endpoint = r.Call.OpID
-		}
-	}
-	if r.GaveUp != nil {
-		if r.GaveUp.Kind == model.KindCanceled {
-			return // shutdown or the caller's choice, not news
-		}
-		if errors.Is(r.Err, sources.ErrHandleGone) {
-			return // an answer, reported by the caller as gone or closed
-		}
-		if r.Call.Name == CallProbe && r.GaveUp.Kind == model.KindPermanent {
-			// A full endpoint answering the probe is the probe's purpose:
-			// the capacity round reports it once, when it changes.
-			return
-		}
-		ev.Kind, ev.Message = model.EventGiveUp, r.GaveUp.Error()
-		e.logf("%s", ev.Message)
-	} else {
-		ev.Kind = model.EventRetry
-		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), retry.Describe(r.Err))
-		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
-	}
-	e.out.emit(ev)
-}
 
 // Snapshot is a consistent copy of everything observed, with flags
 // evaluated at Clock.Now().
