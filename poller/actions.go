@@ -166,7 +166,7 @@ func (e *Engine) finishClose(en *entry, now time.Time, how string) {
 	e.views.touch(en)
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
-	en.op.Open = boolRef(false)
+	en.op.Open, en.op.OpenByProxy = boolRef(false), false
 	en.closeFails = 0
 	e.closes.remove(en)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})

@@ -234,12 +234,13 @@ func TestProxiedLeakUnclosedUntilTheServerLeakTimeout(t *testing.T) {
 	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 430 * time.Second, LeakAfter: 2 * time.Minute}
 	h := startEngine(t, Options{Discoverer: w, Status: w, Thresholds: th})
 	h.run(2*time.Minute, time.Second)
-	if v := h.op("leak"); v.Open == nil || !*v.Open || !hasFlag(v, model.FlagUnclosed) {
-		t.Fatalf("10 minutes after its end: open %v, flags %v; want open, UNCLOSED", v.Open, v.Flags)
+	if v := h.op("leak"); v.Open == nil || !*v.Open || !hasFlag(v, model.FlagUnclosed) || model.EvidenceOf(v.Operation).Open.Source != model.EvidenceViaProxy {
+		t.Fatalf("10 minutes after its end: open %v (evidence %+v), flags %v; want open on the proxy's word, UNCLOSED",
+			v.Open, model.EvidenceOf(v.Operation).Open, v.Flags)
 	}
 	h.run(14*time.Minute, 5*time.Second) // 24 minutes after its end
 	v := h.op("leak")
-	if v.Open != nil || hasFlag(v, model.FlagUnclosed) || !strings.Contains(v.StatusNote, "--server-leak-timeout 23m") {
+	if v.Open != nil || hasFlag(v, model.FlagUnclosed) || !strings.Contains(v.StatusNote, "--server-leak-timeout 23m") || model.EvidenceOf(v.Operation).Open.Source != "" {
 		t.Fatalf("24 minutes after its end: open %v, flags %v, note %q; want unknown, no UNCLOSED, the reason", v.Open, v.Flags, v.StatusNote)
 	}
 }

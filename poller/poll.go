@@ -107,9 +107,9 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	}
 	e.ageProxyOpen(en, &st, now)
 	if st.Open != nil {
-		op.Open = boolRef(*st.Open)
+		op.Open, op.OpenByProxy = boolRef(*st.Open), st.OpenByProxy
 	} else if st.OpenUnknown {
-		op.Open = nil
+		op.Open, op.OpenByProxy = nil, false
 	}
 	if st.Proxy != nil {
 		op.Proxy = st.Proxy
@@ -192,7 +192,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		e.out.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
-	op.Open = boolRef(false)
+	op.Open, op.OpenByProxy = boolRef(false), false
 	if en.queued {
 		e.finishClose(en, now, "the server no longer has the handle")
 	}
