@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -169,7 +170,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Warehouses: c.rest, // explains an empty Operations view
 		Idle:       c.idle,
-		Logf:       logf,
+		Logger:     logfLogger(logf),
 		RowLimits:  ws.RowLimits,
 		Learned:    learnedFor(ws.Learned, c.rest.Host()),
 		// How far back the snapshot's clients[] aggregates look.
@@ -183,4 +184,27 @@ func (c *conn) close() {
 	if c.thrift != nil {
 		c.thrift.CloseIdleConnections()
 	}
+}
+
+// logfLogger is a *slog.Logger whose records become lines of logf (the
+// --log-file's writer, or serve's log): level, message and attributes
+// in slog's text form, without slog's own time (logf stamps each line).
+func logfLogger(logf func(string, ...any)) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logfWriter(logf), &slog.HandlerOptions{
+		Level: slog.LevelInfo,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// logfWriter passes each record the text handler writes (one line) to logf.
+type logfWriter func(string, ...any)
+
+func (w logfWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

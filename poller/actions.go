@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -228,7 +229,8 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)
-			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, retry.Describe(err))
+			e.log(slog.LevelWarn, "close at shutdown failed: "+retry.Describe(err),
+				slog.String("call", CallClose), slog.String("operation", en.op.StatementID))
 		}
 		e.mu.Unlock()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	var partial *sources.PartialError
 	if err != nil && !errors.As(err, &partial) {
 		e.disc.fails++
+		if !e.disc.failed && ctx.Err() == nil {
+			// What stops observation, once per outage (not per round).
+			e.log(slog.LevelError, "discovery failed: the workspace is not observed: "+retry.Describe(err), slog.String("call", CallDiscover))
+		}
 		e.disc.failed = true
 		if ctx.Err() == nil || len(e.disc.keys) == 0 {
 			e.setDiscoveryErrors([]error{err})
@@ -55,6 +60,9 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 		problems = partial.Errs
 	}
 	e.setDiscoveryErrors(problems)
+	if e.disc.failed {
+		e.log(slog.LevelInfo, "discovery recovered: the workspace is observed again", slog.String("call", CallDiscover))
+	}
 	e.disc.last, e.disc.failed = now, false
 	if e.o.Warehouses != nil {
 		if l, ok := e.o.Warehouses.WarehouseListing(); ok {

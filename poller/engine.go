@@ -3,7 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -81,7 +81,11 @@ type Options struct {
 	Clock        retry.Clock
 	Policy       retry.PolicyOptions  // zero value = documented defaults
 	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
-	Logf         func(format string, args ...any)
+	// Logger receives the engine's log (nil: none): WARN for give-ups
+	// and refused connections, ERROR when discovery fails (the workspace
+	// is no longer observed), INFO for the rest, with call, attempt,
+	// operation and workspace as attributes. Messages are redacted.
+	Logger *slog.Logger
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → model.DefaultWindow.
 	ClientsWindow time.Duration
@@ -405,10 +409,17 @@ func (e *Engine) retire(en *entry, now time.Time) {
 	e.ops.retire(en, now)
 }
 
-func (e *Engine) logf(format string, args ...any) {
-	if e.o.Logf != nil {
-		e.o.Logf("%s", sources.Redact(fmt.Sprintf(format, args...)))
+// log writes one record with the engine's workspace attribute; the
+// message is redacted (it may quote a server's answer).
+func (e *Engine) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	l := e.o.Logger
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
 	}
+	if ws := e.o.Workspace.Host; ws != "" {
+		attrs = append(attrs, slog.String("workspace", ws))
+	}
+	l.LogAttrs(context.Background(), level, sources.Redact(msg), attrs...)
 }
 
 // settled reports (for tests with a fake clock) that nothing can happen

@@ -3,8 +3,10 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
@@ -77,11 +79,24 @@ func (e *Engine) observe(r retry.Report) {
 			return
 		}
 		ev.Kind, ev.Message = model.EventGiveUp, r.GaveUp.Error()
-		e.logf("%s", ev.Message)
+		e.log(slog.LevelWarn, "gave up: "+ev.Message, callAttrs(r.Call, r.GaveUp.Attempts)...)
 	} else {
 		ev.Kind = model.EventRetry
 		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), retry.Describe(r.Err))
-		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
+		level := slog.LevelInfo
+		if errors.Is(r.Err, syscall.ECONNREFUSED) {
+			level = slog.LevelWarn // nothing listens: the host, the port or a proxy is wrong
+		}
+		e.log(level, "retrying: "+ev.Message, callAttrs(r.Call, r.Attempt)...)
 	}
 	e.out.emit(ev)
+}
+
+// callAttrs are a call's log attributes.
+func callAttrs(c retry.Call, attempt int) []slog.Attr {
+	a := []slog.Attr{slog.String("call", c.Name), slog.Int("attempt", attempt)}
+	if c.OpID != "" {
+		a = append(a, slog.String("operation", c.OpID))
+	}
+	return a
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -71,7 +72,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 			// The source reports the owning client's activity (INACTIVE's
 			// evidence): live operations keep a per-operation poll.
 			e.batch.activity = true
-			e.logf("the status source reports client activity: live operations are polled one by one too")
+			e.log(slog.LevelInfo, "the status source reports client activity: live operations are polled one by one too")
 		}
 		e.applyStatus(en, st, now)
 	}
