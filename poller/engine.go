@@ -107,22 +107,13 @@ type Engine struct {
 	// loop wakes the run loop; it is not under mu.
 	loop loop
 
-	mu     sync.Mutex
-	ops    store
-	sched  scheduler
-	views  viewCache
-	closes closeQueue
-	disc   discovery
-	batch  batchState
-	caps   capacityState
-	wsErrs map[string]model.ErrorInfo // the workspace's errors, by call or kind
-	// lastErr is the last error of any call (Health).
-	lastErr *model.ErrorInfo
-	// lastRetry is the last attempt that failed and is retried (Health).
-	lastRetry *model.ErrorInfo
-	round     uint64 // RunOnce rounds
-	polls     int64  // per-operation status polls made
-	fresh     Freshness
+	mu    sync.Mutex
+	book  ledger        // the followed operations, their views, the close queue (ledger.go)
+	sched scheduler     // when each is polled, and how many calls are in flight
+	disc  discovery     // the discovery rounds' own state
+	batch batchState    // the batch rounds' own state
+	caps  capacityState // the capacity rounds' own state
+	hs    engineAccount // the engine's own account: errors, rounds, polls, freshness
 }
 
 // NewEngine builds an engine; nothing runs until Run or RunOnce.
@@ -146,15 +137,13 @@ func NewEngine(o Options) *Engine {
 		o.FinishedEvery = o.Thresholds.WithDefaults().LeakAfter / 4
 	}
 	e := &Engine{
-		o:      o,
-		clk:    retry.ClockOr(o.Clock),
-		out:    newEmitter(),
-		ops:    newStore(),
-		views:  newViewCache(o.Thresholds),
-		closes: closeQueue{},
-		wsErrs: map[string]model.ErrorInfo{},
-		caps:   capacityState{mem: memLearned{}},
-		sched:  scheduler{lim: newLimiter(o.MaxInFlight)},
+		o:     o,
+		clk:   retry.ClockOr(o.Clock),
+		out:   newEmitter(),
+		book:  ledger{ops: newStore(), views: newViewCache(o.Thresholds), closes: closeQueue{}},
+		hs:    engineAccount{wsErrs: map[string]model.ErrorInfo{}},
+		caps:  capacityState{mem: memLearned{}},
+		sched: scheduler{lim: newLimiter(o.MaxInFlight)},
 	}
 	e.loop.wake = make(chan struct{}, 1)
 	po := o.Policy
@@ -305,7 +294,7 @@ func (e *Engine) dispatch(now time.Time, limit int, spawn func(func(context.Cont
 // startCloses starts the queued closes that are due and returns when the
 // next one is (zero: none waits), e.mu held.
 func (e *Engine) startCloses(now time.Time, spawn func(func(context.Context))) time.Time {
-	due, next := e.closes.due(now)
+	due, next := e.book.closes.due(now)
 	for _, en := range due {
 		en.closing = true
 		spawn(func(ctx context.Context) { e.closeRound(ctx, en) })
@@ -321,7 +310,7 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.disc.running = true
 	// The round starts before discovery: a state that discovery's listing
 	// confirms (batch mode) is read in this round.
-	e.round++
+	e.hs.round++
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
@@ -406,7 +395,7 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 // retire stops polling en; it stays in the snapshot for retainFor.
 func (e *Engine) retire(en *entry, now time.Time) {
 	e.sched.remove(en)
-	e.ops.retire(en, now)
+	e.book.ops.retire(en, now)
 }
 
 // log writes one record with the engine's workspace attribute; the

@@ -50,13 +50,13 @@ func (e *Engine) observe(r retry.Report) {
 	}
 	e.mu.Lock()
 	now := e.clk.Now()
-	en := e.ops.get(r.Call.OpID)
+	en := e.book.ops.get(r.Call.OpID)
 	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
-		e.views.touch(en)
+		e.book.views.touch(en)
 		en.op.Poll.Retries++
 	}
 	if r.GaveUp == nil && info != nil {
-		e.lastRetry = info
+		e.hs.lastRetry = info
 	}
 	e.mu.Unlock()
 	ev := model.Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}

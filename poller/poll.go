@@ -43,7 +43,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	}
 	en.polling, en.probe = false, false
 	e.sched.inflight--
-	e.polls++
+	e.hs.polls++
 	if err != nil && ctx.Err() != nil {
 		// Shutting down, or a RunOnce round's deadline: not a failure of
 		// the operation. It stays scheduled, so the next round (--watch)
@@ -53,7 +53,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		}
 		return
 	}
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
@@ -65,7 +65,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		op.Poll.Failed++
 		info := retry.ErrorInfoOf(err)
 		op.LastError = info
-		e.lastErr = info
+		e.hs.lastErr = info
 		e.notePossiblyReaped(en, now)
 	default:
 		if st.ClientLastActivity != nil && !e.batch.activity {
@@ -88,7 +88,7 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -116,7 +116,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		op.Proxy = st.Proxy
 	}
 	op.LastPollOKAt = now
-	en.readRound = e.round
+	en.readRound = e.hs.round
 	op.Poll.OK++
 	op.LastError = nil
 	op.StatusSource, op.StatusNote = st.Source, st.Note
@@ -140,7 +140,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	} else if e.pastOpenWindow(en, now) {
 		e.retireUnknown(en, now)
 	}
-	e.ops.addLive(en) // a source that took back an end (never query history)
+	e.book.ops.addLive(en) // a source that took back an end (never query history)
 }
 
 // markTerminal records when en ended, once it is known to have ended:
@@ -161,7 +161,7 @@ func markTerminal(en *entry, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -179,7 +179,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		op.Poll.Failed++
 	} else {
 		op.LastPollOKAt = now
-		en.readRound = e.round
+		en.readRound = e.hs.round
 		op.LastError = nil
 	}
 	if !op.Gone {

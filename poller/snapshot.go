@@ -18,13 +18,13 @@ func (e *Engine) Snapshot() model.Snapshot {
 func (e *Engine) snapshot() model.Snapshot {
 	e.mu.Lock()
 	now := e.clk.Now()
-	ens := e.ops.ordered() // kept in order as operations arrive: no sort here
+	ens := e.book.ops.ordered() // kept in order as operations arrive: no sort here
 	// Views are shared with earlier snapshots and re-evaluated only when
 	// their operation changed or a flag deadline or running figure is
 	// due (model.ViewCache): a refresh copies pointers, not operations.
 	views := model.MakeViews(len(ens))
 	for _, en := range ens {
-		views.Add(e.views.view(en, now))
+		views.Add(e.book.views.view(en, now))
 	}
 	eps := make([]model.Endpoint, len(e.caps.eps))
 	for i, ep := range e.caps.eps {
@@ -32,8 +32,8 @@ func (e *Engine) snapshot() model.Snapshot {
 		ep.Samples = append([]model.Sample(nil), ep.Samples...)
 		eps[i] = ep
 	}
-	errs := make([]model.ErrorInfo, 0, len(e.wsErrs)+1)
-	for _, v := range e.wsErrs {
+	errs := make([]model.ErrorInfo, 0, len(e.hs.wsErrs)+1)
+	for _, v := range e.hs.wsErrs {
 		errs = append(errs, v)
 	}
 	if fe := e.freshnessError(); fe != nil {
@@ -55,12 +55,12 @@ func (e *Engine) evalFlags() {
 	defer e.mu.Unlock()
 	now := e.clk.Now()
 	e.evalFreshness(now)
-	e.views.compare(now, e.out.emit)
+	e.book.views.compare(now, e.out.emit)
 	for _, ep := range e.caps.eps {
 		v := model.NewEndpointView(ep, now)
 		key := "endpoint:" + v.Name
-		if len(v.Flags) > 0 || e.views.flags[key] != nil {
-			e.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
+		if len(v.Flags) > 0 || e.book.views.flags[key] != nil {
+			e.book.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
 		}
 	}
 }
@@ -73,23 +73,23 @@ func (e *Engine) Health() Health {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.sched.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
-		Polls: e.polls, Retries: retries, GiveUps: giveUps,
+		Polls: e.hs.polls, Retries: retries, GiveUps: giveUps,
 		EventsDropped: e.out.dropped.Load(), BatchCalls: e.batch.calls,
 		LastDiscovery: e.disc.last, DiscoveryFailures: e.disc.fails,
 		DiscoveryUp: !e.disc.last.IsZero() && !e.disc.failed,
-		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.hs.fresh}
 	h.Capacity.Limit = e.sched.lim.limit(e.sched.rateSum, avail/max(capa, 1))
-	for _, en := range e.ops.ordered() { // a slice: a map walk was a tenth of a refresh
+	for _, en := range e.book.ops.ordered() { // a slice: a map walk was a tenth of a refresh
 		if !en.retired {
 			h.Followed++
 		}
 	}
-	if e.lastErr != nil {
-		le := *e.lastErr
+	if e.hs.lastErr != nil {
+		le := *e.hs.lastErr
 		h.LastError = &le
 	}
-	if e.lastRetry != nil {
-		lr := *e.lastRetry
+	if e.hs.lastRetry != nil {
+		lr := *e.hs.lastRetry
 		h.LastRetry = &lr
 	}
 	return h
