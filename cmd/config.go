@@ -23,6 +23,10 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+	// AuthTimeout bounds resolving the workspace's credentials
+	// (--auth-timeout): past it dbxtop says which credentials it looked
+	// for and what to set, instead of waiting on the SDK's chain.
+	AuthTimeout time.Duration
 	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string
@@ -59,6 +63,9 @@ type SnapshotConfig struct {
 	CapacityProbe bool
 	Timeout       time.Duration
 	Wide          bool // human table: every column, never fitted to the width
+	// Filter keeps only the operations it matches (model.FilterSpec.Text,
+	// the TUI's / syntax); the output and the exit status count only them.
+	Filter string
 }
 
 // SimConfig is `dbxtop sim`'s configuration (and demo's simulator part).
