@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // Admin API paths (docs/proxy.md "Admin API").
@@ -55,6 +56,11 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 	act := func(do func(*Proxy, *http.Request, string) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			id := r.PathValue("id")
+			if _, err := thrift.GUIDFromStatementID(id); err != nil {
+				// Not an id the proxy could hold: refused without repeating it.
+				writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "not a statement id (want a UUID); the proxy has not seen it")
+				return
+			}
 			err := do(p, r, id)
 			switch {
 			case err == nil:

@@ -490,8 +490,7 @@ func (p *Proxy) clientCloseFailed(o *op, err error) {
 		return
 	}
 	now := p.clk.Now()
-	info := retry.ErrorInfoOf(err)
-	info.Message = clean(info.Message)
+	info := cleanInfo(retry.ErrorInfoOf(err))
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.f.Close.ClientError = info
 	o.f.Close.LastError = info

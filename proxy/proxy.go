@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -481,6 +482,19 @@ func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 
 // maxText bounds one client- or server-supplied string the proxy keeps.
 const maxText = 512
+
+// cleanInfo cleans every string of an error the proxy keeps for the
+// admin API: the upstream wrote its code, message and request id.
+func cleanInfo(info *model.ErrorInfo) *model.ErrorInfo {
+	if info == nil {
+		return nil
+	}
+	c := *info
+	c.Call, c.ErrorCode, c.Message = clean(c.Call), clean(c.ErrorCode), clean(c.Message)
+	c.RequestID, c.Workspace = clean(c.RequestID), clean(c.Workspace)
+	c.Kind = model.ErrorKind(clean(string(c.Kind)))
+	return &c
+}
 
 // clean makes server- or client-supplied text safe for output (the
 // project's one sanitiser, textfmt.Line): one line, no control character,

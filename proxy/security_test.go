@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	athrift "github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/thrift"
+	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
+)
+
+// Every string of an error the proxy keeps for the admin API is cleaned:
+// a new string field of model.ErrorInfo that cleanInfo misses fails here.
+func TestCleanInfoCleansEveryString(t *testing.T) {
+	hostile := "\x1b]0;pwned\x07\x1b[2J\u202eevil"
+	var in model.ErrorInfo
+	v := reflect.ValueOf(&in).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).Kind() == reflect.String {
+			v.Field(i).SetString(hostile)
+		}
+	}
+	out := reflect.ValueOf(cleanInfo(&in)).Elem()
+	for i := 0; i < out.NumField(); i++ {
+		if out.Field(i).Kind() != reflect.String {
+			continue
+		}
+		if got := out.Field(i).String(); strings.ContainsAny(got, "\x1b\x07\u202e") {
+			t.Errorf("ErrorInfo.%s not cleaned: %q", out.Type().Field(i).Name, got)
+		}
+	}
+}
+
+// The upstream's error code for a client's failed close reaches the admin
+// API cleaned; an id of any length is not repeated by a 404.
+func TestAdminAnswersCleanAndBounded(t *testing.T) {
+	s := startSim(t, "")
+	simURL, _ := url.Parse(s.URL())
+	rp := httputil.NewSingleHostReverseProxy(simURL)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if name, _ := thrift.PeekCallName(b); name == "CloseOperation" {
+			// A Thrift error status whose SQL state (the error code the
+			// admin API shows) carries escapes.
+			ctx := context.Background()
+			_, _, seq, _ := thrift.NewReadProtocol(b).ReadMessageBegin(ctx)
+			buf := athrift.NewTMemoryBuffer()
+			out := athrift.NewTBinaryProtocolConf(buf, nil)
+			_ = out.WriteMessageBegin(ctx, name, athrift.REPLY, seq)
+			sqlState, msg := "\x1b]0;pwned\x07\x1b[2JEVIL", "x\x1b[31m"
+			res := &tc.TCLIServiceCloseOperationResult{Success: &tc.TCloseOperationResp{Status: &tc.TStatus{
+				StatusCode: tc.TStatusCode_ERROR_STATUS, SqlState: &sqlState, ErrorMessage: &msg}}}
+			_ = res.Write(ctx, out)
+			_ = out.WriteMessageEnd(ctx)
+			w.Header().Set("Content-Type", "application/x-thrift")
+			_, _ = w.Write(buf.Bytes())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		rp.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	p := startProxy(t, front.URL, Options{CloseDefer: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client(t, p.URL(), s.Token(), "testapp/1.0")
+	op := execute(ctx, t, c, s.WarehouseIDs()[0], "SELECT 1")
+	if err := c.CloseOperation(ctx, op.Ref); err == nil {
+		t.Fatal("the front's close failure did not happen")
+	}
+	var doc OperationsDoc
+	adminGet(t, p, PathOperations, &doc)
+	if len(doc.Operations) != 1 || doc.Operations[0].Close.ClientError == nil {
+		t.Fatalf("facts: %+v", doc.Operations)
+	}
+	ce := doc.Operations[0].Close.ClientError
+	if !strings.Contains(ce.ErrorCode, "EVIL") || strings.ContainsAny(ce.ErrorCode+ce.Message, "\x1b\x07") {
+		t.Errorf("client error in the admin API not cleaned: %+v", ce)
+	}
+	if doc.Operations[0].Close.Outcome != sources.ProxyCloseFailed {
+		t.Errorf("outcome %s", doc.Operations[0].Close.Outcome)
+	}
+
+	long := strings.Repeat("a", 10_000) + "\x1b[2J"
+	for _, id := range []string{long, randomStatementID()} {
+		req, _ := http.NewRequest(http.MethodPost, p.AdminURL()+PathOperations+"/"+url.PathEscape(id)+"/close", nil)
+		req.Header.Set("Authorization", "Bearer "+p.AdminToken())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || len(body) > 300 || bytes.Contains(body, []byte("aaaaaaaaa")) || bytes.Contains(body, []byte("\x1b")) {
+			t.Errorf("close of an unknown id of %d bytes: %d, %d bytes: %.200s", len(id), resp.StatusCode, len(body), body)
+		}
+	}
+}
