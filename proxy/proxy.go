@@ -386,6 +386,13 @@ func ParseUpstream(s string) (*url.URL, error) {
 // ServeHTTP forwards a client's request upstream.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.stats.requests.Add(1)
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Which one would the server read? The proxy would attribute the
+		// call to the first: refused, never forwarded.
+		p.stats.clientErrors.Add(1)
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "dbxtop-proxy: the request carries more than one Authorization header; send one")
+		return
+	}
 	why, release := p.limits.admit(r)
 	if why != "" {
 		p.refuseLimited(w, why)

@@ -21,6 +21,30 @@ import (
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
 )
 
+// A request with two Authorization headers is refused with 400 and never
+// reaches the server (which one would it read?).
+func TestTwoAuthorizationHeadersRefused(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{})
+	before := s.Stats().Requests["OpenSession"]
+	req, _ := http.NewRequest(http.MethodPost, p.URL()+"/sql/1.0/warehouses/"+s.WarehouseIDs()[0], bytes.NewReader(emptyArgs("OpenSession")))
+	req.Header.Set("Content-Type", "application/x-thrift")
+	req.Header.Add("Authorization", "Bearer "+s.Token())
+	req.Header.Add("Authorization", "Bearer dapi-someone-else")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "more than one Authorization") {
+		t.Errorf("two Authorization headers: %d %s, want 400 saying why", resp.StatusCode, body)
+	}
+	if n := s.Stats().Requests["OpenSession"]; n != before {
+		t.Errorf("the request reached the server (%d OpenSession, was %d)", n, before)
+	}
+}
+
 // Every string of an error the proxy keeps for the admin API is cleaned:
 // a new string field of model.ErrorInfo that cleanInfo misses fails here.
 func TestCleanInfoCleansEveryString(t *testing.T) {
