@@ -3,13 +3,18 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +134,68 @@ func TestAdminAnswersCleanAndBounded(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound || len(body) > 300 || bytes.Contains(body, []byte("aaaaaaaaa")) || bytes.Contains(body, []byte("\x1b")) {
 			t.Errorf("close of an unknown id of %d bytes: %d, %d bytes: %.200s", len(id), resp.StatusCode, len(body), body)
+		}
+	}
+}
+
+// syncBuffer is a log sink tests read while the proxy writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A close-queue file open to others gets one warning; its thousands of
+// entries get one line, not one each; an entry dated in the future counts
+// from now and expires like the others.
+func TestCloseQueueFileReadOnce(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "q.json")
+	now := time.Now()
+	doc := queueFile{Version: 1}
+	for i := 0; i < 5000; i++ {
+		doc.Closes = append(doc.Closes, persistedClose{StatementID: randomStatementID(), Secret: randomSecret(), QueuedAt: now.Add(-time.Minute)})
+	}
+	future := randomStatementID()
+	doc.Closes = append(doc.Closes,
+		persistedClose{StatementID: future, QueuedAt: now.Add(100 * 24 * time.Hour)},
+		persistedClose{StatementID: randomStatementID(), QueuedAt: now.Add(-48 * time.Hour)},
+		persistedClose{StatementID: "../../etc", QueuedAt: now})
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(state, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	p, err := New(Options{Upstream: "http://127.0.0.1:1", StateFile: state, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.resumeQueue(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "\n"); n > 3 {
+		t.Errorf("%d log lines for one file, want at most 3:\n%.600s", n, out)
+	}
+	if !strings.Contains(out, "open to other users") || !strings.Contains(out, "count=5001") {
+		t.Errorf("log does not warn of the mode or count the entries:\n%s", out)
+	}
+	if len(p.kept) != 5001 {
+		t.Errorf("kept %d entries, want 5001 (the expired and the invalid dropped)", len(p.kept))
+	}
+	for _, e := range p.kept {
+		if e.StatementID == future && e.QueuedAt.After(time.Now()) {
+			t.Errorf("an entry dated in the future keeps its date %s: it would never expire", e.QueuedAt)
 		}
 	}
 }
