@@ -49,6 +49,7 @@ type ProxyConfig struct {
 	DrainTimeout      time.Duration
 	MaxConns          int
 	MaxConnsPerClient int
+	QueueWait         time.Duration
 	// StateFile persists the close queue ("" with StateErr: memory only).
 	StateFile string
 	StateErr  error
@@ -155,9 +156,11 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(newDuration(&cfg.UpstreamIdle, proxy.DefaultUpstreamIdleTimeout, time.Second), "upstream-idle-timeout",
 		"retire a pooled upstream connection idle this long, before the server or a load balancer closes it")
 	fs.Var(newInt(&cfg.MaxConns, 0, 0, 1_000_000), "max-conns",
-		"client connections held at most; beyond, a request is answered 503 with Retry-After (0: no limit)")
+		"client requests in flight at most (idle connections hold no slot); beyond, a request waits up to --queue-wait, then 503 with Retry-After (0: no limit)")
 	fs.Var(newInt(&cfg.MaxConnsPerClient, 0, 0, 1_000_000), "max-conns-per-client",
-		"requests in flight per client (one Authorization value, kept hashed); beyond, 503 with Retry-After (0: off)")
+		"requests in flight per client (one credential: Bearer T and Basic token:T are one); beyond, a request waits up to --queue-wait, then 503 (0: off)")
+	fs.Var(newDuration(&cfg.QueueWait, proxy.DefaultQueueWait, time.Millisecond), "queue-wait",
+		"how long a request over --max-conns or --max-conns-per-client waits for a slot before it is refused")
 	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
 		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
@@ -223,7 +226,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
 		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
 		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
-		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient}
+		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient, QueueWait: c.QueueWait}
 	if c.StateErr != nil {
 		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
 	}

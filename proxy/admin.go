@@ -88,6 +88,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 			writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "the admin API needs Authorization: Bearer <admin token>")
 			return
 		}
+		markAuthenticated(r.Context())
 		mux.ServeHTTP(w, r)
 	})
 }

@@ -55,6 +55,14 @@ var healable = map[string]bool{
 type observer struct{ p *Proxy }
 
 func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.roundTrip(req)
+	if accepted(req, resp) {
+		markAuthenticated(req.Context())
+	}
+	return resp, err
+}
+
+func (t *observer) roundTrip(req *http.Request) (*http.Response, error) {
 	p := t.p
 	if strings.HasPrefix(req.URL.Path, "/api/") {
 		return t.restRoundTrip(req) // REST: forwarded unchanged (vector.go)
@@ -478,7 +486,7 @@ func (p *Proxy) owned(rq request) (*op, bool) {
 	if o == nil {
 		return nil, false
 	}
-	return o, bytes.Equal(o.secret, rq.secret) && sumAuth(rq.auth) == o.ownerSum()
+	return o, bytes.Equal(o.secret, rq.secret) && p.id.sum(rq.auth) == o.ownerSum()
 }
 
 // clientCloseFailed queues a close the client could not make: the client
@@ -682,7 +690,7 @@ func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 		return
 	}
 	if !ok {
-		if rq.call == "CloseOperation" && sumAuth(rq.auth) == o.ownerSum() {
+		if rq.call == "CloseOperation" && p.id.sum(rq.auth) == o.ownerSum() {
 			p.clientCloseFailed(o, serr)
 		}
 		return
@@ -775,7 +783,7 @@ func (p *Proxy) setAuth(auth *string, owner *authSum, h string) {
 	if h == "" {
 		return
 	}
-	*owner = sumAuth(h)
+	*owner = p.id.sum(h)
 	if p.o.ActAs == ActAsClient {
 		*auth = h
 	}

@@ -85,10 +85,13 @@ type Options struct {
 	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
 	// before the server or a load balancer closes it under a request.
 	UpstreamIdleTimeout time.Duration
-	// MaxConns bounds open client connections and MaxConnsPerClient the
-	// requests in flight per Authorization value (0: no limit); beyond
-	// them a request is answered 503 with Retry-After.
+	// MaxConns bounds the client requests in flight in total and
+	// MaxConnsPerClient those of one client, one credential (0: no
+	// limit); idle connections hold no slot. A request beyond them waits
+	// up to QueueWait (default DefaultQueueWait) for a slot, then is
+	// answered 503 with Retry-After.
 	MaxConns, MaxConnsPerClient int
+	QueueWait                   time.Duration
 	// StateFile persists the close queue (handles and secrets, never
 	// credentials); "" keeps it in memory only. See StateFile().
 	StateFile string
@@ -185,7 +188,8 @@ type Proxy struct {
 	stats    counters
 	vec      vectorState // the REST leg's Vector Search writes (vector.go)
 	metrics  *metrics
-	limits   limiter
+	limits   *limiter
+	id       identity // client identities (owner key)
 	health   upstreamHealth
 	log      *slog.Logger
 	started  time.Time
@@ -217,7 +221,12 @@ func New(o Options) (*Proxy, error) {
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
 	p.metrics = newMetrics(p)
-	p.limits = limiter{maxConns: o.MaxConns, perClient: o.MaxConnsPerClient, busy: map[authSum]int{}}
+	key, err := loadOwnerKey(o.StateFile, p.log)
+	if err != nil {
+		return nil, err
+	}
+	p.id = identity{key: key}
+	p.limits = newLimiter(o.MaxConns, o.MaxConnsPerClient, o.QueueWait, p.id)
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
@@ -393,7 +402,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "dbxtop-proxy: the request carries more than one Authorization header; send one")
 		return
 	}
-	why, release := p.limits.admit(r)
+	why, waited, release := p.limits.admit(r)
+	if waited {
+		p.stats.waited.Add(1)
+	}
 	if why != "" {
 		p.refuseLimited(w, why)
 		return

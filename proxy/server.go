@@ -28,6 +28,10 @@ type ServeOptions struct {
 	// ReadTimeout bounds reading one client request, headers and body
 	// (default DefaultReadTimeout): a client trickling its body is cut.
 	ReadTimeout time.Duration
+	// PreAuthTimeout bounds a connection no credential was accepted on
+	// yet: each request read, and each idle wait (default
+	// DefaultPreAuthTimeout).
+	PreAuthTimeout time.Duration
 }
 
 // DefaultReadTimeout bounds reading a client's request: a Thrift request
@@ -107,9 +111,12 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if so.ReadTimeout <= 0 {
 		so.ReadTimeout = DefaultReadTimeout
 	}
-	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute,
-		ConnState: p.limits.connState}
-	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout,
+		IdleTimeout: clientIdleTimeout, MaxHeaderBytes: clientMaxHeaderBytes}
+	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: adminIdleTimeout, MaxHeaderBytes: adminMaxHeaderBytes}
+	guardServer(s.srv)
+	guardServer(s.admin)
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -171,6 +178,11 @@ func listen(so ServeOptions, tcfg *tls.Config) (ln, aln net.Listener, err error)
 		_ = ln.Close()
 		return nil, nil, fmt.Errorf("proxy: admin API: listening on %s: %w", so.AdminListen, err)
 	}
+	preAuth := so.PreAuthTimeout
+	if preAuth <= 0 {
+		preAuth = DefaultPreAuthTimeout
+	}
+	ln, aln = guardedListener{ln, preAuth}, guardedListener{aln, preAuth}
 	if tcfg != nil {
 		ln = tls.NewListener(ln, tcfg)
 		aln = tls.NewListener(aln, tcfg.Clone())

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"container/heap"
-	"crypto/sha256"
 	"sort"
 	"strings"
 	"sync"
@@ -24,17 +23,6 @@ const (
 	// so no single RPC pays for a backlog.
 	maxEvictPerPass = 256
 )
-
-// authSum identifies a client by its Authorization header without
-// keeping the header: whose session or operation this is.
-type authSum [sha256.Size]byte
-
-func sumAuth(h string) authSum {
-	if h == "" {
-		return authSum{}
-	}
-	return sha256.Sum256([]byte(h))
-}
 
 // session is a client session the upstream confirmed (an OpenSession
 // answered with success, or a successful call on it).
