@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -456,5 +457,46 @@ func TestVectorAnswersEncodedOrLarge(t *testing.T) {
 	d := vectorDoc(t, p)
 	if d.Undecoded != 1 || len(d.Refusals) != 1 || d.Refusals[0].RequestID != "rid-gz" || indexOf(d, "a.b.big").Upserts != 1 {
 		t.Errorf("doc %+v", d)
+	}
+}
+
+// Only server-confirmed facts enter the index table: upserts refused for
+// their made-up token, or naming an index the server does not know,
+// record nothing, so they cannot push a real index out of it.
+func TestRefusedUpsertsRecordNothing(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{})
+	send := func(token, index string) int {
+		req, _ := http.NewRequest(http.MethodPost, p.URL()+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", strings.NewReader(upsertBody(1)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const n = 300
+	for i := 0; i < n; i++ {
+		if code := send("dapi-made-up-"+strconv.Itoa(i), "cat.schema.idx"+strconv.Itoa(i)); code != http.StatusUnauthorized {
+			t.Fatalf("premise: a made-up token gets 401, got %d", code)
+		}
+		if i%10 == 0 {
+			if code := send(s.Token(), "no.such.idx"+strconv.Itoa(i)); code != http.StatusNotFound {
+				t.Fatalf("premise: an unknown index gets 404, got %d", code)
+			}
+		}
+	}
+	d := vectorDoc(t, p)
+	if len(d.Indexes) != 0 || d.NotRecorded != n+n/10 {
+		t.Fatalf("after %d refused upserts: %d indexes, not_recorded %d", n+n/10, len(d.Indexes), d.NotRecorded)
+	}
+	if code := send(s.Token(), directIdx); code != http.StatusOK {
+		t.Fatalf("real upsert: %d", code)
+	}
+	if ix := indexOf(vectorDoc(t, p), directIdx); ix.Upserts != 1 || ix.RowsWritten != 1 {
+		t.Errorf("the real upsert: %+v", ix)
 	}
 }
