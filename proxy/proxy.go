@@ -196,8 +196,10 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
-	// lastFullLog: the last "table full" log line (store lock).
-	lastFullLog time.Time
+	// lastFullLog: the last "table full" log line; lastEvictLog the last
+	// eviction line, evictPending the evictions since (store lock).
+	lastFullLog, lastEvictLog time.Time
+	evictPending              int64
 	// kept: persisted closes the proxy cannot make (store lock).
 	kept []persistedClose
 }
@@ -216,8 +218,9 @@ func New(o Options) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(logfWriter(o.Logf), nil))
 	}
-	p.st.onEvict = func(o *op, why string) {
-		p.log.Info("operation evicted", "statement_id", o.f.StatementID, "outcome", o.f.Close.Outcome, "reason", why)
+	p.st.onEvict = func(*op, string) {
+		p.evictPending++
+		p.logEvictions()
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
 	p.metrics = newMetrics(p)
@@ -492,6 +495,22 @@ func (p *Proxy) notRecorded(id string) {
 	p.lastFullLog = now
 	p.log.Warn("table full of open operations: forwarded, not recorded", "handle", id,
 		"max_operations", p.st.max, "not_recorded_total", p.st.notRecorded)
+}
+
+// logEvictions logs the evictions since the last line, at most once a
+// minute: at the cap every new operation evicts one, and a line each
+// would fill the disk. The metric counts each. Called with the store
+// locked.
+func (p *Proxy) logEvictions() {
+	now := p.clk.Now()
+	if p.evictPending == 0 || now.Sub(p.lastEvictLog) < time.Minute {
+		return
+	}
+	p.lastEvictLog = now
+	p.log.Warn("finished operations evicted before --retain-finished: the table is full", "evicted", p.evictPending,
+		"evicted_total", p.st.evicted, "max_operations", p.st.max, "retain_finished", p.st.retain.String(),
+		"fix", "raise --max-operations or lower --retain-finished (held = statements/s × retention)")
+	p.evictPending = 0
 }
 
 type wallClock struct{}

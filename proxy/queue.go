@@ -74,6 +74,7 @@ func (p *Proxy) tick(ctx context.Context) {
 	var jobs []job
 	p.st.mu.Lock()
 	p.st.age(now)
+	p.logEvictions()
 	for _, o := range p.st.due(now) {
 		if !o.open() {
 			continue

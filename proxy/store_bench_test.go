@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,30 @@ func TestAgeingKeepsActivity(t *testing.T) {
 	}
 	if s.sessions["idle"] != nil || idle.open != nil {
 		t.Error("the idle session with nothing open was not forgotten")
+	}
+}
+
+// At the cap every new operation evicts a finished one: each is counted,
+// and logged in one line a minute, not one line each.
+func TestEvictionsLoggedInAggregate(t *testing.T) {
+	var logs syncBuffer
+	p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: 100, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+	running := model.StateRunning
+	const n = 5000
+	for i := 0; i < n; i++ {
+		rq := request{call: "GetOperationStatus", opID: fmt.Sprintf("op-%d", i), auth: "Bearer x"}
+		p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
+		rq.call = "CloseOperation"
+		p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
+	}
+	if st := p.Stats(); st.Evicted < n-200 {
+		t.Fatalf("evicted %d, want about %d", st.Evicted, n-100)
+	}
+	if lines := strings.Count(logs.String(), "\n"); lines != 1 {
+		t.Errorf("%d log lines for %d evictions within a minute, want 1:\n%.500s", lines, p.Stats().Evicted, logs.String())
 	}
 }
