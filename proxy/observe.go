@@ -541,6 +541,11 @@ func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 	if !ok {
 		p.stats.refusedCalls.Add(1)
 	}
+	if len(p.st.awaiting) > 0 {
+		// The server answered this credential (a refusal is an HTTP 401
+		// or 403, never a reply): its owner's resumed closes may go ahead.
+		p.adoptOwner(rq.auth, now)
+	}
 	switch rq.call {
 	case "OpenSession":
 		if ok {

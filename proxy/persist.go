@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,10 @@ type persistedClose struct {
 	Secret      []byte    `json:"secret"`
 	HTTPPath    string    `json:"http_path"`
 	QueuedAt    time.Time `json:"queued_at"`
+	// Owner identifies the client whose close it was: the HMAC of its
+	// credential under the owner key (hex), never the credential or a
+	// plain digest of it. "" when unknown.
+	Owner string `json:"owner,omitempty"`
 }
 
 type queueFile struct {
@@ -73,8 +78,12 @@ func StateFile(getenv func(string) string, listen string) (string, error) {
 func (p *Proxy) queueEntries() []persistedClose {
 	out := append([]persistedClose(nil), p.kept...)
 	for _, o := range p.st.queuedOps() {
-		out = append(out, persistedClose{StatementID: o.f.StatementID, Secret: append([]byte(nil), o.secret...),
-			HTTPPath: o.f.HTTPPath, QueuedAt: o.queuedAt})
+		e := persistedClose{StatementID: o.f.StatementID, Secret: append([]byte(nil), o.secret...),
+			HTTPPath: o.f.HTTPPath, QueuedAt: o.queuedAt}
+		if sum := o.ownerSum(); sum != (authSum{}) {
+			e.Owner = hex.EncodeToString(sum[:])
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -156,8 +165,8 @@ func (p *Proxy) resumeQueue() error {
 
 // resumed counts what resumeQueue did with the file's entries.
 type resumed struct {
-	queued, kept, expired, invalid int
-	oldest                         time.Time
+	queued, awaiting, kept, expired, invalid int
+	oldest                                   time.Time
 }
 
 func (r *resumed) log(p *Proxy, now time.Time) {
@@ -165,8 +174,12 @@ func (r *resumed) log(p *Proxy, now time.Time) {
 	if r.queued > 0 {
 		p.log.Info("persisted closes resumed", "file", file, "count", r.queued, "oldest_queued_at", r.oldest.UTC())
 	}
+	if r.awaiting > 0 {
+		p.log.Info("persisted closes wait for their clients: each is made when its client's credentials are accepted again (or at once with --act-as proxy)",
+			"file", file, "count", r.awaiting, "oldest_queued_at", r.oldest.UTC())
+	}
 	if r.kept > 0 {
-		p.log.Warn("persisted closes not closable with --act-as client: the client's credentials are never persisted; kept for a start with --act-as proxy, else the server reaps them",
+		p.log.Warn("persisted closes without an owner are not closable with --act-as client; kept for a start with --act-as proxy, else the server reaps them",
 			"file", file, "count", r.kept, "oldest_queued_at", r.oldest.UTC(), "kept_until", r.oldest.Add(keepUnclosable).UTC())
 	}
 	if r.expired+r.invalid > 0 {
@@ -192,7 +205,8 @@ func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 	if r.oldest.IsZero() || e.QueuedAt.Before(r.oldest) {
 		r.oldest = e.QueuedAt
 	}
-	if p.o.ActAs != ActAsProxy {
+	owner, hasOwner := parseOwner(e.Owner)
+	if p.o.ActAs != ActAsProxy && !hasOwner {
 		p.kept = append(p.kept, e)
 		r.kept++
 		return
@@ -204,15 +218,51 @@ func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 	if o == nil {
 		return
 	}
-	r.queued++
 	o.f.LearnedAfterStart = true
 	o.f.State = model.StateUnknown
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.queuedAt = e.QueuedAt
+	o.owner = owner
 	p.st.setQueued(o, true)
+	if p.o.ActAs != ActAsProxy {
+		// No credential survives a restart: the close waits for its
+		// owner to be seen again (adoptOwner).
+		r.awaiting++
+		p.st.await(o)
+		o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile)+"; waits for its client's credentials to be accepted again", "")
+		return
+	}
+	r.queued++
 	o.f.Close.NextTry = now
 	p.st.arm(o, now)
 	o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile), "")
+}
+
+// parseOwner reads a persisted owner identity.
+func parseOwner(s string) (authSum, bool) {
+	var sum authSum
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(sum) {
+		return sum, false
+	}
+	copy(sum[:], b)
+	return sum, sum != authSum{}
+}
+
+// adoptOwner gives the credentials the server just accepted to the
+// resumed closes of the same client (one identity), and makes them due:
+// a close queued before a restart completes when its client returns.
+// Called with the store locked.
+func (p *Proxy) adoptOwner(auth string, now time.Time) {
+	if auth == "" || p.o.ActAs != ActAsClient {
+		return
+	}
+	for _, o := range p.st.adopt(p.id.sum(auth)) {
+		o.auth = auth
+		o.f.Close.NextTry = now
+		p.st.arm(o, now)
+		o.event(now, "owner-returned", "its client's credentials were accepted again; the queued close goes ahead", "client")
+	}
 }
 
 // flushQueue runs every queued close once now, whatever its next try

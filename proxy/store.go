@@ -154,9 +154,11 @@ type store struct {
 	timers           timers
 	queued           int
 	queuedSet        map[*op]struct{}
-	queueDirty       bool // the close queue changed since it was persisted
-	evicted          int64
-	notRecorded      int64
+	// awaiting: resumed closes waiting for their owner's credentials.
+	awaiting    map[authSum]map[*op]struct{}
+	queueDirty  bool // the close queue changed since it was persisted
+	evicted     int64
+	notRecorded int64
 	// onEvict and onFull report (with the lock held; they must not block).
 	onEvict func(o *op, why string)
 	onFull  func(id string)
@@ -170,7 +172,8 @@ func newStore(retain time.Duration, max int) *store {
 		max = DefaultMaxOperations
 	}
 	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{}, queuedSet: map[*op]struct{}{},
-		onEvict: func(*op, string) {}, onFull: func(string) {}}
+		awaiting: map[authSum]map[*op]struct{}{},
+		onEvict:  func(*op, string) {}, onFull: func(string) {}}
 }
 
 // warehouseFromPath reads <id> from /sql/1.0/warehouses/<id>.
@@ -230,6 +233,40 @@ func (s *store) setQueued(o *op, q bool) {
 		s.queued--
 		delete(s.queuedSet, o)
 		o.f.Close.NextTry = time.Time{}
+	}
+}
+
+// await files a resumed close under its owner until the owner returns.
+func (s *store) await(o *op) {
+	set := s.awaiting[o.owner]
+	if set == nil {
+		set = map[*op]struct{}{}
+		s.awaiting[o.owner] = set
+	}
+	set[o] = struct{}{}
+}
+
+// adopt takes the closes awaiting owner out of waiting.
+func (s *store) adopt(owner authSum) []*op {
+	set := s.awaiting[owner]
+	if set == nil {
+		return nil
+	}
+	delete(s.awaiting, owner)
+	out := make([]*op, 0, len(set))
+	for o := range set {
+		out = append(out, o)
+	}
+	return out
+}
+
+// unawait forgets o's wait (it ended another way).
+func (s *store) unawait(o *op) {
+	if set := s.awaiting[o.owner]; set != nil {
+		delete(set, o)
+		if len(set) == 0 {
+			delete(s.awaiting, o.owner)
+		}
 	}
 }
 
@@ -395,6 +432,9 @@ func (s *store) setClosed(o *op, outcome string, now time.Time) {
 	o.auth = ""
 	if o.sess != nil {
 		delete(o.sess.open, o)
+	}
+	if len(s.awaiting) > 0 {
+		s.unawait(o)
 	}
 	s.arm(o, time.Time{})
 	s.finPushBack(o)
