@@ -162,7 +162,7 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(newDuration(&cfg.QueueWait, proxy.DefaultQueueWait, time.Millisecond), "queue-wait",
 		"how long a request over --max-conns or --max-conns-per-client waits for a slot before it is refused")
 	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
-		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
+		"on SIGTERM/SIGINT, serve held sessions and operations (new sessions refused, /v1/ready failing) until they end or this long")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
 		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
 }
@@ -264,12 +264,11 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		return 1
 	}
 	drain := func(context.Context) error {
-		// The drain has its own bound: --drain-timeout, not the generic grace.
-		dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout+15*time.Second)
-		defer cancel()
-		sctx, scancel := context.WithTimeout(dctx, c.DrainTimeout)
+		// The drain has its own bound: --drain-timeout, not the generic
+		// grace; then requests in flight get a few seconds more.
+		sctx, scancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 		defer scancel()
-		return srv.Close(sctx)
+		return srv.Drain(sctx)
 	}
 	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), drain, stdout, stderr)
 }

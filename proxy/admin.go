@@ -82,6 +82,10 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 			p.serveHealth(w, r)
 			return
 		}
+		if r.URL.Path == PathReady && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			p.serveReady(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dbxtop-proxy admin"`)

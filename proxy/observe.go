@@ -96,6 +96,9 @@ func (t *observer) roundTrip(req *http.Request) (*http.Response, error) {
 	if rq.call != "" && !rq.decoded && isFollowed(rq.call) {
 		p.stats.undecodable.Add(1)
 	}
+	if rq.call == "OpenSession" && p.draining.Load() {
+		return p.refuseOpenSession(req), nil
+	}
 	rq.path, rq.ua, rq.auth = req.URL.Path, req.Header.Get("User-Agent"), req.Header.Get("Authorization")
 	tr := p.observeRequest(rq)
 

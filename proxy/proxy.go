@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -194,6 +195,10 @@ type Proxy struct {
 	log      *slog.Logger
 	started  time.Time
 	wg       sync.WaitGroup
+	// draining: a drain has begun (drain.go); inflight counts client
+	// requests being served.
+	draining atomic.Bool
+	inflight atomic.Int64
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
 	// lastFullLog: the last "table full" log line; lastEvictLog the last
@@ -414,6 +419,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, &callSlot{})))
 }
 
