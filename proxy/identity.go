@@ -7,11 +7,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
 )
@@ -26,8 +29,16 @@ type authSum [sha256.Size]byte
 // ownerKeySize is the owner key's length in bytes.
 const ownerKeySize = 32
 
-// identity turns Authorization headers into client identities.
-type identity struct{ key []byte }
+// identity turns Authorization headers into client identities. Its
+// HMACs are pooled: one is computed per confirmed call.
+type identity struct {
+	key  []byte
+	pool *sync.Pool
+}
+
+func newIdentity(key []byte) identity {
+	return identity{key: key, pool: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+}
 
 // sum is the client identity of an Authorization header; the zero
 // authSum for none.
@@ -36,9 +47,13 @@ func (id identity) sum(h string) authSum {
 	if h == "" {
 		return out
 	}
-	m := hmac.New(sha256.New, id.key)
-	m.Write([]byte(credential(h)))
-	copy(out[:], m.Sum(nil))
+	kind, cred := credential(h)
+	m := id.pool.Get().(hash.Hash)
+	m.Reset()
+	_, _ = io.WriteString(m, kind)
+	_, _ = io.WriteString(m, cred)
+	m.Sum(out[:0])
+	id.pool.Put(m)
 	return out
 }
 
@@ -46,27 +61,28 @@ func (id identity) sum(h string) authSum {
 // carries, so that one client is one credential: "Bearer T" and "Basic
 // base64(token:T)" (the personal access token as a password, as JDBC and
 // ODBC send it) are the same T; schemes are case-insensitive. Any other
-// Basic pair and any other scheme stay what they are.
-func credential(h string) string {
+// Basic pair and any other scheme stay what they are. kind keeps the
+// kinds apart.
+func credential(h string) (kind, cred string) {
 	scheme, rest, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok {
-		return "raw:" + h
+		return "raw:", h
 	}
 	rest = strings.TrimSpace(rest)
-	switch strings.ToLower(scheme) {
-	case "bearer":
-		return "token:" + rest
-	case "basic":
+	switch {
+	case strings.EqualFold(scheme, "bearer"):
+		return "token:", rest
+	case strings.EqualFold(scheme, "basic"):
 		b, err := base64.StdEncoding.DecodeString(rest)
 		if err != nil {
-			return "raw:" + h
+			return "raw:", h
 		}
 		if user, pass, ok := strings.Cut(string(b), ":"); ok && user == "token" {
-			return "token:" + pass
+			return "token:", pass
 		}
-		return "basic:" + string(b)
+		return "basic:", string(b)
 	}
-	return "raw:" + h
+	return "raw:", h
 }
 
 // OwnerKeyFile is the owner key's path beside a close queue's file.

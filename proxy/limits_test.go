@@ -62,7 +62,7 @@ func isStatus(err error, code int) bool {
 // A request still without a slot after --queue-wait is answered 503 with
 // Retry-After.
 func TestQueueWaitThenRefused(t *testing.T) {
-	l := newLimiter(1, 0, 50*time.Millisecond, identity{key: []byte("k")})
+	l := newLimiter(1, 0, 50*time.Millisecond, newIdentity([]byte("k")))
 	r := httptest.NewRequest(http.MethodPost, "http://x/", nil)
 	_, _, release := l.admit(r)
 	why, waited, _ := l.admit(r)
@@ -89,7 +89,7 @@ func TestQueueWaitThenRefused(t *testing.T) {
 // Bearer T and Basic token:T are one client; schemes are case-blind;
 // another token or a real user:password pair is another.
 func TestOneCredentialOneClient(t *testing.T) {
-	id := identity{key: []byte("install key")}
+	id := newIdentity([]byte("install key"))
 	basic := func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(s)) }
 	same := []string{"Bearer dapi123", "bearer  dapi123", basic("token:dapi123"), "BASIC " + base64.StdEncoding.EncodeToString([]byte("token:dapi123"))}
 	for _, h := range same[1:] {
@@ -102,7 +102,7 @@ func TestOneCredentialOneClient(t *testing.T) {
 			t.Errorf("%q is the same client as %q", h, same[0])
 		}
 	}
-	if (identity{key: []byte("other key")}).sum(same[0]) == id.sum(same[0]) {
+	if newIdentity([]byte("other key")).sum(same[0]) == id.sum(same[0]) {
 		t.Error("the identity does not depend on the key: a plain digest")
 	}
 	// The limiter counts them as one: Basic waits behind Bearer.

@@ -233,7 +233,7 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.id = identity{key: key}
+	p.id = newIdentity(key)
 	p.limits = newLimiter(o.MaxConns, o.MaxConnsPerClient, o.QueueWait, p.id)
 	if p.clk == nil {
 		p.clk = wallClock{}
