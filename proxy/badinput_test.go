@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,12 +26,6 @@ import (
 type logBuf struct {
 	mu sync.Mutex
 	b  strings.Builder
-}
-
-func (l *logBuf) logf(f string, a ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, f+"\n", a...)
 }
 
 func (l *logBuf) String() string {
@@ -65,7 +60,7 @@ func encodeFetchRows(h *tc.TOperationHandle, maxRows int64) []byte {
 func TestBadInputKeepsServing(t *testing.T) {
 	s := startSim(t, "")
 	logs := &logBuf{}
-	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), Logf: logs.logf})
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	wh := s.WarehouseIDs()[0]
 	path := p.URL() + thrift.DefaultHTTPPath(wh)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -16,7 +16,7 @@ import (
 // preAuth.
 func startGuarded(t *testing.T, upstream string, o Options, preAuth time.Duration) *Server {
 	t.Helper()
-	o.Upstream, o.Logf = upstream, t.Logf
+	o.Upstream, o.Logger = upstream, testLogger(t)
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PreAuthTimeout: preAuth})
 	if err != nil {
 		t.Fatal(err)

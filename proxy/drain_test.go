@@ -19,7 +19,7 @@ import (
 // when it starts is answered before the proxy stops.
 func TestDrainAnswersInFlightRequests(t *testing.T) {
 	s := startSim(t, "")
-	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logf: t.Logf}
+	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logger: testLogger(t)}
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestCloseQueuePersistedAndResumed(t *testing.T) {
 	s := startSim(t, "")
 	state := filepath.Join(t.TempDir(), "state", "q.json")
 	auth := func(r *http.Request) error { r.Header.Set("Authorization", "Bearer "+s.Token()); return nil }
-	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logf: t.Logf, ActAs: ActAsProxy,
+	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logger: testLogger(t), ActAs: ActAsProxy,
 		Authenticate: auth, StateFile: state, CloseDefer: time.Hour}
 	p1, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {

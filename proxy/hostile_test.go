@@ -223,7 +223,7 @@ func TestEmptyArgumentStructsForwardedAndCounted(t *testing.T) {
 // answered 400 and counted as the client's error, not the upstream's.
 func TestTrickledBodyCutAtDeadline(t *testing.T) {
 	s := startSim(t, "")
-	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logf: t.Logf}
+	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logger: testLogger(t)}
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", ReadTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
 	"sync"
@@ -93,7 +94,7 @@ func TestSustainedLoadStaysFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	p := startProxy(t, s.URL(), Options{Heal: true, RetainFinished: retain, Logf: func(string, ...any) {}})
+	p := startProxy(t, s.URL(), Options{Heal: true, RetainFinished: retain, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), total)
 	defer cancel()
 	var done atomic.Int64

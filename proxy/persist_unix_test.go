@@ -20,7 +20,7 @@ func TestCloseQueueFIFORefusedAtStart(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		s, err := Start(context.Background(), Options{Upstream: "http://127.0.0.1:1", StateFile: state, Logf: t.Logf},
+		s, err := Start(context.Background(), Options{Upstream: "http://127.0.0.1:1", StateFile: state, Logger: testLogger(t)},
 			ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 		if err == nil {
 			_ = s.Close(context.Background())

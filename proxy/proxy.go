@@ -60,10 +60,8 @@ type Options struct {
 	Tick time.Duration
 	// Logger receives one structured record per upstream failure, heal,
 	// queued close, abandonment action and eviction; never a token, a
-	// handle secret or SQL text. nil: Logf, else nothing.
+	// handle secret or SQL text. nil: nothing is logged.
 	Logger *slog.Logger
-	// Logf receives the same records as text lines when Logger is nil.
-	Logf func(string, ...any)
 	// ActAs says whose credentials the proxy's own calls use:
 	// ActAsClient (the default: the owning client's, held in memory for
 	// its session only) or ActAsProxy (Authenticate's).
@@ -221,7 +219,7 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
 	p.log = o.Logger
 	if p.log == nil {
-		p.log = slog.New(slog.NewTextHandler(logfWriter(o.Logf), nil))
+		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.st.onEvict = func(*op, string) {
 		p.evictPending++
@@ -479,16 +477,6 @@ func (p *Proxy) CloseIdleConnections() {
 	p.up.CloseIdleConnections()
 	p.fresh.CloseIdleConnections()
 	p.recent.CloseIdleConnections()
-}
-
-// logfWriter turns slog's text lines into Logf calls (nil: discarded).
-type logfWriter func(string, ...any)
-
-func (f logfWriter) Write(b []byte) (int, error) {
-	if f != nil {
-		f("%s", strings.TrimSuffix(string(b), "\n"))
-	}
-	return len(b), nil
 }
 
 // notRecorded reports an operation or session forwarded but not recorded

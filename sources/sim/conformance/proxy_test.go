@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,11 +38,14 @@ type proxyLog struct {
 	b  strings.Builder
 }
 
-func (l *proxyLog) logf(f string, a ...any) {
+func (l *proxyLog) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, f+"\n", a...)
+	return l.b.Write(b)
 }
+
+// logger is the proxy's logger writing into l.
+func (l *proxyLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 func (l *proxyLog) String() string {
 	l.mu.Lock()
@@ -54,7 +58,7 @@ func startProxy(t testing.TB, s *sim.Server, log *proxyLog) *proxy.Server {
 	t.Helper()
 	o := proxy.Options{Upstream: s.URL(), Heal: true, UserAgent: "dbxtop-proxy/conformance"}
 	if log != nil {
-		o.Logf = log.logf
+		o.Logger = log.logger()
 	}
 	p, err := proxy.Start(context.Background(), o, proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
