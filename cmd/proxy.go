@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
@@ -168,7 +169,7 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 }
 
 func checkProxyURL(s string) error {
-	if _, err := proxy.NewAdminClient(s, "x", ""); err != nil {
+	if _, err := adminapi.NewAdminClient(s, "x", ""); err != nil {
 		return fmt.Errorf("want the admin URL dbxtop proxy printed, e.g. http://127.0.0.1:8445")
 	}
 	return nil

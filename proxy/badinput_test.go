@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"log/slog"
 	"net"
@@ -114,8 +115,8 @@ func TestBadInputKeepsServing(t *testing.T) {
 	if n, _, err := runStatement(ctx, c, wh, "SELECT id FROM range(10)"); err != nil || n != 10 {
 		t.Fatalf("after bad input: %d rows, %v", n, err)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	all := logs.String() + fmt.Sprint(doc) + fmt.Sprint(p.Stats())
 	if strings.Contains(all, s.Token()) {
 		t.Error("a client token reached the proxy's log or admin output")
@@ -165,7 +166,7 @@ func TestAdminNeedsToken(t *testing.T) {
 	s := startSim(t, "")
 	p := startProxy(t, s.URL(), Options{})
 	for _, auth := range []string{"", "Bearer wrong", "Bearer " + s.Token()} {
-		req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+PathOperations, nil)
+		req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+adminapi.PathOperations, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -178,8 +179,8 @@ func TestAdminNeedsToken(t *testing.T) {
 			t.Errorf("auth %q: HTTP %d, want 401", auth, resp.StatusCode)
 		}
 	}
-	var h Health
-	if code := adminGet(t, p, PathHealth, &h); code != 200 || h.Status != "ok" {
+	var h adminapi.Health
+	if code := adminGet(t, p, adminapi.PathHealth, &h); code != 200 || h.Status != "ok" {
 		t.Errorf("health: %d %+v", code, h)
 	}
 }

@@ -2,16 +2,12 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 )
-
-// PathReady is the admin listener's readiness path: 200 while the proxy
-// takes new sessions, 503 once it drains. /v1/health stays as it was
-// (the process runs, the upstream answers).
-const PathReady = "/v1/ready"
 
 // drainGrace bounds the requests still in flight once the drain's wait
 // is over: the listener then closes and they get this long to finish.
@@ -64,7 +60,7 @@ func (p *Proxy) busy() (requests int64, open int) {
 func (s *Server) Drain(ctx context.Context) error {
 	t0 := time.Now()
 	s.draining.Store(true)
-	s.log.Info("draining: /v1/ready fails and new sessions are refused; held sessions and operations are served until they end", "ready", PathReady)
+	s.log.Info("draining: /v1/ready fails and new sessions are refused; held sessions and operations are served until they end", "ready", adminapi.PathReady)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {

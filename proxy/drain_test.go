@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"log/slog"
 	"net/http"
 	"os"
@@ -148,7 +149,7 @@ func TestDrainKeepsQueriesAlive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wh := s.WarehouseIDs()[0]
-	if code := adminGet(t, p, PathReady, nil); code != http.StatusOK {
+	if code := adminGet(t, p, adminapi.PathReady, nil); code != http.StatusOK {
 		t.Fatalf("ready before the drain: %d", code)
 	}
 	c := client(t, p.URL(), s.Token(), "job/1.0")
@@ -158,7 +159,7 @@ func TestDrainKeepsQueriesAlive(t *testing.T) {
 	defer dcancel()
 	go func() { done <- p.Drain(dctx) }()
 	waitFor(t, "the drain to begin", 10*time.Second, func() bool { return p.Stats().Draining })
-	if code := adminGet(t, p, PathReady, nil); code != http.StatusServiceUnavailable {
+	if code := adminGet(t, p, adminapi.PathReady, nil); code != http.StatusServiceUnavailable {
 		t.Errorf("ready while draining: %d, want 503", code)
 	}
 	if _, err := client(t, p.URL(), s.Token(), "newcomer/1.0").OpenSession(ctx, wh); !isStatus(err, http.StatusServiceUnavailable) {

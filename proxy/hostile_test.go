@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"net"
 	"net/http"
@@ -123,8 +124,8 @@ func TestHostileCallsOnAnotherClientsOperation(t *testing.T) {
 			if st.ClosesQueued != 0 || st.ClosedByProxy != 0 || st.AbandonActions != 0 || st.Operations != 1 {
 				t.Errorf("stats after hostile calls: %+v", st)
 			}
-			var doc OperationsDoc
-			adminGet(t, p, PathOperations, &doc)
+			var doc adminapi.OperationsDoc
+			adminGet(t, p, adminapi.PathOperations, &doc)
 			if len(doc.Operations) != 1 || doc.Operations[0].Close.Outcome != sources.ProxyOpen || doc.Operations[0].Close.ClientAttempts != 0 {
 				t.Errorf("facts after hostile calls: %+v", doc.Operations)
 			}

@@ -23,13 +23,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Options configures a Proxy.
@@ -513,9 +512,6 @@ type wallClock struct{}
 func (wallClock) Now() time.Time                         { return time.Now() }
 func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// maxText bounds one client- or server-supplied string the proxy keeps.
-const maxText = 512
-
 // cleanInfo cleans every string of an error the proxy keeps for the
 // admin API: the upstream wrote its code, message and request id.
 func cleanInfo(info *model.ErrorInfo) *model.ErrorInfo {
@@ -529,20 +525,6 @@ func cleanInfo(info *model.ErrorInfo) *model.ErrorInfo {
 	return &c
 }
 
-// clean makes server- or client-supplied text safe for output (the
-// project's one sanitiser, textfmt.Line): one line, no control character,
-// escape sequence or bidi override, credentials redacted, at most maxText
-// bytes.
-func clean(s string) string {
-	if len(s) > 4*maxText {
-		s = s[:4*maxText]
-	}
-	s = textfmt.Line(sources.Redact(s))
-	if len(s) > maxText {
-		s = s[:maxText]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return s
-}
+// clean makes server- or client-supplied text safe for output: the admin
+// API's one rule (adminapi.Clean).
+func clean(s string) string { return adminapi.Clean(s) }

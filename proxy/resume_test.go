@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,8 +47,8 @@ func TestQueuedCloseCompletesWhenClientReturns(t *testing.T) {
 	// Another client's calls do not release it.
 	other := client(t, p2.URL(), "dapi-other", "other/1.0")
 	_, _ = other.OpenSession(ctx, wh)
-	var doc OperationsDoc
-	adminGet(t, p2, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p2, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || !doc.Operations[0].Close.Queued {
 		t.Fatalf("after the restart: %+v", doc.Operations)
 	}
@@ -61,7 +62,7 @@ func TestQueuedCloseCompletesWhenClientReturns(t *testing.T) {
 	}
 	waitFor(t, "the resumed close", 20*time.Second, func() bool { return !simOpen(s, op.Ref.StatementID) })
 	waitFor(t, "the proxy to record it", 5*time.Second, func() bool {
-		adminGet(t, p2, PathOperations, &doc)
+		adminGet(t, p2, adminapi.PathOperations, &doc)
 		return len(doc.Operations) == 1 && doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -109,8 +110,8 @@ func TestAdminAnswersCleanAndBounded(t *testing.T) {
 	if err := c.CloseOperation(ctx, op.Ref); err == nil {
 		t.Fatal("the front's close failure did not happen")
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || doc.Operations[0].Close.ClientError == nil {
 		t.Fatalf("facts: %+v", doc.Operations)
 	}
@@ -124,7 +125,7 @@ func TestAdminAnswersCleanAndBounded(t *testing.T) {
 
 	long := strings.Repeat("a", 10_000) + "\x1b[2J"
 	for _, id := range []string{long, randomStatementID()} {
-		req, _ := http.NewRequest(http.MethodPost, p.AdminURL()+PathOperations+"/"+url.PathEscape(id)+"/close", nil)
+		req, _ := http.NewRequest(http.MethodPost, p.AdminURL()+adminapi.PathOperations+"/"+url.PathEscape(id)+"/close", nil)
 		req.Header.Set("Authorization", "Bearer "+p.AdminToken())
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -17,9 +17,6 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// PathVector is the admin API's account of Vector Search index writes.
-const PathVector = "/v1/vector"
-
 // The REST leg's bounds (docs/proxy-vector.md).
 const (
 	// maxVectorAnswer: how much of an index data answer is read to count

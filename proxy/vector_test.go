@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -66,8 +67,8 @@ func upsertBody(n int) string {
 func vectorDoc(t *testing.T, p *Server) sources.ProxyVectorDoc {
 	t.Helper()
 	var d sources.ProxyVectorDoc
-	if code := adminGet(t, p, PathVector, &d); code != http.StatusOK {
-		t.Fatalf("admin %s: HTTP %d", PathVector, code)
+	if code := adminGet(t, p, adminapi.PathVector, &d); code != http.StatusOK {
+		t.Fatalf("admin %s: HTTP %d", adminapi.PathVector, code)
 	}
 	return d
 }
@@ -225,12 +226,12 @@ func TestWithoutFailFastSDKUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rest.CloseIdleConnections()
-	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
+	admin, err := adminapi.NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.CloseIdleConnections()
-	eps, err := MergeCapacity(admin, rest).Endpoints(context.Background(), nil)
+	eps, err := adminapi.MergeCapacity(admin, rest).Endpoints(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,32 +335,6 @@ func TestVectorDataPath(t *testing.T) {
 		if ix != c.ix || op != c.op {
 			t.Errorf("%s %s: %q %q", c.m, c.p, ix, op)
 		}
-	}
-}
-
-// A refusal marks the endpoint holding the index until a later upsert to
-// any of its indexes succeeds; other endpoints are untouched.
-func TestApplyRefusals(t *testing.T) {
-	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	ref := &sources.ProxyRefusal{Index: "a", At: t0, Status: 429, ErrorCode: "RESOURCE_EXHAUSTED", Message: "Endpoint capacity has reached capacity limit.\x1b[2J", RequestID: "rid-1"}
-	doc := sources.ProxyVectorDoc{Indexes: []sources.ProxyIndexWrites{
-		{Index: "a", LastUpsertAt: t0.Add(-time.Minute), LastRefusal: ref},
-		{Index: "b", LastUpsertAt: t0.Add(-2 * time.Minute)},
-	}}
-	ep := model.Endpoint{Name: "e1", Indexes: []model.Index{{Name: "a"}, {Name: "b"}}}
-	other := model.Endpoint{Name: "e2", Indexes: []model.Index{{Name: "c"}}}
-	applyRefusals(&ep, &doc)
-	applyRefusals(&other, &doc)
-	if !ep.Exhausted || ep.ExhaustedVia != model.LearnedViaProxy || ep.LastError == nil || ep.LastError.RequestID != "rid-1" ||
-		strings.ContainsRune(ep.LastError.Message, 0x1b) || other.Exhausted {
-		t.Fatalf("after the refusal: %+v %+v", ep, other)
-	}
-	// A later accepted upsert to another index of the endpoint: it took rows again.
-	doc.Indexes[1].LastUpsertAt = t0.Add(time.Second)
-	ep2 := model.Endpoint{Name: "e1", Indexes: ep.Indexes}
-	applyRefusals(&ep2, &doc)
-	if ep2.Exhausted || ep2.LastError != nil {
-		t.Fatalf("after a later accepted upsert: %+v", ep2)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/cmd"
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -109,14 +110,14 @@ func openViaProxy(t testing.TB, s *sim.Server, p *proxy.Server, extra ...dbsql.C
 
 func proxyOps(t testing.TB, p *proxy.Server) []sources.ProxyOperation {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+proxy.PathOperations, nil)
+	req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+adminapi.PathOperations, nil)
 	req.Header.Set("Authorization", "Bearer "+p.AdminToken())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("proxy admin: %v", err)
 	}
 	defer resp.Body.Close()
-	var doc proxy.OperationsDoc
+	var doc adminapi.OperationsDoc
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatalf("proxy admin JSON: %v", err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package adminapi
 
 import (
 	"context"
@@ -110,11 +110,11 @@ func applyRefusals(ep *model.Endpoint, d *sources.ProxyVectorDoc) {
 	ep.Exhausted, ep.ExhaustedVia = true, model.LearnedViaProxy
 	ep.LastError = &model.ErrorInfo{
 		Kind:       model.KindPermanent,
-		Call:       "UpsertDataVectorIndex (" + clean(refusal.Index) + ", a client's call seen by dbxtop proxy)",
-		ErrorCode:  clean(refusal.ErrorCode),
+		Call:       "UpsertDataVectorIndex (" + Clean(refusal.Index) + ", a client's call seen by dbxtop proxy)",
+		ErrorCode:  Clean(refusal.ErrorCode),
 		HTTPStatus: refusal.Status,
-		Message:    clean(refusal.Message),
-		RequestID:  clean(refusal.RequestID),
+		Message:    Clean(refusal.Message),
+		RequestID:  Clean(refusal.RequestID),
 		Attempts:   1,
 	}
 }

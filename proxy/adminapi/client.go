@@ -1,4 +1,4 @@
-package proxy
+package adminapi
 
 import (
 	"bytes"
@@ -240,7 +240,7 @@ func Account(f sources.ProxyOperation) *model.ProxyAccount {
 		if e.Credentials != "" {
 			line += " (" + e.Credentials + " credentials)"
 		}
-		a.Actions = append(a.Actions, clean(line))
+		a.Actions = append(a.Actions, Clean(line))
 	}
 	return a
 }
