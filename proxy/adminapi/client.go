@@ -94,6 +94,7 @@ func (c *AdminClient) Operations(ctx context.Context) ([]sources.ProxyOperation,
 	if err := c.do(ctx, "ProxyOperations", http.MethodGet, PathOperations, &doc); err != nil {
 		return nil, err
 	}
+	cleanStrings(&doc)
 	return doc.Operations, nil
 }
 

@@ -1,9 +1,15 @@
 package adminapi
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/peertest"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
@@ -61,5 +67,43 @@ func TestApplyRefusals(t *testing.T) {
 	applyRefusals(&ep2, &doc)
 	if ep2.Exhausted || ep2.LastError != nil {
 		t.Fatalf("after a later accepted upsert: %+v", ep2)
+	}
+}
+
+// Every string the client decodes from a proxy's admin API is cleaned
+// where it is decoded: the wire types are filled with hostile text by
+// reflection, so a field added later fails here until it is cleaned.
+func TestDecodedAdminStringsAreClean(t *testing.T) {
+	var ops OperationsDoc
+	peertest.Fill(&ops)
+	var vec sources.ProxyVectorDoc
+	peertest.Fill(&vec)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == PathVector {
+			_ = json.NewEncoder(w).Encode(vec)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ops)
+	}))
+	defer srv.Close()
+	c, err := NewAdminClient(srv.URL, "token", "dbxtop/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	got, err := c.Operations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad, seen := peertest.Unclean(got); len(bad) > 0 || seen == 0 {
+		t.Errorf("operations: %d strings seen, unclean: %v", seen, bad)
+	}
+	d, err := c.Vector(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad, seen := peertest.Unclean(d); len(bad) > 0 || seen == 0 {
+		t.Errorf("vector account: %d strings seen, unclean: %v", seen, bad)
 	}
 }

@@ -17,6 +17,7 @@ const CallProxyVector = "ProxyVector"
 func (c *AdminClient) Vector(ctx context.Context) (sources.ProxyVectorDoc, error) {
 	var d sources.ProxyVectorDoc
 	err := c.do(ctx, CallProxyVector, http.MethodGet, PathVector, &d)
+	cleanStrings(&d)
 	return d, err
 }
 
