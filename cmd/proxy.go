@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/proxy"
 	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
@@ -280,7 +280,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 func proxyLogger(c ProxyConfig, stderr io.Writer) (*slog.Logger, func(), error) {
 	w, closeW := stderr, func() {}
 	if c.LogFile != "" {
-		f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := safefile.OpenAppend(c.LogFile, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open --log-file: %w", err)
 		}

@@ -104,7 +104,7 @@ func loadOwnerKey(stateFile string, log *slog.Logger) ([]byte, error) {
 	b, info, err := safefile.Read(path, 1024)
 	switch {
 	case err == nil && len(b) == ownerKeySize:
-		if info.Mode().Perm()&0o077 != 0 {
+		if safefile.OpenToOthers(info) {
 			log.Warn("the proxy's owner key is open to other users: chmod 600 it", "file", path, "mode", info.Mode().Perm().String())
 		}
 		return b, nil

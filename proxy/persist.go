@@ -143,7 +143,7 @@ func (p *Proxy) resumeQueue() error {
 	if err != nil {
 		return fmt.Errorf("proxy: reading the persisted close queue %s: %w; move it away to start without it", p.o.StateFile, err)
 	}
-	if info.Mode().Perm()&0o077 != 0 {
+	if safefile.OpenToOthers(info) {
 		p.log.Warn("the persisted close queue is open to other users; it holds handle secrets: chmod 600 it",
 			"file", p.o.StateFile, "mode", info.Mode().Perm().String())
 	}
