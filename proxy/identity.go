@@ -7,14 +7,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
 )
@@ -29,16 +27,10 @@ type authSum [sha256.Size]byte
 // ownerKeySize is the owner key's length in bytes.
 const ownerKeySize = 32
 
-// identity turns Authorization headers into client identities. Its
-// HMACs are pooled: one is computed per confirmed call.
-type identity struct {
-	key  []byte
-	pool *sync.Pool
-}
+// identity turns Authorization headers into client identities.
+type identity struct{ key []byte }
 
-func newIdentity(key []byte) identity {
-	return identity{key: key, pool: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
-}
+func newIdentity(key []byte) identity { return identity{key: key} }
 
 // sum is the client identity of an Authorization header; the zero
 // authSum for none.
@@ -48,12 +40,10 @@ func (id identity) sum(h string) authSum {
 		return out
 	}
 	kind, cred := credential(h)
-	m := id.pool.Get().(hash.Hash)
-	m.Reset()
+	m := hmac.New(sha256.New, id.key)
 	_, _ = io.WriteString(m, kind)
 	_, _ = io.WriteString(m, cred)
 	m.Sum(out[:0])
-	id.pool.Put(m)
 	return out
 }
 

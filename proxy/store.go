@@ -176,8 +176,8 @@ func newStore(retain time.Duration, max int) *store {
 		max = DefaultMaxOperations
 	}
 	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{}, queuedSet: map[*op]struct{}{},
-		awaiting: map[authSum]map[*op]struct{}{}, uas: map[string][2]string{},
-		onEvict: func(*op, string) {}, onFull: func(string) {}}
+		awaiting: map[authSum]map[*op]struct{}{},
+		onEvict:  func(*op, string) {}, onFull: func(string) {}}
 }
 
 // warehouseFromPath reads <id> from /sql/1.0/warehouses/<id>.
@@ -393,33 +393,14 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 			return nil
 		}
 	}
-	app, cua := s.cleanUA(ua)
 	o := &op{hidx: -1, secret: append([]byte(nil), secret...), f: sources.ProxyOperation{
 		StatementID: id, HTTPPath: path, WarehouseID: warehouseFromPath(path),
-		ClientApplication: app, UserAgent: cua,
+		ClientApplication: clean(sources.ClientApplication(ua)), UserAgent: clean(ua),
 		State: model.StateUnknown, StartedAt: now, LastClientRPCAt: now,
 		Close: sources.ProxyClose{Outcome: sources.ProxyOpen},
 	}}
 	s.ops[id] = o
 	return o
-}
-
-// maxUACache bounds the cleaned User-Agents remembered: a few drivers
-// send most of them, and cleaning one (the sanitiser and the redaction's
-// patterns) costs more than the rest of recording an operation.
-const maxUACache = 256
-
-// cleanUA is the cleaned client application and User-Agent of ua.
-func (s *store) cleanUA(ua string) (app, agent string) {
-	if c, ok := s.uas[ua]; ok {
-		return c[0], c[1]
-	}
-	c := [2]string{clean(sources.ClientApplication(ua)), clean(ua)}
-	if len(s.uas) >= maxUACache {
-		clear(s.uas)
-	}
-	s.uas[ua] = c
-	return c[0], c[1]
 }
 
 // age forgets finished operations past retention, oldest first, and
