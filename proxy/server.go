@@ -207,11 +207,12 @@ func (s *Server) FirstLine() string {
 	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
 }
 
-// Close drains and stops the proxy: the client listener stops accepting
-// and in-flight requests finish (ctx bounds the wait: --drain-timeout),
-// the close queue runs once more, what it still holds is persisted, then
-// the admin listener and the close queue stop. It waits for every
-// goroutine the server started.
+// Close stops the proxy: the client listener stops accepting and the
+// requests in flight finish (ctx bounds the wait), the close queue runs
+// once more, what it still holds is persisted, then the admin listener
+// and the close queue stop. It waits for every goroutine the server
+// started. SIGTERM goes through Drain first, which keeps held sessions
+// and operations served until they end.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -234,8 +235,8 @@ func (s *Server) Close(ctx context.Context) error {
 // flushTimeout bounds the close queue's last run at drain.
 const flushTimeout = 10 * time.Second
 
-// DefaultDrainTimeout is how long a drain waits for in-flight requests
-// (--drain-timeout).
+// DefaultDrainTimeout is how long a drain serves held sessions and
+// operations before it leaves the open ones alone (--drain-timeout).
 const DefaultDrainTimeout = 30 * time.Second
 
 func shutdown(ctx context.Context, srv *http.Server) error {
