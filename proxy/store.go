@@ -154,7 +154,6 @@ type store struct {
 	timers           timers
 	queued           int
 	queuedSet        map[*op]struct{}
-	uas              map[string][2]string // cleanUA's cache
 	// awaiting: resumed closes waiting for their owner's credentials.
 	awaiting   map[authSum]map[*op]struct{}
 	queueDirty bool // the close queue changed since it was persisted
