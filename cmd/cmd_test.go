@@ -121,6 +121,8 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"snapshot", "--watch", "--count", "ten"}, 3, `invalid --count "ten": not a whole number`},
 		{[]string{"snapshot", "--watch", "--interval", "-1s"}, 3, `invalid --interval "-1s": must not be negative`},
 		{[]string{"snapshot", "--timeout", "0s"}, 3, `invalid --timeout "0s": must be greater than zero`},
+		{[]string{"snapshot", "--filter", "usr:alice"}, 3, `invalid --filter "usr:alice": unknown key "usr:" (keys: user: client: wh: state: flag: age> age< idle> idle<)`},
+		{[]string{"snapshot", "--filter", "age>soon"}, 3, `invalid --filter "age>soon": age> wants a duration such as 90s, 5m or 1h30m, not "soon"`},
 		{[]string{"snapshot", "--refresh", "soon"}, 3, `invalid --refresh "soon": not a duration: write e.g. 30s, 5m or 1h30m`},
 		{[]string{"snapshot", "--host", "https://h.example/x"}, 3, `invalid --host "https://h.example/x": unexpected path "/x": pass only the workspace URL (the warehouse path goes in --http-path)`},
 		{[]string{"snapshot", "--leak-after=-1s"}, 3, `invalid --leak-after "-1s": must not be negative`},

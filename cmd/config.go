@@ -59,6 +59,9 @@ type SnapshotConfig struct {
 	CapacityProbe bool
 	Timeout       time.Duration
 	Wide          bool // human table: every column, never fitted to the width
+	// Filter keeps only the operations it matches (model.FilterSpec.Text,
+	// the TUI's / syntax); the output and the exit status count only them.
+	Filter string
 }
 
 // SimConfig is `dbxtop sim`'s configuration (and demo's simulator part).

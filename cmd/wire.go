@@ -206,8 +206,10 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		Refresh:    ws.Refresh, // the header shows the engine's real period
 		ActionPath: actionPath,
 		Workspace:  workspace,
-		ExportDir:  ws.ExportDir,
-		Version:    Version,
+		// A set action skips targets whose client called within it.
+		InactivityWarn: ws.Thresholds.InactivityWarn,
+		ExportDir:      ws.ExportDir,
+		Version:        Version,
 	}
 	if len(ws.Resolved) > 0 {
 		// The config file's UI defaults (the same for every context).

@@ -46,7 +46,7 @@ func (m *Model) fetch() tea.Cmd {
 // The timer stops when Run ends (done), so no goroutine outlives the
 // program by a refresh period.
 func (m *Model) tick() tea.Cmd {
-	d, done := m.ctx.opts.Refresh, m.done
+	d, done := m.ctx.screenRefresh(), m.done
 	return func() tea.Msg {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -62,6 +62,10 @@ type Options struct {
 	Clipboard io.Writer
 	// ActionTimeout bounds one adopt/close/cancel call. 0 → 30s.
 	ActionTimeout time.Duration
+	// InactivityWarn is the engine's --inactivity-warn: a set action
+	// skips targets whose client called more recently. 0 → model's
+	// default.
+	InactivityWarn time.Duration
 	// Mouse turns on wheel scrolling and click selection (--mouse). Off by
 	// default: mouse reporting takes text selection away from the
 	// terminal, which operators over ssh rely on.
