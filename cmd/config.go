@@ -23,6 +23,10 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+	// AuthTimeout bounds resolving the workspace's credentials
+	// (--auth-timeout): past it dbxtop says which credentials it looked
+	// for and what to set, instead of waiting on the SDK's chain.
+	AuthTimeout time.Duration
 	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string

@@ -348,6 +348,9 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 	}
 	line := fmt.Sprintf("dbxtop snapshot: could not observe %s: %s failed: %s [error_code=%s request_id=%s]",
 		what, orUnknown(call), cause, orNone(code), orNone(reqID))
+	if h := s.Workspace.Host; h != "" && what == "the workspace" {
+		line += " (workspace " + h + ")" // which host, when the cause does not say
+	}
 	return sources.RedactToken(line, cfg.Token)
 }
 

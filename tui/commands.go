@@ -6,14 +6,13 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // snapMsg carries one snapshot and the poller's health, taken off the
 // Update goroutine.
 type snapMsg struct {
 	snap   model.Snapshot
-	health poller.Health
+	health model.Health
 	// rows is the display order computed in the command for order, so
 	// sorting 100,000 operations never blocks the Update loop; Update
 	// recomputes it only if the operator changed the order meanwhile.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/keymap"
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // component is one view of the TUI, in the shape of soft-serve's
@@ -45,8 +44,11 @@ type programContext struct {
 	opts          Options
 	readOnly      bool
 
+	// started is when the program started: the start-up screen says how
+	// long it has waited.
+	started time.Time
 	snap    model.Snapshot
-	health  poller.Health
+	health  model.Health
 	loaded  bool
 	ring    *ring
 	busy    map[string]string       // statement id → "closing…" while an action runs

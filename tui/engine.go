@@ -2,7 +2,7 @@
 // Events and Help views, the operation detail, and the row actions that
 // go through the follow engine.
 //
-// It imports poller, model, sources, keymap, report and textfmt from
+// It imports model, sources, keymap, report and textfmt from
 // dbxtop, never config, serve or cmd: cmd gives it an engine and its
 // options.
 package tui
@@ -15,7 +15,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // Engine is what the TUI needs from the follow engine (*poller.Engine
@@ -24,7 +23,7 @@ import (
 type Engine interface {
 	Snapshot() model.Snapshot
 	Events() <-chan model.Event
-	Health() poller.Health
+	Health() model.Health
 	ReadOnly() bool
 	Adopt(ctx context.Context, id string) error
 	Close(ctx context.Context, id string) error

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/keymap"
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // viewID is one of the tab views.
@@ -112,6 +111,7 @@ func newModel(e Engine, o Options) *Model {
 		keys:     k,
 		opts:     o,
 		readOnly: ro,
+		started:  o.Now(),
 		ring:     newRing(eventRing),
 		busy:     map[string]string{},
 		results:  map[string]actionResult{},
@@ -252,13 +252,13 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 
 // applySnapshot takes a new snapshot and rebuilds the row order; paused,
 // the order stays frozen while the values update.
-func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
+func (m *Model) applySnapshot(s model.Snapshot, h model.Health) {
 	m.applySnapshotRows(s, h, m.ops.orderSpec().build(&s))
 }
 
 // applySnapshotRows takes a snapshot whose display order is already
 // computed for the current orderSpec.
-func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows rowOrder) {
+func (m *Model) applySnapshotRows(s model.Snapshot, h model.Health, rows rowOrder) {
 	h.LastError = model.SanitizeError(h.LastError) // the snapshot is clean, health is not
 	m.ctx.snap, m.ctx.health, m.ctx.loaded = s, h, true
 	m.refresh++

@@ -307,6 +307,10 @@ func (m *Model) lastErrorLine() string {
 	}
 	e := m.ctx.health.LastError
 	if e == nil {
+		if n := m.ctx.health.Retries; n > 0 {
+			// Retries are failures too: not "none" while they run.
+			return st.Warn.Render(fmt.Sprintf("last error: none given up yet (%d retries; ! shows them)", n))
+		}
 		return "last error: none"
 	}
 	now := m.ctx.opts.Now()
