@@ -424,7 +424,7 @@ func (c *Counters) Observer(workspace string) func(retry.Report) {
 	}
 }
 
-// proxyCall is the call proxy.Merged makes to the proxy's admin API once
+// proxyCall is the call adminapi.Merged makes to the proxy's admin API once
 // per discovery; its outcome is dbxtop_proxy_up.
 const proxyCall = "ProxyOperations"
 
