@@ -55,20 +55,24 @@ func TestReadTokenFile(t *testing.T) {
 	}
 }
 
-// TestManPages: one page per command, generated from the cobra commands.
+// TestManPages: one page per command, generated from the cobra commands,
+// each titled by its command (DBXTOP-SERVE) and dated by SOURCE_DATE_EPOCH
+// (a release sets the commit's time there: reproducible pages).
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600") // 2026-01-01
 	if err := WriteManPages(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"dbxtop.1", "dbxtop-serve.1", "dbxtop-attach.1", "dbxtop-snapshot.1", "dbxtop-proxy.1", "dbxtop-version.1"} {
+	for page, title := range map[string]string{"dbxtop.1": "DBXTOP", "dbxtop-serve.1": "DBXTOP-SERVE", "dbxtop-attach.1": "DBXTOP-ATTACH",
+		"dbxtop-snapshot.1": "DBXTOP-SNAPSHOT", "dbxtop-proxy.1": "DBXTOP-PROXY", "dbxtop-version.1": "DBXTOP-VERSION"} {
 		b, err := os.ReadFile(dir + "/" + page)
 		if err != nil {
 			t.Errorf("no %s: %v", page, err)
 			continue
 		}
-		if !strings.Contains(string(b), ".TH \"DBXTOP\" \"1\"") {
-			t.Errorf("%s is not a section-1 man page:\n%.200s", page, b)
+		if want := ".TH \"" + title + "\" \"1\" \"Jan 2026\""; !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s:\n%.200s", page, want, b)
 		}
 	}
 	b, _ := os.ReadFile(dir + "/dbxtop-serve.1")
