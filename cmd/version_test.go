@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -27,6 +28,21 @@ func TestStamped(t *testing.T) {
 		if v != tc.wantV || c != tc.wantC || d != tc.wantD {
 			t.Errorf("%s: got %q %q %q, want %q %q %q", tc.name, v, c, d, tc.wantV, tc.wantC, tc.wantD)
 		}
+	}
+}
+
+// TestVersionLineWithoutVCS: a build with -buildvcs=false knows no
+// commit; its line says so and still names the toolchain and platform.
+func TestVersionLineWithoutVCS(t *testing.T) {
+	defer func(v, c, d string) { Version, Commit, Date = v, c, d }(Version, Commit, Date)
+	Version, Commit, Date = stamped("", "", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}})
+	want := "dbxtop " + devVersion + " commit=unknown go=" + GoVersion + " platform=" + runtime.GOOS + "/" + runtime.GOARCH
+	if got := versionLine(); got != want {
+		t.Errorf("version line = %q, want %q", got, want)
+	}
+	Commit, Date = "abc123", "2026-01-02T03:04:05Z"
+	if got := versionLine(); !strings.HasPrefix(got, "dbxtop "+devVersion+" commit=abc123 date=2026-01-02T03:04:05Z go=go") {
+		t.Errorf("stamped version line = %q", got)
 	}
 }
 
