@@ -52,6 +52,9 @@ type ProxyConfig struct {
 	// StateFile persists the close queue ("" with StateErr: memory only).
 	StateFile string
 	StateErr  error
+
+	// AdminTokenFile holds the admin token (a systemd credential).
+	AdminTokenFile string
 }
 
 // onOff is a --flag=on|off boolean.
@@ -124,6 +127,8 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"address of the admin API dbxtop --proxy reads; port 0 picks a free one")
 	fs.Var(&checkedString{p: &cfg.AdminToken, typ: "token", check: nonEmpty("the admin token"), hide: true}, "admin-token",
 		"bearer token of the admin API (default: random, printed on the first line)")
+	fs.Var(&checkedString{p: &cfg.AdminTokenFile, typ: "file", check: checkReadable}, "admin-token-file",
+		"file holding the admin API's bearer token (one line; a systemd credential); default: random, printed on the first line")
 	fs.Var(&onOff{p: &cfg.Heal}, "heal", "retry idempotent calls that fail on the way to the workspace, on a fresh connection (on|off)")
 	abandoned := newDuration(&cfg.CloseAbandoned, 0, time.Second)
 	abandoned.zeroOK = true
@@ -185,6 +190,16 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
+	}
+	if cfg.AdminTokenFile != "" {
+		if fs.Changed("admin-token") {
+			return usagef("--admin-token and --admin-token-file are two ways to give one token: keep --admin-token-file")
+		}
+		tok, err := readTokenFile(cfg.AdminTokenFile, "--admin-token-file")
+		if err != nil {
+			return usagef("%s", err.Error())
+		}
+		cfg.AdminToken = tok
 	}
 	for _, name := range []string{"listen", "admin-listen"} {
 		if err := proxy.CheckListen(fs.Lookup(name).Value.String(), cfg.TLSCert != "", cfg.InsecureListen); err != nil {
