@@ -146,10 +146,10 @@ var gauges = []gauge{
 				}
 			}
 		}},
-	{"dbxtop_endpoint_write_rows_per_minute", "Net rows per minute written to a Vector Search endpoint over the last 5 min.", []string{"endpoint"},
+	{"dbxtop_endpoint_write_rows_per_second", "Net rows per second written to a Vector Search endpoint, averaged over the last 5 min.", []string{"endpoint"},
 		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
 			for _, e := range ws.Endpoints {
-				out(e.WriteRowsPerMin, label(e.Name))
+				out(e.WriteRowsPerMin/60, label(e.Name))
 			}
 		}},
 	{"dbxtop_endpoint_throughput_utilization_ratio", "A Vector Search endpoint's concurrency utilisation (throughput_info), 0..1+ (absent when the server does not report it).", []string{"endpoint"},
@@ -209,8 +209,8 @@ func buildInfo(version, revision string) prometheus.Collector {
 		revision = "unknown"
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dbxtop_build_info",
-		Help:        "A constant 1 labelled with the version, revision and Go version dbxtop serve was built from.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()}})
+		Help:        "A constant 1 labelled with the version, revision, Go version and platform dbxtop serve was built from.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version(), "goos": runtime.GOOS, "goarch": runtime.GOARCH}})
 	g.Set(1)
 	return g
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -164,12 +165,12 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 	}
 	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}",
 		// The exporter conventions: build info, process and Go runtime.
-		`dbxtop_build_info{goversion="go`, "process_cpu_seconds_total ", "go_goroutines ",
+		`dbxtop_build_info{goarch="` + runtime.GOARCH + `",goos="` + runtime.GOOS + `",goversion="go`, "process_cpu_seconds_total ", "go_goroutines ",
 		// Every endpoint flag is a series, 0 until raised.
 		`dbxtop_endpoint_flag{endpoint="vs-prod",flag="EXHAUSTED",severity="critical",workspace="live"} 0`,
 		// Capacity: the limit's source, throughput utilisation, write rate.
 		`dbxtop_endpoint_throughput_utilization_ratio{endpoint="vs-prod",workspace="live"} 0.23`,
-		`dbxtop_endpoint_write_rows_per_minute{endpoint="vs-prod",workspace="live"} 0`,
+		`dbxtop_endpoint_write_rows_per_second{endpoint="vs-prod",workspace="live"} 0`,
 		`dbxtop_endpoint_row_limit{endpoint="vs-prod",workspace="live"} 200000`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
