@@ -27,6 +27,9 @@ type WorkspaceConfig struct {
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string
 	ProxyToken string
+	// CapacityProbe: one empty upsert per vector endpoint per refresh
+	// (--capacity-probe; snapshot and serve).
+	CapacityProbe bool
 	// simStrictHandles: demo's simulator checks handle secrets, so
 	// dbxtop's actions must not use rebuilt Thrift handles.
 	simStrictHandles bool
@@ -51,14 +54,13 @@ type WorkspaceConfig struct {
 // SnapshotConfig is `dbxtop snapshot`'s configuration.
 type SnapshotConfig struct {
 	WorkspaceConfig
-	Output        string // table, json or yaml (-o; --json is -o json)
-	JSON          bool   // --json, kept as an alias of -o json
-	Watch         bool
-	Interval      time.Duration
-	Count         int // 0: until interrupted
-	CapacityProbe bool
-	Timeout       time.Duration
-	Wide          bool // human table: every column, never fitted to the width
+	Output   string // table, json or yaml (-o; --json is -o json)
+	JSON     bool   // --json, kept as an alias of -o json
+	Watch    bool
+	Interval time.Duration
+	Count    int // 0: until interrupted
+	Timeout  time.Duration
+	Wide     bool // human table: every column, never fitted to the width
 }
 
 // SimConfig is `dbxtop sim`'s configuration (and demo's simulator part).

@@ -125,6 +125,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Idle:       c.idle,
 		Logf:       logf,
 		RowLimits:  ws.RowLimits,
+		Probe:      ws.CapacityProbe,
 		Learned:    learnedFor(ws.Learned, c.rest.Host()),
 		// How far back the snapshot's clients[] aggregates look.
 		ClientsWindow: ws.Window,

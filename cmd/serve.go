@@ -93,6 +93,7 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		"Prometheus exporter web configuration (exporter-toolkit): TLS, mTLS, basic auth, headers")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
+	addCapacityProbeFlag(fs, &cfg.CapacityProbe)
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (the serve token crosses the network in clear)")
 	_ = fs.MarkDeprecated("tls-cert", "use --web.config.file (tls_server_config: cert_file)")
