@@ -177,7 +177,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		return exitError
 	}
 	logf := log.logf
-	ctx = sdkLogContext(ctx, logf)
+	ctx = sdkSlogContext(ctx, log.Logger)
 	counters := serve.NewCounters()
 	// Learned-limit warnings go to the log; to stderr as well only when
 	// the log is elsewhere.
@@ -195,7 +195,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		WebConfigFile: cfg.WebConfigFile,
-		Fleet:         fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
+		Fleet:         fleet, Counters: counters, Logger: log.Logger, Version: Version, Revision: Commit, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
 	if err != nil {
 		return fail("cannot serve", errors.New(strings.TrimPrefix(err.Error(), "serve: ")))
 	}

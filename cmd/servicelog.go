@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/dbxtop/dbxtop/sources"
 )
@@ -69,8 +71,17 @@ func openServiceLog(path, format, who string, stderr io.Writer, secrets ...strin
 	return &serviceLog{Logger: slog.New(h).With("component", who), toStderr: toStderr, close: closeFn}, nil
 }
 
-// logf is the printf-style log the engines and sources take: one Info
-// event per line.
+// logf bridges the packages that still take a printf-style log (the
+// poller's engine and the learned-limit store) until they take the
+// *slog.Logger: one record per line, the line as the message, at WARN
+// when it reports a give-up or a refused connection (levels that mean
+// something: `journalctl -p warning` shows them), else at INFO. Serve's
+// own records are structured (serve/log.go).
 func (l *serviceLog) logf(format string, args ...any) {
-	l.Info(fmt.Sprintf(format, args...))
+	line := fmt.Sprintf(format, args...)
+	level := slog.LevelInfo
+	if strings.Contains(line, ": gave up after ") || strings.Contains(line, "connection refused") {
+		level = slog.LevelWarn
+	}
+	l.Log(context.Background(), level, line)
 }

@@ -335,6 +335,15 @@ type Counters struct {
 	mu      sync.Mutex
 	counted map[string]map[string]bool // workspace → statement id + flag → counted
 	calls0  map[[2]string]bool         // (workspace, call) whose series are born
+	// proxyRead is told of every read of a workspace's proxy (serve's log).
+	proxyRead func(workspace string, ok bool, err error)
+}
+
+// onProxyRead sets the hook told of every read of a proxy.
+func (c *Counters) onProxyRead(f func(workspace string, ok bool, err error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proxyRead = f
 }
 
 // bornKinds are the error kinds a call can retry or give up with: each
@@ -447,6 +456,12 @@ func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
 		if call.Name == proxyCall {
 			c.proxyUp.WithLabelValues(workspace).Set(boolF(err == nil))
+			c.mu.Lock()
+			f := c.proxyRead
+			c.mu.Unlock()
+			if f != nil {
+				f(workspace, err == nil, err)
+			}
 		}
 	}
 }
