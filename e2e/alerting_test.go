@@ -515,3 +515,104 @@ func httpIsOK(u string) bool {
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
 }
+
+// TestProxyUnitWarnsBeforeReap: the team set-up of docs/fleet.md — the
+// proxy unit in front of the workspace, the serve unit reading it, both
+// with their own command lines, environments and credentials — against
+// the demo (its proxied clients go through the unit's proxy; the server
+// volunteers no owner activity, as a real one): a page about an abandoned
+// statement reaches the receiver before the server reaps it. The first
+// proxied client to give up is the one checked: its reap cannot come
+// before its last call plus the server's idle timeout.
+func TestProxyUnitWarnsBeforeReap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	r := startAlertmanager(t, ctx)
+	serveStart, serveEnv, _ := readUnit(t, serveUnitPath, "serve")
+	proxyStart, proxyEnv, _ := readUnit(t, proxyUnitPath, "proxy")
+	home := t.TempDir()
+	creds := filepath.Join(home, "credentials")
+	if err := os.Mkdir(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const read, admin = "team-read-token-0123456789", "team-proxy-token-0123456789"
+	for name, content := range map[string]string{"serve-token": read, "act-token": "team-act-token-0123456789", "proxy-token": admin} {
+		if err := os.WriteFile(filepath.Join(creds, name), []byte(content+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unitEnv := func(lines []string) []string {
+		env := []string{"STATE_DIRECTORY=" + t.TempDir(), "CREDENTIALS_DIRECTORY=" + creds}
+		for _, e := range lines {
+			env = append(env, strings.ReplaceAll(e, "%d", creds))
+		}
+		return env
+	}
+	const idle = 75 * time.Second
+	var adminURL string
+	startProxy := func(upstream string) (string, error) {
+		args := unitArgs(proxyStart, creds, map[string]string{"127.0.0.1:8444": "127.0.0.1:0", "127.0.0.1:8445": "127.0.0.1:0"})
+		for i := 1; i < len(args); i++ {
+			if args[i-1] == "--upstream" {
+				args[i] = upstream
+			}
+		}
+		px := start(t, home, unitEnv(proxyEnv), args...)
+		var listen string
+		for _, f := range strings.Fields(px.waitFirstLine(30 * time.Second)) {
+			if v, ok := strings.CutPrefix(f, "listen="); ok {
+				listen = v
+			}
+			if v, ok := strings.CutPrefix(f, "admin="); ok {
+				adminURL = v
+			}
+		}
+		return listen, nil
+	}
+	demo, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioDemo, Warehouses: 1, IdleTimeout: idle, Proxy: startProxy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = demo.Close(context.Background()) })
+	if adminURL == "" {
+		t.Fatal("the demo started no proxy through the unit")
+	}
+	cfg := fmt.Sprintf("[DEFAULT]\nhost = %s\ntoken = %s\n", demo.URL(), demo.Token())
+	if err := os.WriteFile(filepath.Join(creds, "databrickscfg"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := unitArgs(serveStart, creds, map[string]string{"127.0.0.1:9464": "127.0.0.1:0", "http://127.0.0.1:8445": adminURL})
+	p := start(t, home, unitEnv(serveEnv), append(args, "--refresh", "1s", "--inactivity-warn", "10s", "--server-idle-timeout", idle.String())...)
+	listen, ok := strings.CutPrefix(p.waitFirstLine(30*time.Second), "listen=")
+	if !ok {
+		t.Fatal("serve's first line names no listen address")
+	}
+	r.startPrometheus(t, serveTarget{job: "team", listen: listen, token: read})
+
+	// The first proxied client that gave up, once reaped: its reap came
+	// no earlier than its last call plus the idle timeout.
+	var reapFrom time.Time
+	var id string
+	awaitCond(t, ctx, "a proxied gives_up statement reaped", r.log, func() bool {
+		for _, o := range demo.Truth().Operations {
+			if o.ClientKind == sim.KindGivesUp && o.ErrorMessage == sim.InactivityMessage {
+				id, reapFrom = o.StatementID, o.OwnerLastActivity.Add(idle)
+				return true
+			}
+		}
+		return false
+	})
+	var page *amNotification
+	for _, n := range r.rec.all() {
+		for _, a := range n.Alerts {
+			name := a.Labels["alertname"]
+			if page == nil && a.Status == "firing" && (name == "DbxtopOrphanReapImminent" || name == "DbxtopOrphanAboutToBeReaped") {
+				page = &n
+			}
+		}
+	}
+	if page == nil || !page.at.Before(reapFrom) {
+		t.Fatalf("no warning about an orphan before %s's reap (not before %v): %+v\nserve:\n%s", id, reapFrom, page, p.stderr)
+	}
+	t.Logf("%s to %s %v before %s could be reaped", page.Alerts[0].Labels["alertname"], page.Receiver, reapFrom.Sub(page.at).Round(time.Second), id)
+}
