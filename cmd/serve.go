@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/serve"
 	"github.com/dbxtop/dbxtop/sources"
@@ -43,6 +44,10 @@ func (a *app) newServeCmd() *cobra.Command {
 Every endpoint but the probes needs "Authorization: Bearer TOKEN": the read
 token (--serve-token-file) to read, the act token (--act-token-file) for
 adopt, close and cancel; without --act-token-file serve refuses actions.
+A bare token without "Bearer " is refused; a token is at least 16
+characters (openssl rand -hex 16 makes one of 32), and a token file that
+others than its owner may read gets a warning. A connection that has not
+authenticated is closed after 10 s idle; an authenticated one after 2 min.
 The first line of stdout is exactly:
   listen=http://HOST:PORT token=TOKEN
 with token=… only when serve generated the read token (no --serve-token-file).
@@ -82,17 +87,17 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	cfg.Listen = serve.DefaultListen
 	fs.Var(&checkedString{p: &cfg.ServeToken, typ: "token", check: nonEmpty("the serve token"), hide: true}, "serve-token",
 		"read token clients must send (visible in the process list: prefer --serve-token-file)")
-	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable}, "serve-token-file",
-		"file holding the read token (metrics, snapshot, events); default: a random token, printed on the first line")
-	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable}, "act-token-file",
-		"file holding the act token (adopt, close, cancel); without it serve refuses actions")
+	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "serve-token-file",
+		"file holding the read token (metrics, snapshot, events), at least 16 characters; default: a random token, printed on the first line")
+	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "act-token-file",
+		"file holding the act token (adopt, close, cancel), at least 16 characters; without it serve refuses actions")
 	cfg.LogFormat = logText
 	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "format", check: checkLogFormat}, "log-format",
 		"log format: text or json (log/slog; to stderr unless --log-file)")
-	fs.Var(&checkedString{p: &cfg.WebConfigFile, typ: "file", check: checkReadable}, "web.config.file",
+	fs.Var(&checkedString{p: &cfg.WebConfigFile, typ: "file", check: checkReadable(serve.MaxWebConfigFile)}, "web.config.file",
 		"Prometheus exporter web configuration (exporter-toolkit): TLS, mTLS, basic auth, headers")
-	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable}, "tls-cert", "PEM certificate: serve HTTPS")
-	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable}, "tls-key", "PEM private key for --tls-cert")
+	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable(serve.MaxTLSFile)}, "tls-cert", "PEM certificate: serve HTTPS")
+	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable(serve.MaxTLSFile)}, "tls-key", "PEM private key for --tls-cert")
 	addCapacityProbeFlag(fs, &cfg.CapacityProbe)
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (the serve token crosses the network in clear)")
@@ -105,37 +110,67 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 const maxTokenFile = 4096
 
 // readTokenFile reads a token from a file (a systemd credential, a
-// secret mount): one line, surrounding space trimmed. Its errors name the
-// flag and the file, never the content.
-func readTokenFile(path, flag string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", flag, err)
+// secret mount): one line, surrounding space trimmed, through safefile
+// (a FIFO or a device at the path is refused, never waited on). Its
+// errors name the flag and the file, never the content. warn is one line
+// when others than the owner may read or write the file, as ssh warns of
+// a private key; "" otherwise.
+func readTokenFile(path, flag string) (tok, warn string, err error) {
+	b, info, err := safefile.Read(path, maxTokenFile)
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return "", "", fmt.Errorf("%s: %s is larger than %d bytes: not a token file", flag, path, maxTokenFile)
+	case safefile.IsRefused(err):
+		return "", "", fmt.Errorf("%s: %s is %w", flag, path, err)
+	case err != nil:
+		return "", "", fmt.Errorf("%s: %w", flag, err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return "", fmt.Errorf("%s: read %s: %w", flag, path, err)
-	}
-	if len(b) > maxTokenFile {
-		return "", fmt.Errorf("%s: %s is larger than %d bytes: not a token file", flag, path, maxTokenFile)
-	}
-	tok := strings.TrimSpace(string(b))
+	tok = strings.TrimSpace(string(b))
 	switch {
 	case tok == "":
-		return "", fmt.Errorf("%s: %s is empty: put the token in it", flag, path)
+		return "", "", fmt.Errorf("%s: %s is empty: put the token in it", flag, path)
 	case strings.ContainsAny(tok, "\r\n"):
-		return "", fmt.Errorf("%s: %s holds more than one line: put only the token in it", flag, path)
+		return "", "", fmt.Errorf("%s: %s holds more than one line: put only the token in it", flag, path)
 	}
-	return tok, nil
+	if safefile.OpenToOthers(info) {
+		warn = fmt.Sprintf("%s: %s has mode %04o: users other than its owner may read or change the token; chmod 600 it", flag, path, info.Mode().Perm())
+	}
+	return tok, warn, nil
 }
 
-func checkReadable(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
+// checkReadable checks a file when its flag is parsed: it can be opened
+// without blocking and is a regular file of at most max bytes.
+func checkReadable(max int64) func(string) error {
+	return func(p string) error {
+		_, err := safefile.Check(p, max)
+		if safefile.IsRefused(err) {
+			return err
+		}
 		return errors.Unwrap(err)
 	}
-	return f.Close()
+}
+
+// readTokens reads the token files, with a warning line for each that
+// others may read.
+func readTokens(cfg ServeConfig) (readToken, actToken string, warns []string, err error) {
+	readToken = cfg.ServeToken
+	for _, f := range []struct {
+		path, flag string
+		tok        *string
+	}{{cfg.ServeTokenFile, "--serve-token-file", &readToken}, {cfg.ActTokenFile, "--act-token-file", &actToken}} {
+		if f.path == "" {
+			continue
+		}
+		var warn string
+		if *f.tok, warn, err = readTokenFile(f.path, f.flag); err != nil {
+			return "", "", nil, err
+		}
+		if warn != "" {
+			warns = append(warns, warn)
+		}
+	}
+	return readToken, actToken, warns, nil
 }
 
 // runServe is `dbxtop serve`: engines per workspace, one fleet, the HTTP
@@ -147,19 +182,10 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	ws := cfg.WorkspaceConfig
 	// The token files are read first, so their content is redacted from
 	// everything logged afterwards.
-	readToken, actToken := cfg.ServeToken, ""
-	var err error
-	if cfg.ServeTokenFile != "" {
-		if readToken, err = readTokenFile(cfg.ServeTokenFile, "--serve-token-file"); err != nil {
-			fmt.Fprintln(stderr, name+": "+err.Error())
-			return exitError
-		}
-	}
-	if cfg.ActTokenFile != "" {
-		if actToken, err = readTokenFile(cfg.ActTokenFile, "--act-token-file"); err != nil {
-			fmt.Fprintln(stderr, name+": "+err.Error())
-			return exitError
-		}
+	readToken, actToken, warns, err := readTokens(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, name+": "+err.Error())
+		return exitError
 	}
 	log, err := openServiceLog(ws.LogFile, cfg.LogFormat, "serve", stderr, ws.Token, ws.ProxyToken, readToken, actToken)
 	if err != nil {
@@ -167,6 +193,9 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		return exitError
 	}
 	defer log.close()
+	for _, w := range warns {
+		log.Warn(w)
+	}
 	// fail reports a fatal error: in the log, and on stderr too when the
 	// log is a file (the operator at the terminal sees why it stopped).
 	fail := func(msg string, err error) int {

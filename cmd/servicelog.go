@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -22,6 +22,16 @@ func checkLogFormat(s string) error {
 		return fmt.Errorf("must be %s or %s", logText, logJSON)
 	}
 	return nil
+}
+
+// logFileError words a --log-file that cannot be opened: safefile's
+// refusal (a FIFO, a device) names the path, the system's error already
+// does.
+func logFileError(path string, err error) error {
+	if safefile.IsRefused(err) {
+		return fmt.Errorf("--log-file %s is %w; without --log-file the log goes to stderr", path, err)
+	}
+	return fmt.Errorf("open --log-file: %w", err)
 }
 
 // serviceLog is a service's log (serve): log/slog, one line per event,
@@ -41,9 +51,9 @@ func openServiceLog(path, format, who string, stderr io.Writer, secrets ...strin
 	closeFn := func() {}
 	toStderr := path == "" || path == "-" || path == "/dev/stderr"
 	if !toStderr {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := safefile.OpenAppend(path, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("open --log-file: %w", err)
+			return nil, logFileError(path, err)
 		}
 		w, closeFn = f, func() { _ = f.Close() }
 	}

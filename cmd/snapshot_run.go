@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/poller/retry"
@@ -379,9 +380,9 @@ func openLog(path, token, who string) (func(string, ...any), func(), error) {
 	if path == "" {
 		return func(string, ...any) {}, func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := safefile.OpenAppend(path, 0o600)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open --log-file: %w", err)
+		return nil, nil, logFileError(path, err)
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {

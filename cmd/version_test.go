@@ -57,16 +57,16 @@ func TestReadTokenFile(t *testing.T) {
 		}
 		return p
 	}
-	if tok, err := readTokenFile(write("ok", "  s3cret-token\n"), "--serve-token-file"); err != nil || tok != "s3cret-token" {
-		t.Fatalf("token file: %q %v", tok, err)
+	if tok, warn, err := readTokenFile(write("ok", "  s3cret-token\n"), "--serve-token-file"); err != nil || tok != "s3cret-token" || warn != "" {
+		t.Fatalf("token file: %q %q %v", tok, warn, err)
 	}
 	for name, content := range map[string]string{"empty": " \n", "two": "s3cret-token\nmore", "big": strings.Repeat("s3cret", 1000)} {
-		_, err := readTokenFile(write(name, content), "--act-token-file")
+		_, _, err := readTokenFile(write(name, content), "--act-token-file")
 		if err == nil || !strings.Contains(err.Error(), "--act-token-file: "+dir+"/"+name) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := readTokenFile(dir+"/missing", "--serve-token-file"); err == nil || !strings.Contains(err.Error(), "--serve-token-file") {
+	if _, _, err := readTokenFile(dir+"/missing", "--serve-token-file"); err == nil || !strings.Contains(err.Error(), "--serve-token-file") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -208,9 +208,12 @@ func (a *app) proxyToken(cfg *WorkspaceConfig) error {
 		return nil
 	}
 	if p, ok := a.getenv("DBXTOP_PROXY_TOKEN_FILE"); ok && p != "" {
-		tok, err := readTokenFile(p, "DBXTOP_PROXY_TOKEN_FILE")
+		tok, warn, err := readTokenFile(p, "DBXTOP_PROXY_TOKEN_FILE")
 		if err != nil {
 			return usagef("%s", err.Error())
+		}
+		if warn != "" {
+			fmt.Fprintln(a.stderr, "dbxtop: warning: "+warn)
 		}
 		cfg.ProxyToken = tok
 		return nil

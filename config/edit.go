@@ -3,7 +3,9 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 
@@ -20,8 +22,20 @@ var tableHeader = regexp.MustCompile(`^\s*\[`)
 // used when no --context is given. The file at path must exist, be valid
 // and define the context. Only the one line changes (or is added before
 // the first table), so the operator's comments and layout stay; the file
-// is replaced atomically with its permissions kept.
+// is replaced atomically with its permissions kept. A symbolic link (a
+// config kept in a dotfiles repository) is followed: its target is
+// edited and the link stays a link.
 func SetCurrentContext(path, name string) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("config file %s is a link that leads nowhere: %w", path, unwrapPathError(err))
+		}
+		if err := SetCurrentContext(target, name); err != nil {
+			return fmt.Errorf("%w (the target of the link %s)", err, path)
+		}
+		return nil
+	}
 	f, err := Load(path, false)
 	if err != nil {
 		return err

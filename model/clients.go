@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // UnknownClient stands for an operation whose client application the
@@ -128,7 +130,8 @@ func (c *ClientStats) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = ClientStats{ClientApplication: w.ClientApplication, User: w.User, Statements: w.Statements,
+	// Decoded from a peer: its text is cleaned here.
+	*c = ClientStats{ClientApplication: textfmt.Line(w.ClientApplication), User: textfmt.Line(w.User), Statements: w.Statements,
 		Orphans: w.Orphans, Leaks: w.Leaks, Cancellations: w.Cancellations, P95Duration: w.P95DurationS.ptr()}
 	return nil
 }

@@ -19,7 +19,21 @@ const (
 	EventCloseFailed EventKind = "close-failed" // a close attempt failed; retry queued
 	EventCapacity    EventKind = "capacity"     // endpoint usage or exhaustion changed
 	EventGone        EventKind = "gone"         // an operation disappeared from the server
+	// EventUnknown stands for a kind this dbxtop does not know: another
+	// process's event (a newer or a hostile serve's). SanitizeEvent puts it
+	// in place of the kind and keeps the kind, cleaned, in the message.
+	EventUnknown EventKind = "unknown"
 )
+
+// Known reports whether k is one of the kinds above.
+func (k EventKind) Known() bool {
+	switch k {
+	case EventDiscovered, EventStateChange, EventRetry, EventGiveUp, EventFlagRaised,
+		EventFlagCleared, EventAction, EventCloseFailed, EventCapacity, EventGone, EventUnknown:
+		return true
+	}
+	return false
+}
 
 // Event is one typed engine event: plain data, emitted by the poller and
 // rendered by the TUI's Events view and the incident report.

@@ -160,16 +160,18 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON decodes the snapshot JSON error object.
+// UnmarshalJSON decodes the snapshot JSON error object. A decoded error
+// is another process's (a serve, a proxy, a file): its text is cleaned
+// here, field by field.
 func (e *ErrorInfo) UnmarshalJSON(b []byte) error {
 	var w errorInfoWire
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*e = ErrorInfo{
+	*e = sanitizeErrorValue(ErrorInfo{
 		Kind: w.Kind, Call: w.Call, ErrorCode: w.ErrorCode, HTTPStatus: w.HTTPStatus,
 		Message: w.Message, RequestID: w.RequestID, Attempts: w.Attempts, Elapsed: w.ElapsedS.D, Seen: w.Seen,
 		Workspace: w.Workspace,
-	}
+	})
 	return nil
 }

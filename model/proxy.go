@@ -73,8 +73,9 @@ func (w *proxyWire) account() *ProxyAccount {
 	if w == nil {
 		return nil
 	}
-	return &ProxyAccount{LastClientRPC: w.LastClientRPCAt.Time, CloseOutcome: w.CloseOutcome,
+	// Decoded from a peer: its text is cleaned here (errors clean their own).
+	return &ProxyAccount{LastClientRPC: w.LastClientRPCAt.Time, CloseOutcome: textfmt.Line(w.CloseOutcome),
 		ClientCloseAttempts: w.ClientCloseAttempts, ProxyCloseAttempts: w.ProxyCloseAttempts,
 		ClientCloseError: w.ClientCloseError, LastCloseError: w.LastCloseError,
-		NextTry: w.NextTryAt.Time, Heals: w.Heals, Actions: nilIfEmpty(w.Actions)}
+		NextTry: w.NextTryAt.Time, Heals: w.Heals, Actions: nilIfEmpty(lines(w.Actions))}
 }

@@ -61,11 +61,18 @@ func sanitizeFlags(fs []Flag) {
 	}
 }
 
-// SanitizeEvent returns ev with every server-supplied field made safe for
-// one line. The engine's snapshots are cleaned by NewSnapshot; its events
-// are not, so every consumer of the event stream (the TUI, serve's
-// /api/v1/events) cleans them here.
+// SanitizeEvent returns ev with every string made safe for one line, and
+// a kind that is not one of the known kinds replaced by EventUnknown (the
+// kind, cleaned and cut short, goes to the front of the message). The
+// engine's snapshots are cleaned by NewSnapshot; its events are not, so
+// every consumer of the event stream (the TUI, serve's /api/v1/events)
+// cleans them here, and so does the decoder of serve's stream (attach).
 func SanitizeEvent(ev Event) Event {
+	if !ev.Kind.Known() {
+		k := truncate(textfmt.Line(string(ev.Kind)), 40)
+		ev.Message = "(kind " + k + ") " + ev.Message
+		ev.Kind = EventUnknown
+	}
 	ev.StatementID = textfmt.Line(ev.StatementID)
 	ev.Workspace = textfmt.Line(ev.Workspace)
 	ev.Endpoint = textfmt.Line(ev.Endpoint)
@@ -77,6 +84,7 @@ func SanitizeEvent(ev Event) Event {
 		f := *ev.Flag
 		f.Detail = textfmt.Line(f.Detail)
 		f.Kind = FlagKind(textfmt.Line(string(f.Kind)))
+		f.Severity = Severity(textfmt.Line(string(f.Severity)))
 		ev.Flag = &f
 	}
 	return ev
@@ -101,6 +109,7 @@ func sanitizeErrorValue(e ErrorInfo) ErrorInfo {
 	e.Message = textfmt.Line(e.Message)
 	e.RequestID = textfmt.Line(e.RequestID)
 	e.Kind = ErrorKind(textfmt.Line(string(e.Kind)))
+	e.Workspace = textfmt.Line(e.Workspace)
 	return e
 }
 
@@ -115,61 +124,4 @@ func lines(ss []string) []string {
 		}
 	}
 	return ss
-}
-
-// cleanDecoded makes a snapshot decoded from JSON (another process's: a
-// serve that `dbxtop attach` reads, a file) as safe as one NewSnapshot
-// built: every string it carries, not only the server-supplied ones a
-// local engine cleans, since any of them may come from a hostile peer.
-// The decoded values are this snapshot's own, so it cleans in place.
-func (s *Snapshot) cleanDecoded() {
-	s.sanitize()
-	for _, v := range s.Operations {
-		v.sanitize()
-		cleanFlagKinds(v.Flags)
-		v.StatusSource = textfmt.Line(v.StatusSource)
-		v.StatusNote = textfmt.Line(v.StatusNote)
-		v.Workspace = textfmt.Line(v.Workspace)
-		v.Close.State = CloseState(textfmt.Line(string(v.Close.State)))
-		if p := v.Proxy; p != nil {
-			p.CloseOutcome = textfmt.Line(p.CloseOutcome)
-			p.ClientCloseError = SanitizeError(p.ClientCloseError)
-			p.LastCloseError = SanitizeError(p.LastCloseError)
-			for i, a := range p.Actions {
-				p.Actions[i] = textfmt.Line(a)
-			}
-		}
-	}
-	for i := range s.Endpoints {
-		e := &s.Endpoints[i]
-		cleanFlagKinds(e.Flags)
-		e.StateMessage = textfmt.Line(e.StateMessage)
-		e.RowLimitWhy = textfmt.Line(e.RowLimitWhy)
-		e.Workspace = textfmt.Line(e.Workspace)
-		e.ListingError = SanitizeError(e.ListingError)
-		if e.Learned != nil {
-			e.Learned.RequestID = textfmt.Line(e.Learned.RequestID)
-		}
-		for j := range e.Indexes {
-			e.Indexes[j].Type = textfmt.Line(e.Indexes[j].Type)
-		}
-	}
-	for i := range s.Clients {
-		s.Clients[i].ClientApplication = textfmt.Line(s.Clients[i].ClientApplication)
-		s.Clients[i].User = textfmt.Line(s.Clients[i].User)
-	}
-	for i := range s.Workspaces {
-		w := &s.Workspaces[i]
-		w.Name, w.Host = textfmt.Line(w.Name), textfmt.Line(w.Host)
-		w.Warehouses = lines(w.Warehouses)
-		for j := range w.Errors {
-			w.Errors[j] = sanitizeErrorValue(w.Errors[j])
-		}
-	}
-}
-
-func cleanFlagKinds(fs []Flag) {
-	for i := range fs {
-		fs[i].Kind = FlagKind(textfmt.Line(string(fs[i].Kind)))
-	}
 }

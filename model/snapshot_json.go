@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // The wire structs below fix the snapshot JSON key order (encoding/json keeps struct
@@ -148,12 +150,19 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	if w.Schema != SnapshotSchema {
 		return fmt.Errorf("snapshot: schema %q is not %q", truncate(w.Schema, 60), SnapshotSchema)
 	}
+	// Every string is cleaned here, field by field, as it leaves the wire
+	// structs (ErrorInfo and ClientStats clean their own in UnmarshalJSON);
+	// TestDecodedSnapshotStringsAreClean fails on a field that is not.
 	out := Snapshot{
 		GeneratedAt: w.GeneratedAt.Time,
-		Workspace:   Workspace{Host: w.Workspace.Host, Warehouses: nilIfEmpty(w.Workspace.Warehouses)},
+		Workspace:   Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses))},
 		Errors:      nilIfEmpty(w.Errors),
 		Clients:     nilIfEmpty(w.Clients),
 		Workspaces:  nilIfEmpty(w.Workspaces),
+	}
+	for i := range out.Workspaces {
+		ws := &out.Workspaces[i]
+		ws.Name, ws.Host, ws.Warehouses = textfmt.Line(ws.Name), textfmt.Line(ws.Host), lines(ws.Warehouses)
 	}
 	for i, ow := range w.Operations {
 		v, err := ow.view()
@@ -169,7 +178,6 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		}
 		out.Endpoints = append(out.Endpoints, v)
 	}
-	out.cleanDecoded()
 	out.order() // the peer's order is not taken on trust
 	*s = out
 	return nil
@@ -226,15 +234,16 @@ func (w operationWire) view() (OperationView, error) {
 	default:
 		return OperationView{}, fmt.Errorf("unknown close state %q", truncate(string(w.Close.State), 40))
 	}
-	if err := checkFlags(w.Flags); err != nil {
+	if err := decodeFlags(w.Flags); err != nil {
 		return OperationView{}, err
 	}
+	line := textfmt.Line
 	return OperationView{
 		Operation: &Operation{
-			StatementID: w.StatementID, WarehouseID: w.WarehouseID, User: w.User,
-			ClientApplication: w.ClientApplication, SQL: w.SQL, State: state,
+			StatementID: line(w.StatementID), WarehouseID: line(w.WarehouseID), User: line(w.User),
+			ClientApplication: line(w.ClientApplication), SQL: textfmt.Block(w.SQL), State: state,
 			StartedAt: w.StartedAt.Time, CompletedAt: w.CompletedAt.Time,
-			ServerError:         w.ServerError,
+			ServerError:         line(w.ServerError),
 			ClientActivityKnown: !w.ClientLastActivity.IsZero(),
 			ClientLastActivity:  w.ClientLastActivity.Time,
 			Open:                w.Open,
@@ -243,7 +252,7 @@ func (w operationWire) view() (OperationView, error) {
 			Close: CloseInfo{State: w.Close.State, Attempts: w.Close.Attempts,
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
-			StatusSource: w.StatusSource, StatusNote: w.StatusNote, Workspace: w.Workspace,
+			StatusSource: line(w.StatusSource), StatusNote: line(w.StatusNote), Workspace: line(w.Workspace),
 			Proxy: w.Proxy.account(),
 		},
 		InactiveFor: w.InactiveForS.ptr(),
@@ -282,16 +291,20 @@ func (v EndpointView) wire() endpointWire {
 }
 
 func (w endpointWire) view() (EndpointView, error) {
-	if err := checkFlags(w.Flags); err != nil {
+	if err := decodeFlags(w.Flags); err != nil {
 		return EndpointView{}, err
+	}
+	line := textfmt.Line
+	if l := w.Learned; l != nil {
+		l.RequestID, l.Via = line(l.RequestID), line(l.Via)
 	}
 	v := EndpointView{
 		Endpoint: Endpoint{
-			Name: w.Name, Type: w.Type, State: w.State, RowLimit: w.RowLimit,
+			Name: line(w.Name), Type: line(w.Type), State: line(w.State), RowLimit: w.RowLimit,
 			Exhausted: w.serverExhausted(), LastError: w.LastError, ObservedAt: w.ObservedAt.Time, ListingError: w.ListingError,
-			RowLimitSource: w.RowLimitSource.value(), RowLimitWhy: w.RowLimitWhy, Learned: w.Learned,
-			StateMessage: w.StateMessage, NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
-			Workspace: w.Workspace,
+			RowLimitSource: LimitSource(line(string(w.RowLimitSource.value()))), RowLimitWhy: line(w.RowLimitWhy), Learned: w.Learned,
+			StateMessage: line(w.StateMessage), NumIndexes: w.NumIndexes, Throughput: w.ThroughputPct,
+			Workspace: line(w.Workspace),
 		},
 		Rows: w.Rows, GrowthPerMin: w.GrowthRowsPerMin, ETAFull: w.ETAFullS.ptr(),
 		WriteRowsPerMin: w.WriteRowsPerMin,
@@ -301,6 +314,7 @@ func (w endpointWire) view() (EndpointView, error) {
 		v.Usage = *w.Usage
 	}
 	for _, ix := range w.Indexes {
+		ix.Name, ix.Type, ix.Message = line(ix.Name), line(ix.Type), line(ix.Message)
 		v.Indexes = append(v.Indexes, Index(ix))
 	}
 	for _, sm := range w.Samples {
@@ -323,7 +337,8 @@ func (s *LimitSource) value() LimitSource {
 	return *s
 }
 
-func checkFlags(flags []Flag) error {
+// decodeFlags checks decoded flags and cleans their text in place.
+func decodeFlags(flags []Flag) error {
 	for i, f := range flags {
 		if f.Severity != SeverityWarning && f.Severity != SeverityCritical {
 			return fmt.Errorf("flags[%d]: severity %q is not warning or critical", i, truncate(string(f.Severity), 40))
@@ -331,6 +346,8 @@ func checkFlags(flags []Flag) error {
 		if f.Kind == "" {
 			return fmt.Errorf("flags[%d]: empty kind", i)
 		}
+		flags[i].Kind = FlagKind(textfmt.Line(string(f.Kind)))
+		flags[i].Detail = textfmt.Line(f.Detail)
 	}
 	return nil
 }

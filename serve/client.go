@@ -32,12 +32,17 @@ type Client struct {
 	readOnly    bool
 	refresh     time.Duration
 
+	// maxBody bounds what Client reads from serve in one answer.
+	maxBody int64
+
 	mu   sync.Mutex
 	last model.Snapshot
 }
 
-// maxBody bounds what Client reads from serve in one answer.
-const maxBody = 64 << 20
+// MaxAnswer is attach's cap on one answer from serve (a snapshot): a serve
+// answering more is told apart from a broken connection, and attach stops
+// reading at the cap.
+const MaxAnswer = 64 << 20
 
 // Attach checks that url is a serve that accepts token (the read token)
 // and returns a client; the error says which (unreachable, wrong token,
@@ -56,7 +61,7 @@ func Attach(ctx context.Context, url, token, act string, hc *http.Client) (*Clie
 	hc = &own
 	shc := *hc
 	shc.Timeout = 0
-	c := &Client{base: strings.TrimRight(url, "/"), token: token, act: act, hc: hc, shc: &shc, events: make(chan model.Event, 4096)}
+	c := &Client{base: strings.TrimRight(url, "/"), token: token, act: act, hc: hc, shc: &shc, events: make(chan model.Event, 4096), maxBody: MaxAnswer}
 	var h HealthInfo
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return nil, err
@@ -120,7 +125,20 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(v); err != nil {
+	over := func(n int64) error {
+		return fmt.Errorf("GET %s: serve's answer of %d bytes or more exceeds attach's cap of %s (%d bytes); reading stopped: attach to a serve that watches fewer operations, or read its snapshot with curl", path, n, textfmt.Bytes(c.maxBody), c.maxBody)
+	}
+	if resp.ContentLength > c.maxBody {
+		return over(resp.ContentLength)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: reading serve's answer: %w", path, err)
+	}
+	if int64(len(b)) > c.maxBody {
+		return over(int64(len(b)))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("GET %s: not a dbxtop serve answer: %w", path, err)
 	}
 	return nil
@@ -164,7 +182,7 @@ func (c *Client) stream(ctx context.Context) error {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("event stream: %w", err)
 		}
-		c.emit(model.SanitizeEvent(DecodeEvent(e)))
+		c.emit(DecodeEvent(e))
 	}
 	return sc.Err()
 }
@@ -207,7 +225,6 @@ func (c *Client) Health() poller.Health {
 	if err := c.getJSON(ctx, "/api/v1/health", &h); err != nil {
 		return poller.Health{LastError: &model.ErrorInfo{Kind: model.KindTransport, Call: "attach", Message: textfmt.Line(err.Error())}}
 	}
-	h.Health.LastError = model.SanitizeError(h.Health.LastError)
 	return h.Health.Poller()
 }
 

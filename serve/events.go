@@ -32,10 +32,13 @@ func EncodeEvent(ev model.Event) EventJSON {
 		Endpoint: ev.Endpoint, Call: ev.Call, Message: ev.Message, RequestID: ev.RequestID, Error: ev.Err, Flag: ev.Flag}
 }
 
-// DecodeEvent is EncodeEvent's inverse.
+// DecodeEvent is EncodeEvent's inverse. The event comes from another
+// process (attach reads serve's stream), so it is cleaned here, where it
+// is decoded: every string made safe for one line, an unknown kind
+// replaced (model.SanitizeEvent).
 func DecodeEvent(e EventJSON) model.Event {
-	return model.Event{At: e.At, Kind: model.EventKind(e.Kind), Workspace: e.Workspace, StatementID: e.StatementID,
-		Endpoint: e.Endpoint, Call: e.Call, Message: e.Message, RequestID: e.RequestID, Err: e.Error, Flag: e.Flag}
+	return model.SanitizeEvent(model.Event{At: e.At, Kind: model.EventKind(e.Kind), Workspace: e.Workspace, StatementID: e.StatementID,
+		Endpoint: e.Endpoint, Call: e.Call, Message: e.Message, RequestID: e.RequestID, Err: e.Error, Flag: e.Flag})
 }
 
 // subscriberBuffer bounds what a slow /api/v1/events reader can hold up:

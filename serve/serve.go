@@ -11,8 +11,8 @@
 // that becomes a metric label goes through textfmt.Line; JSON carries it as
 // data (escaped by encoding/json) for the consumer to sanitise on output.
 //
-// It imports poller, report, model, sources, config and textfmt from
-// dbxtop, never tui or cmd.
+// It imports poller, report, model, sources, config, textfmt and
+// internal/safefile from dbxtop, never tui or cmd.
 package serve
 
 import (
@@ -37,6 +37,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // DefaultListen is where `dbxtop serve` listens unless told: loopback, the
@@ -76,7 +77,16 @@ type Options struct {
 	// InsecureListen allows plain HTTP on an address that is not loopback
 	// (the bearer token would cross the network in clear).
 	InsecureListen bool
+	// PreAuthTimeout bounds how long a connection that has not
+	// authenticated may idle or take over its headers (conns.go); 0 →
+	// DefaultPreAuthTimeout.
+	PreAuthTimeout time.Duration
 }
+
+// MinTokenLength is the shortest read or act token serve takes: a token
+// guards every endpoint but the probes, so it must not be guessable (the
+// one serve generates is 32 hex characters).
+const MinTokenLength = 16
 
 // CheckListen refuses plain HTTP on an address that is not loopback
 // unless insecure is set: every consumer sends serve its token. tls is
@@ -132,6 +142,9 @@ func New(o Options) (*Server, error) {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
+	if o.PreAuthTimeout <= 0 {
+		o.PreAuthTimeout = DefaultPreAuthTimeout
+	}
 	if o.Counters == nil {
 		o.Counters = NewCounters()
 	}
@@ -146,27 +159,12 @@ func New(o Options) (*Server, error) {
 		}
 		o.Token = hex.EncodeToString(b)
 	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, errors.New("serve: --tls-cert and --tls-key go together")
+	if err := checkTokens(o); err != nil {
+		return nil, err
 	}
-	if o.WebConfigFile != "" && o.TLSCert != "" {
-		return nil, errors.New("serve: --web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
-	}
-	var wc *webConfig
-	var tlsConf *tls.Config
-	if o.WebConfigFile != "" {
-		var err error
-		if wc, err = loadWebConfig(o.WebConfigFile); err != nil {
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		tlsConf = wc.tls
-	}
-	if o.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("serve: TLS key pair: %w", err)
-		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	wc, tlsConf, err := tlsOf(o)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	if err := CheckListen(o.Listen, tlsConf != nil, o.InsecureListen); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -175,6 +173,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: listen on %s: %w", o.Listen, err)
 	}
+	ln = authListener{Listener: ln, preAuth: o.PreAuthTimeout}
 	scheme := "http"
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
@@ -195,8 +194,51 @@ func New(o Options) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 		buildInfo(o.Version, o.Revision))
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: o.PreAuthTimeout, ReadTimeout: ReadTimeout,
+		IdleTimeout: AuthIdleTimeout, MaxHeaderBytes: MaxHeaderBytes, ConnContext: connContext}
 	return s, nil
+}
+
+// checkTokens refuses a read or act token shorter than MinTokenLength,
+// naming which, never showing it.
+func checkTokens(o Options) error {
+	for _, t := range []struct{ name, tok string }{{"read token", o.Token}, {"act token", o.ActToken}} {
+		if t.tok != "" && len(t.tok) < MinTokenLength {
+			return fmt.Errorf("serve: the %s is %d characters; serve takes at least %d (openssl rand -hex 16 makes one of 32)", t.name, len(t.tok), MinTokenLength)
+		}
+	}
+	return nil
+}
+
+// tlsOf is serve's web configuration and TLS (nil: plain HTTP), from
+// --web.config.file or --tls-cert/--tls-key.
+func tlsOf(o Options) (*webConfig, *tls.Config, error) {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if o.WebConfigFile != "" && o.TLSCert != "" {
+		return nil, nil, errors.New("--web.config.file and --tls-cert/--tls-key both give TLS: put the certificate in the web configuration's tls_server_config")
+	}
+	if o.WebConfigFile != "" {
+		wc, err := loadWebConfig(o.WebConfigFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wc, wc.tls, nil
+	}
+	if o.TLSCert == "" {
+		return nil, nil, nil
+	}
+	for _, f := range []string{o.TLSCert, o.TLSKey} {
+		if err := checkTLSFile(f); err != nil {
+			return nil, nil, fmt.Errorf("TLS file %s: %w", f, err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS key pair: %w", err)
+	}
+	return nil, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // URL is http(s)://HOST:PORT, the address actually bound.
@@ -287,16 +329,20 @@ func (s *Server) routes() http.Handler {
 }
 
 // auth checks the bearer token in constant time: the read or the act
-// token to read, the act token to act. With basic_auth_users in the web
-// configuration, valid basic-auth credentials read too (Prometheus's
-// basic_auth); only the act token acts.
+// token to read, the act token to act; the scheme "Bearer" is required (a
+// bare token is refused). With basic_auth_users in the web configuration,
+// valid basic-auth credentials read too (Prometheus's basic_auth); only
+// the act token acts. A request that authenticates lifts its
+// connection's pre-authentication bound (conns.go).
 func (s *Server) auth(act bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got = strings.TrimSpace(got)
-		isAct := s.act != nil && subtle.ConstantTimeCompare([]byte(got), s.act) == 1
-		isRead := subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+		got := bearer(r.Header.Get("Authorization"))
+		isAct := got != nil && s.act != nil && subtle.ConstantTimeCompare(got, s.act) == 1
+		isRead := got != nil && subtle.ConstantTimeCompare(got, s.token) == 1
 		isUser := !isAct && !isRead && s.web.basicAuth(r)
+		if isAct || isRead || isUser {
+			markAuthenticated(r)
+		}
 		switch {
 		case !isAct && !isRead && !isUser:
 			if s.web.hasUsers() {
@@ -312,6 +358,17 @@ func (s *Server) auth(act bool, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// bearer is the token of an "Authorization: Bearer TOKEN" header (the
+// scheme is case-insensitive, RFC 7235), nil for anything else.
+func bearer(h string) []byte {
+	scheme, tok, ok := strings.Cut(h, " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return nil
+	}
+	return []byte(tok)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -384,6 +441,19 @@ type HealthJSON struct {
 	LastDiscovery     time.Time        `json:"last_discovery"`
 	DiscoveryFailures int64            `json:"discovery_failures"`
 	DiscoveryUp       bool             `json:"discovery_up"`
+}
+
+// UnmarshalJSON decodes /api/v1/health as attach reads it from another
+// process: its text is cleaned here (the error cleans its own).
+func (h *HealthInfo) UnmarshalJSON(b []byte) error {
+	type plain HealthInfo // without this method
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	p.Refresh = textfmt.Line(p.Refresh)
+	*h = HealthInfo(p)
+	return nil
 }
 
 func healthJSON(h poller.Health) HealthJSON {

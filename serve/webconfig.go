@@ -5,13 +5,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/dbxtop/dbxtop/internal/safefile"
 )
 
 // webConfig is what serve takes from a --web.config.file, the Prometheus
@@ -34,14 +35,21 @@ type webConfig struct {
 // maxAuthCache bounds the verdicts kept; the cache starts over when full.
 const maxAuthCache = 256
 
+// Caps on the files serve reads for its web configuration: a web
+// configuration and a PEM file are a few kilobytes.
+const (
+	MaxWebConfigFile = 1 << 20
+	MaxTLSFile       = 1 << 20
+)
+
 // loadWebConfig reads and validates path with the toolkit's own rules.
+// The toolkit reads the file and its TLS files itself, with a plain open
+// that a FIFO would hang: each is checked first (safefile: non-blocking,
+// a regular file, capped).
 func loadWebConfig(path string) (*webConfig, error) {
-	if err := web.Validate(path); err != nil {
-		return nil, fmt.Errorf("--web.config.file %s: %w", path, err)
-	}
-	b, err := os.ReadFile(path)
+	b, _, err := safefile.Read(path, MaxWebConfigFile)
 	if err != nil {
-		return nil, fmt.Errorf("--web.config.file: %w", err)
+		return nil, fmt.Errorf("--web.config.file %s: %w", path, err)
 	}
 	// The toolkit's defaults (its getConfig is not exported).
 	c := web.Config{
@@ -52,6 +60,15 @@ func loadWebConfig(path string) (*webConfig, error) {
 		return nil, fmt.Errorf("--web.config.file %s: %w", path, err)
 	}
 	c.TLSConfig.SetDirectory(filepath.Dir(path))
+	for _, f := range []struct{ key, path string }{{"cert_file", c.TLSConfig.TLSCertPath},
+		{"key_file", c.TLSConfig.TLSKeyPath}, {"client_ca_file", c.TLSConfig.ClientCAs}} {
+		if err := checkTLSFile(f.path); err != nil {
+			return nil, fmt.Errorf("--web.config.file %s: %s: %w", path, f.key, err)
+		}
+	}
+	if err := web.Validate(path); err != nil {
+		return nil, fmt.Errorf("--web.config.file %s: %w", path, err)
+	}
 	w := &webConfig{users: map[string]string{}, headers: c.HTTPConfig.Header, cache: map[[sha256.Size]byte]bool{}}
 	for u, h := range c.Users {
 		w.users[u] = string(h)
@@ -62,6 +79,17 @@ func loadWebConfig(path string) (*webConfig, error) {
 		}
 	}
 	return w, nil
+}
+
+// checkTLSFile checks a certificate, key or CA file before a library
+// reads it ("" is no file): a regular file of at most MaxTLSFile bytes,
+// opened without blocking.
+func checkTLSFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	_, err := safefile.Check(path, MaxTLSFile)
+	return err
 }
 
 // basicAuth reports whether r carries valid basic-auth credentials.

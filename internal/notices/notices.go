@@ -5,7 +5,7 @@
 // The linked modules are what `go list -deps` says the main package needs
 // on each release target (GOOS/GOARCH, CGO_ENABLED=0); their texts come
 // from the module cache, so nothing beyond the Go module proxy is asked.
-// It imports nothing from dbxtop.
+// It imports internal/safefile only.
 package notices
 
 import (
@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/dbxtop/dbxtop/internal/safefile"
 )
 
 // Allowed is the allow-list: SPDX identifiers of licences whose terms a
@@ -180,20 +182,11 @@ func licenseFiles(dir string) ([]File, error) {
 	return files, nil
 }
 
+// readCapped reads one licence text through safefile (regular files
+// only, never blocking, capped).
 func readCapped(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxLicenseFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxLicenseFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes: not a licence", p, maxLicenseFile)
-	}
-	return b, nil
+	b, _, err := safefile.Read(p, maxLicenseFile)
+	return b, err
 }
 
 // licenseOf is the licence of a module's files: the first recognised

@@ -1,8 +1,12 @@
-// Package safefile reads the small local files dbxtop trusts the least
-// (its config, the learned-limits state) without letting them hang or
-// swamp it: the open never blocks (a FIFO at the path would otherwise
-// wait for a writer forever, deaf to SIGTERM), only a regular file is
-// read, and never more than a cap.
+// Package safefile is the one way dbxtop opens a file a user or a unit
+// names (its config, the learned-limits state, token files, the web
+// configuration, TLS files, log files) without letting it hang or swamp
+// dbxtop: the open never blocks (a FIFO at the path would otherwise wait
+// for a writer forever, deaf to SIGTERM), only a regular file is used,
+// and never more than a cap is read. Read reads a file; Check checks one
+// that another library reads itself; OpenAppend opens a log. Nothing
+// else in dbxtop calls os.Open, os.OpenFile or os.ReadFile
+// (archtest's TestFilesOpenThroughSafefile).
 package safefile
 
 import (
@@ -46,10 +50,65 @@ func Read(path string, max int64) (data []byte, info fs.FileInfo, err error) {
 	return data, info, nil
 }
 
-// NotRegularError is a path that is not a regular file.
-type NotRegularError struct{ Kind string }
+// Check opens path as Read does and checks it (a regular file of at
+// most max bytes) without reading it: for a file that another library
+// then reads itself (a TLS certificate, the web configuration, the SDK's
+// config file). A missing file is an error that wraps fs.ErrNotExist.
+func Check(path string, max int64) (fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return info, &NotRegularError{Kind: Kind(info.Mode())}
+	}
+	if info.Size() > max {
+		return info, &TooLargeError{Size: info.Size(), Max: max}
+	}
+	return info, nil
+}
+
+// OpenAppend opens the regular file at path for appending, creating it
+// with perm: a log. The open never blocks (a FIFO without a reader is
+// refused at once rather than waited on), and anything but a regular
+// file is refused, checked on the opened file.
+func OpenAppend(path string, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		// A FIFO without a reader fails with ENXIO: say what it is.
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, &NotRegularError{Kind: Kind(st.Mode()), Append: true}
+		}
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, &NotRegularError{Kind: Kind(info.Mode()), Append: true}
+	}
+	return f, nil
+}
+
+// NotRegularError is a path that is not a regular file; Append says it
+// was to be appended to (a log), not read.
+type NotRegularError struct {
+	Kind   string
+	Append bool
+}
 
 func (e *NotRegularError) Error() string {
+	if e.Append {
+		return "not a regular file (" + e.Kind + "); dbxtop appends only to regular files"
+	}
 	return "not a regular file (" + e.Kind + "); dbxtop reads only regular files"
 }
 
@@ -91,6 +150,13 @@ func Kind(m fs.FileMode) string {
 // the file (group or world write bit), as ssh checks its config.
 func WritableByOthers(info fs.FileInfo) bool {
 	return info != nil && info.Mode().Perm()&0o022 != 0
+}
+
+// OpenToOthers reports whether users other than the owner may read or
+// write the file (any group or world bit), the test ssh applies to a
+// private key: a token file that fails it gets a warning.
+func OpenToOthers(info fs.FileInfo) bool {
+	return info != nil && info.Mode().Perm()&0o077 != 0
 }
 
 // WriteAtomic replaces path with data, mode perm: through a temporary

@@ -83,3 +83,54 @@ func TestWriteAtomicReplacesWithItsMode(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+func TestCheckAndOpenAppendRefuseAFIFOWithoutBlocking(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for name, open := range map[string]func() error{
+		"Check":      func() error { _, err := Check(p, 1<<20); return err },
+		"OpenAppend": func() error { f, err := OpenAppend(p, 0o600); f.Close(); return err },
+	} {
+		done := make(chan error, 1)
+		go func() { done <- open() }()
+		select {
+		case err := <-done:
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || nr.Kind != "a named pipe" {
+				t.Errorf("%s of a FIFO: err %v, want NotRegularError naming a named pipe", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked on a FIFO", name)
+		}
+	}
+}
+
+func TestCheckAndOpenAppend(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	f, err := OpenAppend(log, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("one\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if info, err := Check(log, 4); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("Check of the log: %v, %v", info, err)
+	}
+	if _, err := Check(log, 3); !IsRefused(err) {
+		t.Errorf("Check over the cap: %v, want TooLargeError", err)
+	}
+	if _, err := Check(filepath.Join(dir, "missing"), 3); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Check of a missing file: %v", err)
+	}
+	if _, err := OpenAppend(dir, 0o600); err == nil {
+		t.Errorf("OpenAppend of a directory succeeded")
+	}
+	if _, err := OpenAppend("/dev/null", 0o600); !IsRefused(err) {
+		t.Errorf("OpenAppend of /dev/null: %v, want NotRegularError", err)
+	}
+}

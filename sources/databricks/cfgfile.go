@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
 )
@@ -49,23 +48,18 @@ func configFilePath(c Config) (path, shown string) {
 // checks are made on the opened file, not on the name.
 func checkConfigFile(c Config) error {
 	path, shown := configFilePath(c)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	_, err := safefile.Check(path, MaxConfigFile)
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
-	}
-	if err != nil {
+	case errors.As(err, &nr):
+		return fmt.Errorf("config file %s is not a regular file (%s); dbxtop reads only regular files", shown, nr.Kind)
+	case errors.As(err, &tl):
+		return fmt.Errorf("config file %s is %d bytes; dbxtop reads at most %d (a real one holds a few profiles)", shown, tl.Size, MaxConfigFile)
+	case err != nil:
 		return fmt.Errorf("config file %s: %w", shown, unwrapPath(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("config file %s: %w", shown, unwrapPath(err))
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("config file %s is not a regular file (%s); dbxtop reads only regular files", shown, safefile.Kind(st.Mode()))
-	}
-	if st.Size() > MaxConfigFile {
-		return fmt.Errorf("config file %s is %d bytes; dbxtop reads at most %d (a real one holds a few profiles)", shown, st.Size(), MaxConfigFile)
 	}
 	return nil
 }

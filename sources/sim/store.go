@@ -295,6 +295,15 @@ func (s *store) withOp(g guid, owner bool, f func(op *operation, now time.Time))
 	return true
 }
 
+// sessionSecretMatches reports whether secret is the session's handle
+// secret.
+func (s *store) sessionSecretMatches(g guid, secret []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[g]
+	return ok && subtle.ConstantTimeCompare(ss.secret[:], secret) == 1
+}
+
 // secretMatches reports whether secret is the operation's handle secret.
 func (s *store) secretMatches(g guid, secret []byte) bool {
 	s.mu.Lock()

@@ -83,6 +83,19 @@ func sessGUID(h *tc.TSessionHandle) (guid, bool) {
 	return toGUID(h.SessionId.GUID)
 }
 
+// sessHandle is sessGUID plus the secret check, on every session call: a
+// session handle whose secret does not match is unknown (INVALID_HANDLE),
+// so a GUID alone (read from a log, an operation id) cannot close a
+// session or run a statement on it. LenientHandles covers operation
+// handles only: nothing rebuilds a session handle.
+func (t *thriftService) sessHandle(h *tc.TSessionHandle) (guid, bool) {
+	g, ok := sessGUID(h)
+	if !ok {
+		return g, false
+	}
+	return g, t.s.store.sessionSecretMatches(g, h.SessionId.Secret)
+}
+
 // kindFromUA reads the simulated client kind from "simclient/1.0 (KIND)";
 // every other client is "external".
 func kindFromUA(ua string) string {
@@ -146,7 +159,7 @@ func (t *thriftService) CloseSession(ctx context.Context, req *tc.TCloseSessionR
 		return nil, errNoReq
 	}
 	ci := callFrom(ctx)
-	g, ok := sessGUID(req.GetSessionHandle())
+	g, ok := t.sessHandle(req.GetSessionHandle())
 	if !ok || !t.s.store.closeSession(g, !ci.observer) {
 		return &tc.TCloseSessionResp{Status: invalidHandle("session")}, nil
 	}
@@ -158,7 +171,7 @@ func (t *thriftService) ExecuteStatement(ctx context.Context, req *tc.TExecuteSt
 		return nil, errNoReq
 	}
 	ci := callFrom(ctx)
-	g, ok := sessGUID(req.GetSessionHandle())
+	g, ok := t.sessHandle(req.GetSessionHandle())
 	ss, found := t.s.store.session(g)
 	if !ok || !found {
 		return &tc.TExecuteStatementResp{Status: invalidHandle("session")}, nil
