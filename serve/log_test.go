@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/poller"
-	"github.com/dbxtop/dbxtop/sources/sim"
 )
 
 // logBuffer collects JSON log records.
@@ -49,14 +47,7 @@ func (b *logBuffer) records(msg string) []map[string]any {
 func TestServeLogLevels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Close(context.Background()) }()
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadURL := "http://" + dead.Addr().String()
-	dead.Close()
+	srv, deadURL := liveAndDead(t, ctx)
 
 	var logs logBuffer
 	c := NewCounters()
