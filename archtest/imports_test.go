@@ -188,8 +188,9 @@ func TestImportsFollowTheArchitectureTable(t *testing.T) {
 }
 
 // An import planted in the real graph against the real table fails the
-// check: the simulator never imports the engine, and the proxy uses the
-// retry policy, not the engine.
+// check: the simulator never imports the engine, the proxy uses the
+// retry policy, not the engine, and the TUI reads the engine's health
+// from model.
 func TestPlantedImportsFail(t *testing.T) {
 	root, table := projectTable(t)
 	real := projectImports(t, root)
@@ -197,6 +198,7 @@ func TestPlantedImportsFail(t *testing.T) {
 		{"sources/sim", "poller", "sources/sim imports poller; the table says sources/sim never imports"},
 		{"sources/sim", "proxy", "sources/sim imports proxy; the table says sources/sim never imports"},
 		{"proxy", "poller", "proxy imports poller; the table says proxy never imports"},
+		{"tui", "poller", "tui imports poller; the table says tui never imports"},
 	} {
 		pkgs := slices.Clone(real)
 		for i := range pkgs {

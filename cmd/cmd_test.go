@@ -121,6 +121,8 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"snapshot", "--watch", "--count", "ten"}, 3, `invalid --count "ten": not a whole number`},
 		{[]string{"snapshot", "--watch", "--interval", "-1s"}, 3, `invalid --interval "-1s": must not be negative`},
 		{[]string{"snapshot", "--timeout", "0s"}, 3, `invalid --timeout "0s": must be greater than zero`},
+		{[]string{"snapshot", "--filter", "usr:alice"}, 3, `invalid --filter "usr:alice": unknown key "usr:" (keys: user: client: wh: state: flag: age> age< idle> idle<)`},
+		{[]string{"snapshot", "--filter", "age>soon"}, 3, `invalid --filter "age>soon": age> wants a duration such as 90s, 5m or 1h30m, not "soon"`},
 		{[]string{"snapshot", "--refresh", "soon"}, 3, `invalid --refresh "soon": not a duration: write e.g. 30s, 5m or 1h30m`},
 		{[]string{"snapshot", "--host", "https://h.example/x"}, 3, `invalid --host "https://h.example/x": unexpected path "/x": pass only the workspace URL (the warehouse path goes in --http-path)`},
 		{[]string{"snapshot", "--leak-after=-1s"}, 3, `invalid --leak-after "-1s": must not be negative`},
@@ -251,8 +253,9 @@ func TestRootConfig(t *testing.T) {
 	}
 	want := WorkspaceConfig{Profile: "dev", Host: "http://127.0.0.1:8080/", Token: "dapi-from-env",
 		Warehouses: []string{"abc", "def", "ghi"}, Refresh: 2 * time.Second,
-		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 90 * time.Second},
-		ReadOnly:   true, NoColor: true, ASCII: true, LogFile: log}
+		Thresholds: model.Thresholds{InactivityWarn: 30 * time.Second, ServerIdleTimeout: 5 * time.Minute, LeakAfter: 90 * time.Second,
+			ServerLeakTimeout: 23 * time.Minute},
+		ReadOnly: true, NoColor: true, ASCII: true, LogFile: log, AuthTimeout: 15 * time.Second}
 	if !equalWS(h.ws, want) {
 		t.Errorf("config\n got %+v\nwant %+v", h.ws, want)
 	}
@@ -357,7 +360,8 @@ func TestDemoThresholdsFollowSimulator(t *testing.T) {
 	if r := h.run(t, map[string]string{"DATABRICKS_TOKEN": "real-workspace-token"}, "demo"); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
-	want := model.Thresholds{InactivityWarn: 15 * time.Second, ServerIdleTimeout: 90 * time.Second, LeakAfter: 18 * time.Second}
+	want := model.Thresholds{InactivityWarn: 15 * time.Second, ServerIdleTimeout: 90 * time.Second, LeakAfter: 18 * time.Second,
+		ServerLeakTimeout: 150 * time.Second}
 	if h.ws.Thresholds != want {
 		t.Errorf("demo thresholds %+v, want %+v", h.ws.Thresholds, want)
 	}
@@ -373,7 +377,8 @@ func TestDemoThresholdsFollowSimulator(t *testing.T) {
 	if r := h.run(t, nil, "demo", "--inactivity-warn", "40s", "--idle-timeout", "3m", "--token", "simtok"); r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
-	want = model.Thresholds{InactivityWarn: 40 * time.Second, ServerIdleTimeout: 3 * time.Minute, LeakAfter: 18 * time.Second}
+	want = model.Thresholds{InactivityWarn: 40 * time.Second, ServerIdleTimeout: 3 * time.Minute, LeakAfter: 18 * time.Second,
+		ServerLeakTimeout: 150 * time.Second}
 	if h.ws.Thresholds != want || h.sim.Token != "simtok" || h.sim.IdleTimeout != 3*time.Minute {
 		t.Errorf("demo %+v sim %+v", h.ws.Thresholds, h.sim)
 	}

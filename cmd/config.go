@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/dbxtop/dbxtop/capstore"
@@ -23,6 +24,10 @@ type WorkspaceConfig struct {
 	ASCII      bool
 	Mouse      bool // TUI mouse reporting (--mouse)
 	LogFile    string
+	// AuthTimeout bounds resolving the workspace's credentials
+	// (--auth-timeout): past it dbxtop says which credentials it looked
+	// for and what to set, instead of waiting on the SDK's chain.
+	AuthTimeout time.Duration
 	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string
@@ -30,6 +35,8 @@ type WorkspaceConfig struct {
 	// CapacityProbe: one empty upsert per vector endpoint per refresh
 	// (--capacity-probe; snapshot and serve).
 	CapacityProbe bool
+	// serviceLogger, when set (serve), is the engines' logger.
+	serviceLogger *slog.Logger
 	// simStrictHandles: demo's simulator checks handle secrets, so
 	// dbxtop's actions must not use rebuilt Thrift handles.
 	simStrictHandles bool
@@ -61,6 +68,9 @@ type SnapshotConfig struct {
 	Count    int // 0: until interrupted
 	Timeout  time.Duration
 	Wide     bool // human table: every column, never fitted to the width
+	// Filter keeps only the operations it matches (model.FilterSpec.Text,
+	// the TUI's / syntax); the output and the exit status count only them.
+	Filter string
 }
 
 // SimConfig is `dbxtop sim`'s configuration (and demo's simulator part).

@@ -2,6 +2,11 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -10,6 +15,7 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // conn is one workspace's sources, ready to hand to the engine: the REST
@@ -29,9 +35,44 @@ type conn struct {
 	capacity sources.CapacitySource
 }
 
-// authCheckTimeout bounds connect's auth resolution (an OAuth token
-// request, a CLI): past it the first call reports what is wrong.
-const authCheckTimeout = 30 * time.Second
+// defaultAuthTimeout bounds connect's auth resolution (an OAuth token
+// request, a CLI, the SDK's whole credential chain) unless --auth-timeout
+// says otherwise: past it connect fails with what to set. The SDK's
+// chain can otherwise hold its lock for minutes (a file-OIDC provider
+// retrying), and every call waits on it.
+const defaultAuthTimeout = 15 * time.Second
+
+// AuthTimeoutError: the credential chain gave no answer in time.
+type AuthTimeoutError struct {
+	Host    string
+	Timeout time.Duration
+	Tried   string // what the command line and environment gave
+}
+
+func (e *AuthTimeoutError) Error() string {
+	return fmt.Sprintf("no credentials for %s resolved within %s (--auth-timeout): the Databricks SDK's credential chain "+
+		"(%s, then OAuth, the Databricks and cloud CLIs, OIDC token files) gave no answer; set DATABRICKS_TOKEN or --token, "+
+		"pick a --profile, or run `databricks auth login --host %s`", e.Host, textfmt.Duration(e.Timeout), e.Tried, e.Host)
+}
+
+// triedCredentials says which explicit credentials were given (never
+// their values).
+func triedCredentials(ws WorkspaceConfig, getenv func(string) string) string {
+	var tried []string
+	if ws.Token != "" {
+		tried = append(tried, "the given personal access token")
+	} else {
+		tried = append(tried, "no personal access token (neither DATABRICKS_TOKEN nor --token is set)")
+	}
+	if p := ws.Profile; p != "" {
+		tried = append(tried, "profile "+p)
+	} else if p := getenv("DATABRICKS_CONFIG_PROFILE"); p != "" {
+		tried = append(tried, "profile "+p+" (DATABRICKS_CONFIG_PROFILE)")
+	} else {
+		tried = append(tried, "the DEFAULT profile of ~/.databrickscfg")
+	}
+	return strings.Join(tried, ", ")
+}
 
 // connect resolves the workspace's auth and builds its sources. It makes
 // no request to the workspace itself (auth may ask a token endpoint or a
@@ -50,10 +91,17 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	}
 	// No host or no credentials at all: stop here, in one line, rather
 	// than follow a workspace that can never answer.
-	cctx, cancel := context.WithTimeout(ctx, authCheckTimeout)
+	timeout := ws.AuthTimeout
+	if timeout <= 0 {
+		timeout = defaultAuthTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := rest.CheckWorkspace(cctx); err != nil {
 		return nil, err
+	}
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, &AuthTimeoutError{Host: rest.Host(), Timeout: timeout, Tried: triedCredentials(ws, os.Getenv)}
 	}
 	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}
 	defer func() {
@@ -89,7 +137,6 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 		return err
 	}
 	m := proxy.Merge(admin, c.disc, c.status, c.actions)
-	m.SetServerIdleTimeout(ws.Thresholds.ServerIdleTimeout)
 	c.disc, c.status, c.actions = m, m, m
 	mc := proxy.MergeCapacity(admin, c.capacity)
 	c.capacity = mc
@@ -123,7 +170,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Warehouses: c.rest, // explains an empty Operations view
 		Idle:       c.idle,
-		Logf:       logf,
+		Logger:     ws.engineLogger(logf),
 		RowLimits:  ws.RowLimits,
 		Probe:      ws.CapacityProbe,
 		Learned:    learnedFor(ws.Learned, c.rest.Host()),
@@ -138,4 +185,36 @@ func (c *conn) close() {
 	if c.thrift != nil {
 		c.thrift.CloseIdleConnections()
 	}
+}
+
+// engineLogger is the engines' logger: a service's own (serve: its
+// records keep their level and attributes), else logf's lines.
+func (ws WorkspaceConfig) engineLogger(logf func(string, ...any)) *slog.Logger {
+	if ws.serviceLogger != nil {
+		return ws.serviceLogger
+	}
+	return logfLogger(logf)
+}
+
+// logfLogger is a *slog.Logger whose records become lines of logf (the
+// --log-file's writer, or serve's log): level, message and attributes
+// in slog's text form, without slog's own time (logf stamps each line).
+func logfLogger(logf func(string, ...any)) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logfWriter(logf), &slog.HandlerOptions{
+		Level: slog.LevelInfo,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// logfWriter passes each record the text handler writes (one line) to logf.
+type logfWriter func(string, ...any)
+
+func (w logfWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -62,7 +62,7 @@ within three minutes without a key pressed (REAPED, the last, at about
 	for _, name := range []string{"host", "profile", "http-path", "proxy", "config", "context"} {
 		_ = fs.MarkHidden(name) // refused in demo; kept so the refusal can explain
 	}
-	for _, name := range []string{"inactivity-warn", "server-idle-timeout", "leak-after"} {
+	for _, name := range []string{"inactivity-warn", "server-idle-timeout", "leak-after", "server-leak-timeout"} {
 		f := fs.Lookup(name)
 		f.DefValue = "" // in demo the default follows the simulator
 		f.Usage += " (default: derived from --idle-timeout / --leak-timeout)"
@@ -85,5 +85,8 @@ func demoThresholds(changed func(string) bool, ws *WorkspaceConfig, sim SimConfi
 	}
 	if !changed("leak-after") {
 		th.LeakAfter = max((leak / 8).Truncate(time.Second), time.Second)
+	}
+	if !changed("server-leak-timeout") {
+		th.ServerLeakTimeout = leak
 	}
 }

@@ -135,7 +135,9 @@ func (ws WorkspaceConfig) targets() []target {
 func (ws *WorkspaceConfig) apply(s config.Settings, f *config.File) {
 	ws.Host, ws.Profile, ws.HTTPPath = s.Host, s.Profile, s.HTTPPath
 	ws.Warehouses = s.Warehouses
+	leak := ws.Thresholds.ServerLeakTimeout // a flag only, not in the config file
 	ws.Refresh, ws.Window, ws.Thresholds = s.Refresh, s.Window, s.Thresholds
+	ws.Thresholds.ServerLeakTimeout = leak
 	ws.ExportDir = s.ExportDir
 	ws.Proxy = s.Proxy
 	ws.RowLimits = f.RowLimits(s.Context)

@@ -215,6 +215,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		learnedOut = io.Discard
 	}
 	ws.Learned = openLearned(ws, learnedOut, logf, false)
+	ws.serviceLogger = log.Logger
 	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) retry.PolicyOptions {
 		return retry.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
 	})

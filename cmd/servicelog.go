@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/sources"
@@ -81,17 +79,11 @@ func openServiceLog(path, format, who string, stderr io.Writer, secrets ...strin
 	return &serviceLog{Logger: slog.New(h).With("component", who), toStderr: toStderr, close: closeFn}, nil
 }
 
-// logf bridges the packages that still take a printf-style log (the
-// poller's engine and the learned-limit store) until they take the
-// *slog.Logger: one record per line, the line as the message, at WARN
-// when it reports a give-up or a refused connection (levels that mean
-// something: `journalctl -p warning` shows them), else at INFO. Serve's
-// own records are structured (serve/log.go).
+// logf takes the lines that still come as text — the learned-limit
+// store's problems and connect's fallback from Thrift — as WARN records
+// (each says something degraded); the engines log through the
+// *slog.Logger itself (WorkspaceConfig.serviceLogger), with their levels
+// and attributes.
 func (l *serviceLog) logf(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	level := slog.LevelInfo
-	if strings.Contains(line, ": gave up after ") || strings.Contains(line, "connection refused") {
-		level = slog.LevelWarn
-	}
-	l.Log(context.Background(), level, line)
+	l.Warn(fmt.Sprintf(format, args...))
 }

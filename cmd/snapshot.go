@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,11 +27,18 @@ can run it as a check:
   1  WARNING   at least one warning flag
   2  CRITICAL  at least one critical flag
   3  UNKNOWN   could not observe (the cause, error_code and request_id on
-               stderr) or invalid arguments`,
+               stderr) or invalid arguments
+
+With --filter the output holds only the operations the filter keeps (no
+endpoints), and the exit status counts only their flags: a warning on an
+operation the filter leaves out does not make it 1. The syntax is the
+TUI's / (docs/operator-guide.md, Filters): free words, user:, client:,
+wh:, state:, flag: (commas for alternatives), age>5m, idle>1m.`,
 		Example: `  dbxtop snapshot -p prod
   dbxtop snapshot -o json --timeout 20s | jq '.operations[] | select(.flags != [])'
   dbxtop snapshot --watch --interval 30s --count 10 >> dbxtop.jsonl
-  dbxtop snapshot --capacity-probe --json`,
+  dbxtop snapshot --capacity-probe --json
+  dbxtop snapshot --filter 'client:jdbc flag:UNCLOSED' -o json`,
 		Args: noArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return a.finishSnapshotFlags(c.Flags(), &cfg)
@@ -78,6 +86,9 @@ func (a *app) finishSnapshotFlags(fs *pflag.FlagSet, cfg *SnapshotConfig) error 
 		}
 		return usagef("invalid --wide: only for the table; %s prints JSON", other)
 	}
+	if err := model.ParseFilter(cfg.Filter); err != nil {
+		return invalidFlag("filter", cfg.Filter, strings.TrimPrefix(err.Error(), "filter: "))
+	}
 	if err := a.finishWorkspace(fs, &cfg.WorkspaceConfig, false); err != nil {
 		return err
 	}
@@ -100,6 +111,7 @@ func addSnapshotFlags(fs *pflag.FlagSet, cfg *SnapshotConfig) {
 	fs.Var(newInt(&cfg.Count, 0, 1, 1<<31-1), "count", "with --watch: stop after N lines (default: until interrupted)")
 	addCapacityProbeFlag(fs, &cfg.CapacityProbe)
 	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, model.MinRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
+	fs.StringVar(&cfg.Filter, "filter", "", "keep only the operations this filter matches, as the TUI's / does (user:, client:, wh:, state:, flag:, age>5m, idle>1m, free words); the exit status counts only them")
 }
 
 // addCapacityProbeFlag is --capacity-probe, the same opt-in write for

@@ -60,6 +60,7 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 
 	if !cfg.Watch {
 		s, oerr := obs.observe(runCtx, cfg.Timeout)
+		s = filtered(s, cfg.Filter)
 		code := exitCodeFor(s, oerr)
 		if oerr != nil || len(s.Errors) > 0 {
 			fmt.Fprintln(stderr, failureLine(s, oerr, cfg))
@@ -87,6 +88,7 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 			// Interrupted mid-round: the half-taken snapshot is not printed.
 			return code
 		}
+		s = filtered(s, cfg.Filter)
 		code = exitCodeFor(s, oerr)
 		if oerr != nil || len(s.Errors) > 0 {
 			fmt.Fprintln(stderr, failureLine(s, oerr, cfg))
@@ -97,6 +99,15 @@ func snapshot(ctx context.Context, cfg SnapshotConfig, stdout, stderr io.Writer)
 		}
 	}
 	return code
+}
+
+// filtered applies --filter: only the operations it keeps are printed and
+// counted ("": the snapshot as observed).
+func filtered(s model.Snapshot, text string) model.Snapshot {
+	if text == "" {
+		return s
+	}
+	return s.Filtered(model.FilterSpec{Text: text})
 }
 
 // exitCodeFor: discovery failed → 3 (nothing is known); a critical flag
@@ -336,6 +347,9 @@ func failureLine(s model.Snapshot, observeErr error, cfg SnapshotConfig) string 
 	}
 	line := fmt.Sprintf("dbxtop snapshot: could not observe %s: %s failed: %s [error_code=%s request_id=%s]",
 		what, orUnknown(call), cause, orNone(code), orNone(reqID))
+	if h := s.Workspace.Host; h != "" && what == "the workspace" {
+		line += " (workspace " + h + ")" // which host, when the cause does not say
+	}
 	return sources.RedactToken(line, cfg.Token)
 }
 

@@ -8,11 +8,13 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/x/term"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
@@ -177,24 +179,13 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		ws.Learned = openLearned(ws, stderr, logf, true)
 		oneCore() // the demo keeps every core: its simulator shares the process
 	}
-	eng, closeConns, actionPath, err := fleetOf(ctx, ws, simulated, logf, nil)
-	if err != nil {
-		fmt.Fprintln(stderr, name+": "+sources.RedactToken(err.Error(), ws.Token))
-		if nw := (*databricks.NoWorkspaceError)(nil); errors.As(err, &nw) {
-			return exitUsage // before the terminal is taken: nothing to watch
-		}
-		return 1
-	}
-	defer closeConns()
-	workspace := model.Workspace{Host: ws.Host, Warehouses: ws.Warehouses}
-	if ms := eng.Members(); len(ms) == 1 {
-		workspace = ms[0].Engine.Snapshot().Workspace
-	}
-
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	engDone := make(chan error, 1)
-	go func() { engDone <- eng.Run(runCtx) }()
+	sess, code, ok := startSession(ctx, runCtx, ws, simulated, logf, stderr, name)
+	if !ok {
+		return code
+	}
+	defer sess.closeConns()
 
 	// tui.Run leaves signals to us: main cancels ctx on SIGINT/SIGTERM,
 	// which ends the UI (nil error) and then the engine.
@@ -204,10 +195,12 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		ReadOnly:   ws.ReadOnly,
 		Mouse:      ws.Mouse,
 		Refresh:    ws.Refresh, // the header shows the engine's real period
-		ActionPath: actionPath,
-		Workspace:  workspace,
-		ExportDir:  ws.ExportDir,
-		Version:    Version,
+		ActionPath: sess.actionPath,
+		Workspace:  sess.workspace,
+		// A set action skips targets whose client called within it.
+		InactivityWarn: ws.Thresholds.InactivityWarn,
+		ExportDir:      ws.ExportDir,
+		Version:        Version,
 	}
 	if len(ws.Resolved) > 0 {
 		// The config file's UI defaults (the same for every context).
@@ -215,20 +208,159 @@ func runWorkspaceTUI(ctx context.Context, ws WorkspaceConfig, simulated bool, st
 		opts.View, opts.Sort, opts.Columns = s.View, s.Sort, s.Columns
 		opts.Colors = tui.Colors{Warning: s.Colors.Warning, Critical: s.Colors.Critical, OK: s.Colors.OK, Accent: s.Colors.Accent, Dim: s.Colors.Dim}
 	}
-	uiErr := tui.Run(runCtx, eng, opts, os.Stdin, stdout)
-	stop()
-	if err := <-engDone; err != nil && !errors.Is(err, context.Canceled) {
-		logf("engine: %v", err)
+	uiErr := tui.Run(runCtx, sess.eng, opts, os.Stdin, stdout)
+	interrupted := ctx.Done() // a signal while shutting down ends the wait at once
+	if ctx.Err() != nil {
+		interrupted = nil // that signal ended the UI; a second one ends the process (main)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	left := eng.Shutdown(sctx)
-	for _, id := range left {
-		fmt.Fprintf(stderr, "%s: adopted operation %s is still open on the server (its close did not succeed before exit)\n", name, id)
+	stop()
+	f, cerr := sess.result()
+	finishTUI(f, sess.engDone, interrupted, logf, stderr, name)
+	if cerr != nil {
+		fmt.Fprintln(stderr, name+": "+sources.RedactToken(cerr.Error(), ws.Token))
+		return 1
 	}
 	if uiErr != nil {
 		fmt.Fprintln(stderr, name+": "+sources.RedactToken(uiErr.Error(), ws.Token))
 		return 1
 	}
 	return 0
+}
+
+// engineStopWait bounds how long quitting waits for the engine's calls to
+// end: a call stuck where its context is not honoured (the SDK's
+// credential chain holds a lock for minutes) must not keep the process.
+const engineStopWait = time.Second
+
+// finishTUI ends a TUI session: it waits engineStopWait at most for the
+// engine, then makes one last attempt at each queued close of dbxtop's
+// own within shutdownGrace, printing the ids still open. interrupted
+// (a signal) ends both waits at once.
+func finishTUI(f *poller.Fleet, engDone <-chan error, interrupted <-chan struct{}, logf func(string, ...any), stderr io.Writer, name string) {
+	select {
+	case err := <-engDone:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			logf("engine: %v", err)
+		}
+	case <-time.After(engineStopWait):
+		logf("engine: calls still in flight at exit (not waited for)")
+	case <-interrupted:
+		return
+	}
+	if f == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	left := make(chan []string, 1)
+	go func() { left <- f.Shutdown(sctx) }()
+	select {
+	case ids := <-left:
+		for _, id := range ids {
+			fmt.Fprintf(stderr, "%s: adopted operation %s is still open on the server (its close did not succeed before exit)\n", name, id)
+		}
+	case <-sctx.Done():
+		fmt.Fprintf(stderr, "%s: the last closes of adopted operations did not finish within %s; they may still be open\n", name, shutdownGrace)
+	case <-interrupted:
+		fmt.Fprintf(stderr, "%s: interrupted: the last closes of adopted operations may not have run\n", name)
+	}
+}
+
+// tuiSession is the engine a TUI session runs on: the fleet once
+// connected, or the startingEngine that stands in while connecting.
+type tuiSession struct {
+	eng        tui.Engine
+	workspace  model.Workspace
+	actionPath string
+	engDone    chan error
+
+	mu      sync.Mutex
+	fleet   *poller.Fleet
+	connErr error
+	closes  func()
+}
+
+type built struct {
+	eng        *poller.Fleet
+	closeConns func()
+	actionPath string
+	err        error
+}
+
+// startSession connects to the workspace and starts its engine on
+// runCtx. Connecting (configuration, credentials) may take long: past
+// startGrace the session starts with a startingEngine that says what it
+// waits for, and the fleet takes over when it is built. A failure within
+// startGrace ends the command before the screen is taken (ok false).
+func startSession(ctx, runCtx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), stderr io.Writer, name string) (*tuiSession, int, bool) {
+	conned := make(chan built, 1)
+	go func() {
+		e, c, ap, err := fleetOf(ctx, ws, simulated, logf, nil)
+		conned <- built{e, c, ap, err}
+	}()
+	s := &tuiSession{workspace: model.Workspace{Host: ws.Host, Warehouses: ws.Warehouses}, engDone: make(chan error, 1)}
+	select {
+	case b := <-conned:
+		if b.err != nil {
+			fmt.Fprintln(stderr, name+": "+sources.RedactToken(b.err.Error(), ws.Token))
+			if nw := (*databricks.NoWorkspaceError)(nil); errors.As(b.err, &nw) {
+				return nil, exitUsage, false // before the terminal is taken: nothing to watch
+			}
+			return nil, 1, false
+		}
+		if ms := b.eng.Members(); len(ms) == 1 {
+			s.workspace = ms[0].Engine.Snapshot().Workspace
+		}
+		s.eng, s.actionPath = b.eng, b.actionPath
+		s.connected(runCtx, b)
+		return s, 0, true
+	case <-time.After(startGrace):
+	}
+	starting := newStartingEngine(s.workspace, ws.ReadOnly, authWaiting(ws))
+	s.eng = starting
+	go func() {
+		var b built
+		select {
+		case b = <-conned:
+		case <-runCtx.Done():
+			s.engDone <- nil
+			return
+		}
+		if b.err != nil {
+			s.mu.Lock()
+			s.connErr = b.err
+			s.mu.Unlock()
+			starting.failed(errors.New(sources.RedactToken(b.err.Error(), ws.Token)))
+			s.engDone <- nil
+			return
+		}
+		starting.ready(runCtx, b.eng)
+		s.connected(runCtx, b)
+	}()
+	return s, 0, true
+}
+
+// connected starts the built fleet on runCtx.
+func (s *tuiSession) connected(runCtx context.Context, b built) {
+	s.mu.Lock()
+	s.fleet, s.closes = b.eng, b.closeConns
+	s.mu.Unlock()
+	go func() { s.engDone <- b.eng.Run(runCtx) }()
+}
+
+// result is the fleet (nil: never connected) and the connection error.
+func (s *tuiSession) result() (*poller.Fleet, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fleet, s.connErr
+}
+
+// closeConns drops the connections of a fleet that was built.
+func (s *tuiSession) closeConns() {
+	s.mu.Lock()
+	c := s.closes
+	s.mu.Unlock()
+	if c != nil {
+		c()
+	}
 }

@@ -60,6 +60,9 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 		"the server's inactivity reaper to count down to; flags turn critical at 80% of it")
 	fs.Var(newDuration(&th.LeakAfter, model.DefaultThresholds.LeakAfter, model.MinThreshold), "leak-after",
 		"flag UNCLOSED when a finished operation stays open this long (critical after 5x)")
+	fs.Var(newDuration(&th.ServerLeakTimeout, model.DefaultThresholds.ServerLeakTimeout, model.MinThreshold), "server-leak-timeout",
+		"the server's reaper of ended operations nobody closed: a proxy's proof that one is open holds this long\n"+
+			"after the later of its end and its client's last call")
 	if use&useActions != 0 {
 		fs.BoolVar(&cfg.ReadOnly, "read-only", false, "refuse every close and cancel, whoever asks")
 	}
@@ -75,6 +78,8 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 	if use&useTUI != 0 {
 		fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects (off: terminal text selection keeps working)")
 	}
+	fs.Var(newDuration(&cfg.AuthTimeout, defaultAuthTimeout, time.Second), "auth-timeout",
+		"give up resolving the workspace's credentials (token, profile, OAuth, CLIs) after this long, naming what to set")
 	fs.Var(&checkedString{p: &cfg.LogFile, typ: "path", check: checkLogFile}, "log-file",
 		"append a log of retries, give-ups and actions to this file (never the token)")
 	addConfigFlag(fs, &cfg.ConfigPath)

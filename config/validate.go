@@ -17,7 +17,7 @@ import (
 )
 
 // Views the TUI can open on (ui.view).
-var Views = []string{"operations", "endpoints", "events", "clients"}
+var Views = []string{"operations", "endpoints", "events", "clients", "warehouses"}
 
 // Columns of the Operations table (ui.columns), in their default order.
 // "workspace" shows only when several workspaces are watched.

@@ -182,14 +182,14 @@ func shellJoin(args []string) string {
 }
 
 // TestTerminalTooSmall is the bad input "terminal too small", on a real
-// terminal: at 70×20 the TUI says what it needs instead of drawing a
+// terminal: at 59×20 the TUI says what it needs instead of drawing a
 // broken table, and still quits on q. (The rendering itself is golden-
 // tested in tui.TestGoldenTooSmall.)
 func TestTerminalTooSmall(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	s := startTmux(t, 70, 20, home, home, "demo", "--scenario", "quiet", "--no-color")
-	want := "terminal too small: 70×20, dbxtop needs at least 80×24"
+	s := startTmux(t, 59, 20, home, home, "demo", "--scenario", "quiet", "--no-color")
+	want := "terminal too small: 59×20, dbxtop needs at least 60×20"
 	scr := s.waitScreen("the too-small message", 20*time.Second, func(s string) bool { return strings.Contains(s, want) })
 	noStackTrace(t, "screen", scr)
 	s.keys("q")

@@ -23,10 +23,19 @@ type KeyMap struct {
 	PrevView key.Binding
 	Help     key.Binding
 	Detail   key.Binding // enter: operation detail, or expand an endpoint
-	Back     key.Binding // esc: leave detail/help, clear the filter
-	Quit     key.Binding
-	Suspend  key.Binding // ctrl+z: back to the shell; fg resumes
-	LastErr  key.Binding // !: the last error in full (Events view)
+	// DrillDown is enter in the Clients view: that client's operations.
+	DrillDown key.Binding
+	// DrillWarehouse is enter in the Warehouses view.
+	DrillWarehouse key.Binding
+	// Expand is enter in the Events view: the top event whole.
+	Expand key.Binding
+	// Faster and Slower change how often the screen takes a snapshot.
+	Faster  key.Binding
+	Slower  key.Binding
+	Back    key.Binding // esc: leave detail/help, clear the filter
+	Quit    key.Binding
+	Suspend key.Binding // ctrl+z: back to the shell; fg resumes
+	LastErr key.Binding // !: the last error in full (Events view)
 
 	// Operations table.
 	Sort        key.Binding
@@ -37,12 +46,16 @@ type KeyMap struct {
 	Pause       key.Binding
 
 	// Row actions.
-	Adopt   key.Binding
-	Close   key.Binding
-	Cancel  key.Binding
-	CopyID  key.Binding
-	CopySQL key.Binding
-	Export  key.Binding
+	Adopt  key.Binding
+	Close  key.Binding
+	Cancel key.Binding
+	// CloseSet and CancelSet act on every matching operation the filter
+	// lists: re-close the UNCLOSED ones, cancel the INACTIVE ones.
+	CloseSet  key.Binding
+	CancelSet key.Binding
+	CopyID    key.Binding
+	CopySQL   key.Binding
+	Export    key.Binding
 	// Workspace cycles the Operations view between every workspace and
 	// each one (when several are watched).
 	Workspace key.Binding
@@ -70,12 +83,17 @@ func DefaultKeyMap() KeyMap {
 		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "top")),
 		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "bottom")),
 
-		NextView: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
-		PrevView: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
-		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
-		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
+		NextView:       key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
+		PrevView:       key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous view")),
+		Help:           key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Detail:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		DrillDown:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Clients: the client's operations")),
+		Expand:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Events: the top event in full")),
+		DrillWarehouse: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Warehouses: the warehouse's operations")),
+		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh the screen more often")),
+		Slower:         key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh the screen less often")),
+		Back:           key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
+		Quit:           key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 
 		PromptKeep:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		PromptClear: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -93,6 +111,8 @@ func DefaultKeyMap() KeyMap {
 		Adopt:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "adopt (close when done)")),
 		Close:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "re-close")),
 		Cancel:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel statement")),
+		CloseSet:  key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "re-close every UNCLOSED listed (filter)")),
+		CancelSet: key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "cancel every INACTIVE listed (filter)")),
 		CopyID:    key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy id")),
 		CopySQL:   key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy SQL")),
 		Export:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export")),
@@ -109,6 +129,8 @@ func (k *KeyMap) SetReadOnly(ro bool) {
 	k.Adopt.SetEnabled(!ro)
 	k.Close.SetEnabled(!ro)
 	k.Cancel.SetEnabled(!ro)
+	k.CloseSet.SetEnabled(!ro)
+	k.CancelSet.SetEnabled(!ro)
 }
 
 // ReadOnly reports whether SetReadOnly(true) is in effect.
@@ -123,9 +145,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	groups := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Suspend, k.Quit},
+		{k.NextView, k.PrevView, k.Detail, k.Back, k.Help, k.LastErr, k.Faster, k.Slower, k.Suspend, k.Quit},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Finished, k.Pause},
-		{k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL, k.Export},
+		{k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL, k.Export},
+		{k.DrillDown, k.DrillWarehouse, k.Expand},
 	}
 	out := groups[:0]
 	for _, g := range groups {

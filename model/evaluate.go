@@ -27,6 +27,9 @@ func (t Thresholds) WithDefaults() Thresholds {
 	if t.LeakAfter <= 0 {
 		t.LeakAfter = DefaultThresholds.LeakAfter
 	}
+	if t.ServerLeakTimeout <= 0 {
+		t.ServerLeakTimeout = DefaultThresholds.ServerLeakTimeout
+	}
 	return t
 }
 
@@ -73,6 +76,28 @@ func inactiveFor(op *Operation, now time.Time) (time.Duration, bool) {
 	return max(now.Sub(op.ClientLastActivity), 0), true
 }
 
+// PossiblyReaped: only a proxy's account says op still runs, and that
+// account is older than the server's inactivity reaper. The proxy
+// cannot see the reaper, so once its owner made no call for
+// --server-idle-timeout and no server source has confirmed the
+// operation since the reaper could act, the server may have failed it:
+// dbxtop raises neither INACTIVE nor STALE on such an operation (both
+// would claim the server still runs it) and counts down to no reaper;
+// query history's end, when it comes, replaces the proxy's word
+// (docs/model.md, "Evidence").
+func PossiblyReaped(op *Operation, now time.Time, th Thresholds) bool {
+	in, ok := inactiveFor(op, now)
+	return ok && possiblyReaped(op, in, th.WithDefaults())
+}
+
+func possiblyReaped(op *Operation, inactive time.Duration, th Thresholds) bool {
+	if op.Proxy == nil || op.State.Terminal() || op.Gone || inactive < th.ServerIdleTimeout {
+		return false
+	}
+	reaperCould := op.ClientLastActivity.Add(th.ServerIdleTimeout)
+	return op.LastPollOKAt.IsZero() || op.LastPollOKAt.Before(reaperCould)
+}
+
 // ReapedIn is the countdown to the server's inactivity reaper:
 // ServerIdleTimeout − inactivity, floored at zero. It is nil when the
 // inactivity is unknown or the operation is terminal (the reaper only
@@ -87,7 +112,7 @@ func ReapedIn(op Operation, now time.Time, th Thresholds) *time.Duration {
 
 func reapedIn(op *Operation, now time.Time, th Thresholds) (time.Duration, bool) {
 	in, ok := inactiveFor(op, now)
-	if !ok || op.State.Terminal() || op.Gone {
+	if !ok || op.State.Terminal() || op.Gone || possiblyReaped(op, in, th) {
 		return 0, false
 	}
 	return max(th.ServerIdleTimeout-in, 0), true
@@ -116,6 +141,9 @@ func evaluate(op *Operation, now time.Time, th Thresholds) []Flag {
 // evaluateInto appends op's flags to flags (cap 5 holds every kind).
 func evaluateInto(flags []Flag, op *Operation, now time.Time, th Thresholds) []Flag {
 	live := !op.State.Terminal() && !op.Gone
+	if in, ok := inactiveFor(op, now); ok && live && possiblyReaped(op, in, th) {
+		live = false // the proxy's word that it runs has aged out
+	}
 	if live {
 		if f, ok := inactiveFlag(op, now, th); ok {
 			flags = append(flags, f)

@@ -42,6 +42,11 @@ type Thresholds struct {
 	InactivityWarn    time.Duration // --inactivity-warn, default 60s
 	ServerIdleTimeout time.Duration // --server-idle-timeout, default 430s
 	LeakAfter         time.Duration // --leak-after, default 2m
+	// ServerLeakTimeout is when the server's reaper of ended operations
+	// nobody closed could act, counted from the later of the end and the
+	// owner's last call (--server-leak-timeout, default 23m): how long a
+	// proxy's proof that an ended operation is open holds.
+	ServerLeakTimeout time.Duration
 }
 
 // DefaultThresholds are the command line's defaults.
@@ -49,6 +54,7 @@ var DefaultThresholds = Thresholds{
 	InactivityWarn:    60 * time.Second,
 	ServerIdleTimeout: 430 * time.Second,
 	LeakAfter:         2 * time.Minute,
+	ServerLeakTimeout: 23 * time.Minute,
 }
 
 // OperationFlagKinds are the kinds raised on operations, in the order

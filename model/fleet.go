@@ -99,6 +99,7 @@ func mergeListings(parts []NamedSnapshot) *WarehouseListing {
 		}
 		sum.Visible += l.Visible
 		sum.Matched += l.Matched
+		sum.Warehouses = append(sum.Warehouses, l.Warehouses...)
 	}
 	return &sum
 }

@@ -37,6 +37,9 @@ type Operation struct {
 	// is invalid); State is then the final state the evidence gave (query
 	// history, the Statement Execution API), UNKNOWN when nothing said.
 	Gone bool
+	// OpenByProxy: Open is a proxy's proof (it relayed the handle and saw
+	// no close), not a server's answer; it ages (docs/model.md, "Evidence").
+	OpenByProxy bool
 	// Proxy is what `dbxtop proxy` saw of it; nil when no proxy did.
 	Proxy *ProxyAccount
 	// Workspace names the watched workspace (its context) when several

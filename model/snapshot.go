@@ -24,6 +24,18 @@ type WarehouseListing struct {
 	At      time.Time
 	Visible int
 	Matched int
+	// Warehouses are the selected warehouses as the listing described
+	// them (the Warehouses view), in listing order; shared, never
+	// written once listed.
+	Warehouses []WarehouseInfo
+}
+
+// WarehouseInfo is one SQL warehouse as ListWarehouses describes it.
+// Cluster counts are nil when the listing did not give them; State is
+// the listing's word (RUNNING, STOPPED, STARTING, …).
+type WarehouseInfo struct {
+	ID, Name, State, Size              string
+	Clusters, MinClusters, MaxClusters *int
 }
 
 func (l *WarehouseListing) clone() *WarehouseListing {

@@ -57,6 +57,8 @@ type operationWire struct {
 	Workspace          string   `json:"workspace,omitempty"` // several workspaces: which one
 	// Proxy is what `dbxtop proxy` saw (docs/proxy.md); null when none.
 	Proxy *proxyWire `json:"proxy"`
+	// Evidence: each belief's source and when dbxtop last heard it.
+	Evidence *evidenceWire `json:"evidence"`
 }
 
 type closeWire struct {
@@ -220,7 +222,7 @@ func (v OperationView) wire() operationWire {
 		ServerError: v.ServerError, FirstSeenAt: jsonTime{v.FirstSeenAt},
 		ClientLastActivity: last, Adopted: v.Adopted, Gone: v.Gone,
 		StatusSource: v.StatusSource, StatusNote: v.StatusNote, Workspace: v.Workspace,
-		Proxy: v.Proxy.wire(),
+		Proxy: v.Proxy.wire(), Evidence: EvidenceOf(v.Operation).wire(),
 	}
 }
 
@@ -253,7 +255,8 @@ func (w operationWire) view() (OperationView, error) {
 				LastError: w.Close.LastError, NextTry: w.Close.NextTryAt.Time},
 			LastError: w.LastError, Adopted: w.Adopted, Gone: w.Gone,
 			StatusSource: line(w.StatusSource), StatusNote: line(w.StatusNote), Workspace: line(w.Workspace),
-			Proxy: w.Proxy.account(),
+			Proxy:       w.Proxy.account(),
+			OpenByProxy: w.Evidence != nil && w.Evidence.Open != nil && w.Evidence.Open.Source == EvidenceViaProxy,
 		},
 		InactiveFor: w.InactiveForS.ptr(),
 		ReapedIn:    w.ReapedInS.ptr(),

@@ -108,7 +108,7 @@ func TestFilterOperations(t *testing.T) {
 		{FilterSpec{HideDone: true, Text: "sales"}, nil},
 	}
 	for _, c := range cases {
-		got := ids(FilterOperations(ops, c.spec))
+		got := ids(FilterOperations(ops, c.spec, time.Time{}))
 		if !slices.Equal(got, c.want) {
 			t.Errorf("filter %+v: %v, want %v", c.spec, got, c.want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -21,7 +22,7 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 	if e.o.Actions == nil {
 		return nil, ErrNoActions
 	}
-	en := e.ops.get(statementID)
+	en := e.book.ops.get(statementID)
 	if en == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
 	}
@@ -33,7 +34,7 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 func (e *Engine) Follows(statementID string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ops.get(statementID) != nil
+	return e.book.ops.get(statementID) != nil
 }
 
 // Adopt makes dbxtop responsible for closing the operation once it is
@@ -46,7 +47,7 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	op.Adopted = true
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
@@ -72,7 +73,7 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 	en.closing = true
 	now := e.clk.Now()
 	if !en.queued {
-		e.views.touch(en)
+		e.book.views.touch(en)
 		en.op.Close.State = model.ClosePending
 	}
 	_, closeCall := e.actionCalls(en.ref)
@@ -122,7 +123,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	defer e.mu.Unlock()
 	en.closing = false
 	now := e.clk.Now()
-	e.views.touch(en)
+	e.book.views.touch(en)
 	en.op.Close.Attempts += n
 	switch {
 	case err == nil:
@@ -141,9 +142,9 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	wait := retry.CloseRetryWait(int(en.closeFails), e.pol.Rand())
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
-	en.op.LastError, e.lastErr = info, info
+	en.op.LastError, e.hs.lastErr = info, info
 	if !en.queued {
-		e.closes.add(en)
+		e.book.closes.add(en)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%s so far); next try in %s", textfmt.Plural(int64(c.Attempts), "attempt", "attempts"), textfmt.Elapsed(wait)),
@@ -154,21 +155,21 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 
 // enqueueClose queues a close to run now (the loop picks it up).
 func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
-	e.closes.add(en)
+	e.book.closes.add(en)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
 	e.loop.signal()
 }
 
 // finishClose marks the operation closed and leaves the queue.
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	c := &en.op.Close
 	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
-	en.op.Open = boolRef(false)
+	en.op.Open, en.op.OpenByProxy = boolRef(false), false
 	en.closeFails = 0
-	e.closes.remove(en)
+	e.book.closes.remove(en)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
 	e.retire(en, now)
 }
@@ -211,7 +212,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 func (e *Engine) Shutdown(ctx context.Context) []string {
 	e.mu.Lock()
 	var queued []*entry
-	for _, en := range e.closes {
+	for _, en := range e.book.closes {
 		queued = append(queued, en)
 	}
 	e.mu.Unlock()
@@ -222,13 +223,14 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			err = e.o.Actions.Close(ctx, en.ref)
 		}
 		e.mu.Lock()
-		e.views.touch(en)
+		e.book.views.touch(en)
 		en.op.Close.Attempts++
 		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {
 			open = append(open, en.op.StatementID)
-			e.logf("close of %s at shutdown failed: %s", en.op.StatementID, retry.Describe(err))
+			e.log(slog.LevelWarn, "close at shutdown failed: "+retry.Describe(err),
+				slog.String("call", CallClose), slog.String("operation", en.op.StatementID))
 		}
 		e.mu.Unlock()
 	}

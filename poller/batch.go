@@ -77,7 +77,7 @@ const listRowsPerSecond = 4000
 func (e *Engine) batchPeriod() time.Duration {
 	p := e.o.BatchEvery
 	if _, ok := e.o.Batch.(sources.LiveLister); ok {
-		p = max(p, time.Duration(e.ops.n)*time.Second/listRowsPerSecond)
+		p = max(p, time.Duration(e.book.ops.n)*time.Second/listRowsPerSecond)
 	}
 	return p
 }
@@ -91,7 +91,7 @@ func (e *Engine) batchMode() bool { return e.o.Batch != nil }
 // show; without one, id lookups of every live operation. The loop
 // dispatches id lookups like polls, within the same in-flight bound.
 func (e *Engine) startBatch(spawn func(func(context.Context))) {
-	if e.ops.n == 0 {
+	if e.book.ops.n == 0 {
 		return // nothing to confirm: no request
 	}
 	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
@@ -112,7 +112,7 @@ func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
 // queues id lookups for the rest.
 func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	e.mu.Lock()
-	pages := e.maxListPages(len(e.ops.ops))
+	pages := e.maxListPages(len(e.book.ops.ops))
 	e.batch.rounds++
 	round := e.batch.rounds // stamps what this listing showed (entry.listed)
 	buf := e.batch.buf      // one page's rows, reused for the next page and round
@@ -151,7 +151,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			if id == "" {
 				continue
 			}
-			en := e.ops.get(id)
+			en := e.book.ops.get(id)
 			if en == nil {
 				if !d.Partial { // else forgotten since it was read: the next round lists it whole
 					fresh = append(fresh, *d)
@@ -159,7 +159,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 				continue
 			}
 			en.listed = round
-			en.seen = e.ops.gen + 1 // still listed: not forgotten (merge)
+			en.seen = e.book.ops.gen + 1 // still listed: not forgotten (merge)
 			if !en.retired {
 				e.confirm(en, sources.ListedStatus(&d.Op), now)
 			}
@@ -183,7 +183,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	defer e.mu.Unlock()
 	e.batch.buf = buf[:0]
 	if complete {
-		delete(e.wsErrs, CallStatusBatch)
+		delete(e.hs.wsErrs, CallStatusBatch)
 	}
 	e.batch.pending--
 	e.queueBatch(round)
@@ -195,7 +195,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 func (e *Engine) followed(id []byte) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if en := e.ops.get(string(id)); en != nil && !en.deleted {
+	if en := e.book.ops.get(string(id)); en != nil && !en.deleted {
 		return en.op.StatementID, true
 	}
 	return "", false
@@ -207,7 +207,7 @@ func (e *Engine) followed(id []byte) (string, bool) {
 func (e *Engine) queueBatch(round uint64) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
-	for _, en := range e.ops.live {
+	for _, en := range e.book.ops.live {
 		if !isLive(en) || en.deleted || (round != 0 && en.listed == round) {
 			continue
 		}
@@ -227,7 +227,7 @@ func (e *Engine) queueBatch(round uint64) {
 // flight (RunOnce).
 func (e *Engine) runBatch(ctx context.Context, par int) {
 	e.mu.Lock()
-	live := e.ops.countLive()
+	live := e.book.ops.countLive()
 	e.mu.Unlock()
 	if live == 0 {
 		return // nothing to confirm: no request
@@ -284,14 +284,14 @@ func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
 		}
 		return // the operations' fallback polls come due on their own
 	}
-	delete(e.wsErrs, CallStatusBatch)
+	delete(e.hs.wsErrs, CallStatusBatch)
 	now := e.clk.Now()
 	for _, r := range refs {
 		st, ok := sts[r.StatementID]
 		if !ok {
 			continue
 		}
-		if en := e.ops.get(r.StatementID); en != nil && !en.retired {
+		if en := e.book.ops.get(r.StatementID); en != nil && !en.retired {
 			e.confirm(en, st, now)
 		}
 	}
@@ -328,6 +328,10 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
+	if e.pastOpenWindow(en, now) {
+		e.retireUnknown(en, now)
+		return
+	}
 	wait := pollInterval(op, now, e.pol.Rand())
 	rate := 1 / wait.Seconds()
 	if e.batchMode() && err == nil {
@@ -347,6 +351,12 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			wait, rate = e.confirmGrace(), 0
 		}
 	}
+	if w, ok := e.nextAsk(en, now, err); ok {
+		// Jittered upwards only: after the bound, never more than one ask
+		// per openAskEvery.
+		wait = time.Duration(float64(w) * (1 + pollJitter*e.pol.Rand()))
+		rate = 1 / max(wait.Seconds(), 1)
+	}
 	var he *sources.HTTPError
 	if err != nil && errors.As(err, &he) && he.RetryAfter > wait {
 		// A server that asked for more time than the policy would wait
@@ -363,7 +373,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 func (e *Engine) demand() float64 {
 	d := e.sched.rateSum
 	if e.batchMode() {
-		live := e.ops.n
+		live := e.book.ops.n
 		limit := max(1, e.o.Batch.BatchLimit())
 		if _, ok := e.o.Batch.(sources.LiveLister); ok {
 			limit = 999 // pages of the listing; id lookups only for what it missed
@@ -393,23 +403,23 @@ func (e *Engine) freshnessGoal() time.Duration {
 
 // evalFreshness measures the p95 time since live operations were last
 // confirmed (a sample of at most 2,000, in map order, which is random;
-// e.ops.live was just counted, so each is live)
+// e.book.ops.live was just counted, so each is live)
 // and says why the goal is missed when it is. Called with e.mu held.
 func (e *Engine) evalFreshness(now time.Time) {
-	e.ops.countLive()
-	// A sample of at most 2,000, spread evenly over e.ops.live (kept in the
+	e.book.ops.countLive()
+	// A sample of at most 2,000, spread evenly over e.book.ops.live (kept in the
 	// order operations were adopted), so old and new ones both count.
-	step := max(1, len(e.ops.live)/2000)
-	ages := make([]time.Duration, 0, min(len(e.ops.live), 2000)+1)
-	for i := 0; i < len(e.ops.live); i += step {
-		en := e.ops.live[i]
+	step := max(1, len(e.book.ops.live)/2000)
+	ages := make([]time.Duration, 0, min(len(e.book.ops.live), 2000)+1)
+	for i := 0; i < len(e.book.ops.live); i += step {
+		en := e.book.ops.live[i]
 		at := en.op.LastPollOKAt
 		if at.IsZero() {
 			at = en.op.FirstSeenAt
 		}
 		ages = append(ages, now.Sub(at))
 	}
-	f := Freshness{Goal: e.freshnessGoal(), Live: e.ops.n, Held: true, InFlight: e.sched.inflight}
+	f := Freshness{Goal: e.freshnessGoal(), Live: e.book.ops.n, Held: true, InFlight: e.sched.inflight}
 	f.Demand = e.demand()
 	if len(ages) > 0 {
 		slices.Sort(ages)
@@ -431,7 +441,7 @@ func (e *Engine) evalFreshness(now time.Time) {
 			f.Reason = "calls fail or answer late (latency " + c.Latency.Round(time.Millisecond).String() + ")"
 		}
 	}
-	e.fresh = f
+	e.hs.fresh = f
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -442,7 +452,7 @@ const callFreshness = "Freshness"
 // freshnessError is the workspace error entry that says the goal is not
 // held, and why (nil when held).
 func (e *Engine) freshnessError() *model.ErrorInfo {
-	f := e.fresh
+	f := e.hs.fresh
 	if f.Held || f.Goal == 0 {
 		return nil
 	}

@@ -67,7 +67,7 @@ func (e *Engine) capacityRound(ctx context.Context) {
 	probes := e.probe(ctx, eps)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	delete(e.wsErrs, CallCapacity)
+	delete(e.hs.wsErrs, CallCapacity)
 	now := e.clk.Now()
 	prev := make(map[string]model.Endpoint, len(e.caps.eps))
 	for _, ep := range e.caps.eps {
@@ -86,8 +86,8 @@ func (e *Engine) listingFailed(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	info := listingErrorInfo(err)
-	e.wsErrs[CallCapacity] = *info
-	e.lastErr = info
+	e.hs.wsErrs[CallCapacity] = *info
+	e.hs.lastErr = info
 	for i := range e.caps.eps {
 		e.caps.eps[i].ListingError = info
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -43,6 +45,10 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 	var partial *sources.PartialError
 	if err != nil && !errors.As(err, &partial) {
 		e.disc.fails++
+		if !e.disc.failed && ctx.Err() == nil {
+			// What stops observation, once per outage (not per round).
+			e.log(slog.LevelError, "discovery failed: the workspace is not observed: "+retry.Describe(err), slog.String("call", CallDiscover))
+		}
 		e.disc.failed = true
 		if ctx.Err() == nil || len(e.disc.keys) == 0 {
 			e.setDiscoveryErrors([]error{err})
@@ -54,6 +60,9 @@ func (e *Engine) discoverRound(ctx context.Context) error {
 		problems = partial.Errs
 	}
 	e.setDiscoveryErrors(problems)
+	if e.disc.failed {
+		e.log(slog.LevelInfo, "discovery recovered: the workspace is observed again", slog.String("call", CallDiscover))
+	}
 	e.disc.last, e.disc.failed = now, false
 	if e.o.Warehouses != nil {
 		if l, ok := e.o.Warehouses.WarehouseListing(); ok {
@@ -88,7 +97,7 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 	if e.disc.lastFull.IsZero() {
 		return sc
 	}
-	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.ops.n > 0 {
+	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.book.ops.n > 0 {
 		sc.NoLive = true
 	}
 	rate := e.o.finishedRows
@@ -112,8 +121,8 @@ func (e *Engine) recordWSError(call string, err error) {
 	if info.Call == "" {
 		info.Call = call
 	}
-	e.wsErrs[call] = *info
-	e.lastErr = info
+	e.hs.wsErrs[call] = *info
+	e.hs.lastErr = info
 }
 
 // merge adds newly discovered operations and refreshes descriptive fields
@@ -126,10 +135,10 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	if !full {
 		return
 	}
-	e.ops.countLive()
+	e.book.ops.countLive()
 	// Every listing since the last full discovery marked what it listed
 	// (adopt, listRound).
-	e.ops.sweep(now, e.views.forget)
+	e.book.ops.sweep(now, e.book.views.forget)
 }
 
 // discoveredID is the id a discovered operation is followed by.
@@ -150,17 +159,17 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 		if id == "" {
 			continue
 		}
-		en := e.ops.get(id)
+		en := e.book.ops.get(id)
 		if en == nil {
 			en = e.follow(d, id, now)
 			added = append(added, en)
 		} else {
 			e.refresh(en, d, now)
 		}
-		en.seen = e.ops.gen + 1 // listed before the next full discovery
+		en.seen = e.book.ops.gen + 1 // listed before the next full discovery
 	}
 	for _, en := range added {
-		e.ops.addLive(en)
+		e.book.ops.addLive(en)
 	}
 	return added
 }
@@ -177,14 +186,14 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 		op.State = model.StateUnknown
 	}
 	en := newEntry(op, d.Ref)
-	e.views.touch(en)
+	e.book.views.touch(en)
 	if en.ref.StatementID == "" {
 		en.ref.StatementID = id
 	}
-	e.ops.add(en)
+	e.book.ops.add(en)
 	switch {
 	case op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open):
-		e.ops.retire(en, now)
+		e.book.ops.retire(en, now)
 	case e.batchMode() && op.State != model.StateUnknown:
 		// Listed by query history: that is a confirmation. A few first
 		// operations get one poll of their own, to learn whether the
@@ -196,6 +205,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 			e.sched.at(en, now)
 		}
 	default:
+		markTerminal(en, now) // a listed end counts for the ask rules (belief.go)
 		e.sched.at(en, now)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
@@ -211,10 +221,10 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	w, u := setIf(&o.WarehouseID, d.Op.WarehouseID), setIf(&o.User, d.Op.User)
 	a, q := setIf(&o.ClientApplication, d.Op.ClientApplication), setIf(&o.SQL, d.Op.SQL)
 	if w || u || a || q {
-		e.views.touch(en)
+		e.book.views.touch(en)
 	}
 	if o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero() {
-		e.views.touch(en)
+		e.book.views.touch(en)
 		o.StartedAt = d.Op.StartedAt
 	}
 	if len(d.Ref.Secret) > 0 {
@@ -223,18 +233,17 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	if d.Op.Proxy != nil {
 		// What a proxy saw on the wire (proxy.Merge): its account, and
 		// the owning client's last call, which no server tells.
-		e.views.touch(en)
+		e.book.views.touch(en)
 		o.Proxy = d.Op.Proxy
 		if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
 			o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
 		}
+		e.notePossiblyReaped(en, now)
 	}
 	if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 		// A listing of query history confirms like a batch.
 		e.confirm(en, sources.ListedStatus(&d.Op), now)
-	} else if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
-		e.views.touch(en)
-		o.State = d.Op.State
+		return
 	}
 	// Discovery says it ended while we still think it runs: confirm with
 	// a status poll now instead of at the next scheduled one. Detection
@@ -242,6 +251,17 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	// operations that keep running.
 	if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
 		e.sched.at(en, now)
+	}
+	if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
+		e.book.views.touch(en)
+		o.State = d.Op.State
+		if o.CompletedAt.IsZero() {
+			o.CompletedAt = d.Op.CompletedAt
+		}
+		if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
+			o.StatusNote = "" // history's word replaces the proxy's
+		}
+		markTerminal(en, now)
 	}
 }
 

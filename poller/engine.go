@@ -3,7 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -81,31 +81,18 @@ type Options struct {
 	Clock        retry.Clock
 	Policy       retry.PolicyOptions  // zero value = documented defaults
 	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
-	Logf         func(format string, args ...any)
+	// Logger receives the engine's log (nil: none): WARN for give-ups
+	// and refused connections, ERROR when discovery fails (the workspace
+	// is no longer observed), INFO for the rest, with call, attempt,
+	// operation and workspace as attributes. Messages are redacted.
+	Logger *slog.Logger
 	// ClientsWindow is how far back the snapshot's clients[] aggregates
 	// (--window); 0 → model.DefaultWindow.
 	ClientsWindow time.Duration
 }
 
-// Health is the poller's own state for the TUI header.
-type Health struct {
-	Followed, InFlight              int
-	BudgetAvailable, BudgetCapacity float64 // retry budget tokens
-	Polls, Retries, GiveUps         int64
-	LastError                       *model.ErrorInfo
-	EventsDropped                   int64
-	// BatchCalls counts batch confirmation requests (query history by
-	// statement ids); Polls counts per-operation status polls.
-	BatchCalls int64
-	Capacity   Capacity  // concurrency: latency, AIMD cap, ceiling, throttling
-	Freshness  Freshness // whether the freshness goal holds, and why not
-	// LastDiscovery is when discovery last succeeded (zero: never);
-	// DiscoveryFailures counts the rounds that failed.
-	// DiscoveryUp: the last round succeeded (the workspace is observed).
-	LastDiscovery     time.Time
-	DiscoveryFailures int64
-	DiscoveryUp       bool
-}
+// Health is model.Health: the poller's own state for the TUI header.
+type Health = model.Health
 
 // Engine follows a workspace's operations and endpoints. It coordinates
 // the parts that own the state, all under mu: the store (the followed
@@ -120,20 +107,13 @@ type Engine struct {
 	// loop wakes the run loop; it is not under mu.
 	loop loop
 
-	mu     sync.Mutex
-	ops    store
-	sched  scheduler
-	views  viewCache
-	closes closeQueue
-	disc   discovery
-	batch  batchState
-	caps   capacityState
-	wsErrs map[string]model.ErrorInfo // the workspace's errors, by call or kind
-	// lastErr is the last error of any call (Health).
-	lastErr *model.ErrorInfo
-	round   uint64 // RunOnce rounds
-	polls   int64  // per-operation status polls made
-	fresh   Freshness
+	mu    sync.Mutex
+	book  ledger        // the followed operations, their views, the close queue (ledger.go)
+	sched scheduler     // when each is polled, and how many calls are in flight
+	disc  discovery     // the discovery rounds' own state
+	batch batchState    // the batch rounds' own state
+	caps  capacityState // the capacity rounds' own state
+	hs    engineAccount // the engine's own account: errors, rounds, polls, freshness
 }
 
 // NewEngine builds an engine; nothing runs until Run or RunOnce.
@@ -157,15 +137,13 @@ func NewEngine(o Options) *Engine {
 		o.FinishedEvery = o.Thresholds.WithDefaults().LeakAfter / 4
 	}
 	e := &Engine{
-		o:      o,
-		clk:    retry.ClockOr(o.Clock),
-		out:    newEmitter(),
-		ops:    newStore(),
-		views:  newViewCache(o.Thresholds),
-		closes: closeQueue{},
-		wsErrs: map[string]model.ErrorInfo{},
-		caps:   capacityState{mem: memLearned{}},
-		sched:  scheduler{lim: newLimiter(o.MaxInFlight)},
+		o:     o,
+		clk:   retry.ClockOr(o.Clock),
+		out:   newEmitter(),
+		book:  ledger{ops: newStore(), views: newViewCache(o.Thresholds), closes: closeQueue{}},
+		hs:    engineAccount{wsErrs: map[string]model.ErrorInfo{}},
+		caps:  capacityState{mem: memLearned{}},
+		sched: scheduler{lim: newLimiter(o.MaxInFlight)},
 	}
 	e.loop.wake = make(chan struct{}, 1)
 	po := o.Policy
@@ -316,7 +294,7 @@ func (e *Engine) dispatch(now time.Time, limit int, spawn func(func(context.Cont
 // startCloses starts the queued closes that are due and returns when the
 // next one is (zero: none waits), e.mu held.
 func (e *Engine) startCloses(now time.Time, spawn func(func(context.Context))) time.Time {
-	due, next := e.closes.due(now)
+	due, next := e.book.closes.due(now)
 	for _, en := range due {
 		en.closing = true
 		spawn(func(ctx context.Context) { e.closeRound(ctx, en) })
@@ -332,7 +310,7 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.disc.running = true
 	// The round starts before discovery: a state that discovery's listing
 	// confirms (batch mode) is read in this round.
-	e.round++
+	e.hs.round++
 	e.mu.Unlock()
 	// A failed discovery still polls the operations already known.
 	derr := e.discoverRound(ctx)
@@ -417,13 +395,20 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 // retire stops polling en; it stays in the snapshot for retainFor.
 func (e *Engine) retire(en *entry, now time.Time) {
 	e.sched.remove(en)
-	e.ops.retire(en, now)
+	e.book.ops.retire(en, now)
 }
 
-func (e *Engine) logf(format string, args ...any) {
-	if e.o.Logf != nil {
-		e.o.Logf("%s", sources.Redact(fmt.Sprintf(format, args...)))
+// log writes one record with the engine's workspace attribute; the
+// message is redacted (it may quote a server's answer).
+func (e *Engine) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	l := e.o.Logger
+	if l == nil || !l.Enabled(context.Background(), level) {
+		return
 	}
+	if ws := e.o.Workspace.Host; ws != "" {
+		attrs = append(attrs, slog.String("workspace", ws))
+	}
+	l.LogAttrs(context.Background(), level, sources.Redact(msg), attrs...)
 }
 
 // settled reports (for tests with a fake clock) that nothing can happen

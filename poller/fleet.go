@@ -123,6 +123,9 @@ func (f *Fleet) Health() Health {
 		if mh.LastDiscovery.After(h.LastDiscovery) {
 			h.LastDiscovery = mh.LastDiscovery
 		}
+		if h.LastRetry == nil && mh.LastRetry != nil {
+			h.LastRetry = mh.LastRetry
+		}
 		if h.LastError == nil && mh.LastError != nil {
 			le := *mh.LastError
 			if len(f.members) > 1 {

@@ -2,12 +2,12 @@ package poller
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/sources"
 )
 
@@ -83,16 +83,8 @@ func (l *limiter) limit(rate, budget float64) int {
 	return max(1, int(n))
 }
 
-// Capacity is what the limiter knows, for Health and the freshness
-// report.
-type Capacity struct {
-	Latency   time.Duration // moving average of answered calls
-	Cap       int           // AIMD cap (halved on throttling)
-	Ceiling   int           // Options.MaxInFlight
-	Limit     int           // the in-flight bound now (Little's law within cap and ceiling)
-	Throttled bool          // a 429/503 within the last 10 s
-	Throttles int64         // throttled answers since start
-}
+// Capacity is model.Capacity (the TUI reads it without the poller).
+type Capacity = model.Capacity
 
 func (l *limiter) capacity(now time.Time) Capacity {
 	l.mu.Lock()
@@ -114,23 +106,5 @@ func throttledErr(err error) bool {
 	return he.StatusCode == http.StatusTooManyRequests || he.StatusCode == http.StatusServiceUnavailable
 }
 
-// Freshness says whether the schedule holds its freshness goal: the p95
-// time since a live operation's state was last confirmed, against the
-// goal, and why not when it does not.
-type Freshness struct {
-	Goal     time.Duration
-	P95      time.Duration // over live operations, at the last evaluation
-	Live     int
-	Held     bool
-	Reason   string // "" when held
-	Demand   float64
-	InFlight int
-}
-
-func (f Freshness) String() string {
-	if f.Held {
-		return fmt.Sprintf("fresh: p95 %s ≤ %s over %d live", f.P95.Round(100*time.Millisecond), f.Goal, f.Live)
-	}
-	return fmt.Sprintf("freshness goal %s not held: p95 %s over %d live operations (%s)",
-		f.Goal, f.P95.Round(100*time.Millisecond), f.Live, f.Reason)
-}
+// Freshness is model.Freshness.
+type Freshness = model.Freshness

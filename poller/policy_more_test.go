@@ -1,8 +1,11 @@
 package poller
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -60,10 +63,9 @@ func TestEngineLogsWithoutSecrets(t *testing.T) {
 	src := newHTTPSource(s)
 	defer src.CloseIdleConnections()
 	s.add(srvOp{ID: opID(1), State: "RUNNING", Open: true})
-	var mu sync.Mutex
-	var logs []string
+	var logs lockedBuffer
 	o := sourceOptions(src)
-	o.Logf = func(f string, a ...any) { mu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); mu.Unlock() }
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h := startEngine(t, o)
 	h.run(time.Second, 100*time.Millisecond)
 	s.setFault(func(r request) fault {
@@ -71,11 +73,13 @@ func TestEngineLogsWithoutSecrets(t *testing.T) {
 	})
 	h.run(3*time.Second, 100*time.Millisecond)
 	h.stop()
-	mu.Lock()
-	defer mu.Unlock()
-	all := strings.Join(logs, "\n")
+	all := logs.String()
 	if !strings.Contains(all, "UNAUTHENTICATED") || strings.Contains(all, testToken) {
 		t.Fatalf("logs: %s", all)
+	}
+	// A give-up is a warning, with the call as an attribute.
+	if !strings.Contains(all, `level=WARN msg="gave up: GetOperationStatus`) || !strings.Contains(all, "call=GetOperationStatus") {
+		t.Errorf("no give-up at WARN with its call: %s", all)
 	}
 	for _, v := range h.e.Snapshot().Operations {
 		if v.LastError == nil || strings.Contains(v.LastError.Message, testToken) {
@@ -84,15 +88,15 @@ func TestEngineLogsWithoutSecrets(t *testing.T) {
 	}
 }
 
-// A terminal operation whose openness is unknown is polled every ~10 s
-// while UNCLOSED could matter, then no longer.
+// A terminal operation whose openness is unknown is asked on a backoff
+// (10 s, 20 s, 40 s…) while UNCLOSED could matter, then no longer.
 func TestEngineTerminalUnknownOpenStopsPolling(t *testing.T) {
 	src := &unknownOpenSource{}
 	o := Options{Discoverer: src, Status: src, Thresholds: model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: 5 * time.Minute, LeakAfter: time.Minute}}
 	h := startEngine(t, o)
 	h.run(time.Minute, 500*time.Millisecond)
-	if c := src.calls(); c < 6 || c > 8 {
-		t.Fatalf("%d polls in the first minute, want ~7 (every 10 s)", c)
+	if c := src.calls(); c != 3 {
+		t.Fatalf("%d polls in the first minute, want 3 (at 0, 10 and 30 s)", c)
 	}
 	h.run(6*time.Minute, time.Second)
 	c := src.calls()
@@ -122,4 +126,47 @@ func (u *unknownOpenSource) calls() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.n
+}
+
+// lockedBuffer is a bytes.Buffer safe for the engine's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A discovery that fails stops observation: logged at ERROR once per
+// outage, with its call; its recovery at INFO.
+func TestEngineLogsADiscoveryFailureAsAnError(t *testing.T) {
+	var logs lockedBuffer
+	src := &scripted{discErr: errors.New("ListQueries: the workspace is gone")}
+	e := NewEngine(Options{Discoverer: src, Status: src, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Workspace: model.Workspace{Host: "https://adb-1.example"}})
+	for range 2 {
+		if err := e.RunOnce(context.Background()); err == nil {
+			t.Fatal("RunOnce: no error")
+		}
+	}
+	src.mu.Lock()
+	src.discErr = nil
+	src.mu.Unlock()
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all := logs.String()
+	if strings.Count(all, "level=ERROR") != 1 || !strings.Contains(all, "call=Discover") || !strings.Contains(all, "workspace=https://adb-1.example") ||
+		!strings.Contains(all, `level=INFO msg="discovery recovered`) {
+		t.Errorf("logs:\n%s", all)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -42,7 +43,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	}
 	en.polling, en.probe = false, false
 	e.sched.inflight--
-	e.polls++
+	e.hs.polls++
 	if err != nil && ctx.Err() != nil {
 		// Shutting down, or a RunOnce round's deadline: not a failure of
 		// the operation. It stays scheduled, so the next round (--watch)
@@ -52,7 +53,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		}
 		return
 	}
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
@@ -64,19 +65,21 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		op.Poll.Failed++
 		info := retry.ErrorInfoOf(err)
 		op.LastError = info
-		e.lastErr = info
+		e.hs.lastErr = info
+		e.notePossiblyReaped(en, now)
 	default:
 		if st.ClientLastActivity != nil && !e.batch.activity {
 			// The source reports the owning client's activity (INACTIVE's
 			// evidence): live operations keep a per-operation poll.
 			e.batch.activity = true
-			e.logf("the status source reports client activity: live operations are polled one by one too")
+			e.log(slog.LevelInfo, "the status source reports client activity: live operations are polled one by one too")
 		}
 		e.applyStatus(en, st, now)
 	}
 	if en.retired {
 		return
 	}
+	answeredOpenness(en, err)
 	e.scheduleNext(en, now, err)
 }
 
@@ -85,7 +88,7 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -103,16 +106,17 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	if st.ClientLastActivity != nil {
 		op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
 	}
+	e.ageProxyOpen(en, &st, now)
 	if st.Open != nil {
-		op.Open = boolRef(*st.Open)
+		op.Open, op.OpenByProxy = boolRef(*st.Open), st.OpenByProxy
 	} else if st.OpenUnknown {
-		op.Open = nil
+		op.Open, op.OpenByProxy = nil, false
 	}
 	if st.Proxy != nil {
 		op.Proxy = st.Proxy
 	}
 	op.LastPollOKAt = now
-	en.readRound = e.round
+	en.readRound = e.hs.round
 	op.Poll.OK++
 	op.LastError = nil
 	op.StatusSource, op.StatusNote = st.Source, st.Note
@@ -124,27 +128,31 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		e.out.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
-	if op.State.Terminal() && !en.terminal {
+	markTerminal(en, now)
+	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
+		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
+	}
+	// A known-open operation is polled until it is closed or reaped,
+	// however long that takes; one whose openness no source tells is
+	// asked only while UNCLOSED could still matter (belief.go).
+	if closed && !en.queued {
+		e.retire(en, now)
+	} else if e.pastOpenWindow(en, now) {
+		e.retireUnknown(en, now)
+	}
+	e.book.ops.addLive(en) // a source that took back an end (never query history)
+}
+
+// markTerminal records when en ended, once it is known to have ended:
+// its completion time, or now when that is unknown or in the future.
+func markTerminal(en *entry, now time.Time) {
+	if op := &en.op; op.State.Terminal() && !en.terminal {
 		at := op.CompletedAt
 		if at.IsZero() || at.After(now) {
 			at = now
 		}
 		en.terminal, en.terminalAt = true, stamp(at)
 	}
-	// A terminal operation whose openness the source cannot tell is
-	// polled (every 10 s, to learn when it is closed) only while UNCLOSED
-	// could still matter; a known-open one is polled until it is closed
-	// or reaped, however long that takes.
-	if op.State.Terminal() && op.Open == nil && !en.queued && !op.Adopted && now.Sub(unstamp(en.terminalAt)) > 5*e.o.Thresholds.LeakAfter+time.Minute {
-		closed = true
-	}
-	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
-		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
-	}
-	if closed && !en.queued {
-		e.retire(en, now)
-	}
-	e.ops.addLive(en) // a source that took back an end (never query history)
 }
 
 // markGone records that the server no longer has the operation, with the
@@ -153,7 +161,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
-	e.views.touch(en)
+	e.book.views.touch(en)
 	op := &en.op
 	prev := op.State
 	if st.State != "" {
@@ -171,7 +179,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		op.Poll.Failed++
 	} else {
 		op.LastPollOKAt = now
-		en.readRound = e.round
+		en.readRound = e.hs.round
 		op.LastError = nil
 	}
 	if !op.Gone {
@@ -185,7 +193,7 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		e.out.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	op.Gone = true
-	op.Open = boolRef(false)
+	op.Open, op.OpenByProxy = boolRef(false), false
 	if en.queued {
 		e.finishClose(en, now, "the server no longer has the handle")
 	}

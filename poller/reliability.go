@@ -28,15 +28,15 @@ func (e *Engine) retry(ctx context.Context, call string, fn func(context.Context
 // listing (warehouses) that failed. Called with e.mu held.
 func (e *Engine) setDiscoveryErrors(errs []error) {
 	for k := range e.disc.keys {
-		delete(e.wsErrs, k)
+		delete(e.hs.wsErrs, k)
 	}
 	e.disc.keys = map[string]bool{}
 	for _, err := range errs {
 		info := listingErrorInfo(err)
 		key := string(info.Kind) + ":" + info.Call
-		e.wsErrs[key] = *info
+		e.hs.wsErrs[key] = *info
 		e.disc.keys[key] = true
-		e.lastErr = info
+		e.hs.lastErr = info
 	}
 }
 
@@ -93,7 +93,7 @@ func (e *Engine) settleGone(ctx context.Context, en *entry) (sources.Status, err
 // the round gets one error entry of kind "unread" — the snapshot must not
 // say OK when it could not see. Called with e.mu held.
 func (e *Engine) roundStatus(due []*entry, ctxErr error) {
-	delete(e.wsErrs, unreadKey)
+	delete(e.hs.wsErrs, unreadKey)
 	if len(due) == 0 {
 		return
 	}
@@ -101,13 +101,13 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 	var first *model.ErrorInfo
 	for _, en := range due {
 		op := &en.op
-		if en.readRound == e.round {
+		if en.readRound == e.hs.round {
 			read++
 			continue
 		}
 		unread++
 		if op.LastError == nil {
-			e.views.touch(en)
+			e.book.views.touch(en)
 			msg := "status not read this round"
 			if ctxErr != nil {
 				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
@@ -128,7 +128,7 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 	} else {
 		info.Message = fmt.Sprintf("could not read the status of %d of %d operations this round: %s", unread, read+unread, first.Message)
 	}
-	e.wsErrs[unreadKey] = info
+	e.hs.wsErrs[unreadKey] = info
 }
 
 const unreadKey = "unread"

@@ -33,6 +33,10 @@ type entry struct {
 	terminal   bool   // terminalAt is set
 	deleted    bool   // forgotten (left the map; still in order until compacted)
 	inLive     bool   // in store.live
+	// asks counts the answers in a row that could not tell whether the
+	// ended operation is open (belief.go); it fills the padding after
+	// the flags above.
+	asks uint16
 
 	// scheduler: the poll heap orders by stamps (heap.go)
 	next    int64   // next status poll (stamp), valid while idx >= 0

@@ -135,29 +135,13 @@ type Merged struct {
 	disc    sources.Discoverer
 	status  sources.StatusSource
 	actions sources.ActionSource
-	// reaper is the server's inactivity reaper (--server-idle-timeout):
-	// the proxy's word that an operation is open holds only this long
-	// after it ended (see openEvidence). now reads the clock.
-	reaper time.Duration
-	now    func() time.Time
-
-	mu    sync.Mutex
-	facts map[string]sources.ProxyOperation
+	mu      sync.Mutex
+	facts   map[string]sources.ProxyOperation
 }
 
 // Merge wraps dbxtop's sources with the proxy's facts.
 func Merge(admin *AdminClient, disc sources.Discoverer, status sources.StatusSource, actions sources.ActionSource) *Merged {
-	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{},
-		reaper: model.DefaultThresholds.ServerIdleTimeout, now: time.Now}
-}
-
-// SetServerIdleTimeout says how soon the server's own reaper may close
-// an operation nobody closed (--server-idle-timeout; <= 0 keeps the
-// default): past it, the proxy's account no longer proves it open.
-func (m *Merged) SetServerIdleTimeout(d time.Duration) {
-	if d > 0 {
-		m.reaper = d
-	}
+	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{}}
 }
 
 // Discover lists dbxtop's discovery plus what only the proxy saw, with
@@ -276,37 +260,14 @@ func (m *Merged) Status(ctx context.Context, ref sources.Ref) (sources.Status, e
 		}
 	case sources.ProxyOpen, sources.ProxyCloseFailed:
 		if why, ok := provenOpen(f); ok && st.Open == nil && st.State != model.StateClosed {
-			open, note := m.openEvidence(f, st, why)
-			st.Open, st.OpenUnknown = open, open == nil
-			st.Note = sources.JoinNotes(st.Note, note)
+			// The proof, not the server's answer: the poller ages it
+			// (the proxy cannot see the server's reaper).
+			open := true
+			st.Open, st.OpenByProxy = &open, true
+			st.Note = sources.JoinNotes(st.Note, why)
 		}
 	}
 	return st, nil
-}
-
-// openEvidence ages the proxy's proof that an operation is open: the
-// proxy cannot see the server's reaper close it, so the proof holds only
-// until the reaper could have acted — the server's inactivity reaper
-// (--server-idle-timeout) after the operation ended or its client last
-// called it, whichever came first (a leak reaper counting from either
-// starts no earlier). After that, openness is unknown, and the note says
-// why: a reaped operation must not stay UNCLOSED for as long as the proxy
-// remembers it.
-func (m *Merged) openEvidence(f sources.ProxyOperation, st sources.Status, why string) (*bool, string) {
-	from := st.CompletedAt
-	if t := f.LastClientRPCAt; !t.IsZero() && (from.IsZero() || t.Before(from)) {
-		from = t
-	}
-	if from.IsZero() {
-		from = f.StartedAt
-	}
-	if from.IsZero() || m.now().Sub(from) < m.reaper {
-		open := true
-		return &open, why
-	}
-	return nil, fmt.Sprintf("open per dbxtop proxy until %s: it relayed the server's handle and saw no close, "+
-		"but the server's reaper (--server-idle-timeout %s) may have closed it since, unseen by the proxy; whether it is open is unknown",
-		from.Add(m.reaper).UTC().Format("15:04:05"), m.reaper)
 }
 
 // provenOpen says whether the proxy's account proves f still open on the

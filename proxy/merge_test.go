@@ -37,9 +37,8 @@ func dbxtopWithProxy(t *testing.T, s *sim.Server, p *Server, th model.Thresholds
 	}
 	t.Cleanup(admin.CloseIdleConnections)
 	m := Merge(admin, rest, databricks.StatusWithFallback(tc, rest), rest)
-	m.SetServerIdleTimeout(th.ServerIdleTimeout)
 	return poller.NewEngine(poller.Options{Discoverer: m, Status: m, Actions: m, Thresholds: th,
-		Workspace: model.Workspace{Host: s.URL()}, Idle: []sources.IdleCloser{tc, rest, m}, Logf: t.Logf})
+		Workspace: model.Workspace{Host: s.URL()}, Idle: []sources.IdleCloser{tc, rest, m}})
 }
 
 func find(s model.Snapshot, id string) (*model.OperationView, bool) {

@@ -96,11 +96,12 @@ func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
 // finished operation open and goes silent; the server's leak reaper
 // closes it, which the proxy cannot see (it still reports it open).
 // dbxtop shows it UNCLOSED on the proxy's evidence only until the
-// server's reaper could have acted (--server-idle-timeout after its end):
+// server's reaper could have acted (--server-leak-timeout after the later
+// of its end and its client's last call):
 // once the server has closed it, openness is unknown and the note says
 // why — never UNCLOSED for as long as the proxy remembers it.
 func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
-	const reaper = 5 * time.Second // --server-idle-timeout, shorter than the simulator's leak reaper
+	const reaper = 5 * time.Second // --server-leak-timeout, shorter than the simulator's leak reaper
 	s := startSimWith(t, sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7,
 		LeakTimeout: reaper + 3*time.Second, ReapEvery: 100 * time.Millisecond})
 	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
@@ -112,7 +113,7 @@ func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
 		st, err := c.GetOperationStatus(ctx, op.Ref)
 		return err == nil && st.State.Terminal()
 	})
-	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: reaper, LeakAfter: time.Second}
+	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: time.Minute, LeakAfter: time.Second, ServerLeakTimeout: reaper}
 	eng := dbxtopWithProxy(t, s, p, th)
 	waitFor(t, "UNCLOSED on the proxy's evidence", 20*time.Second, func() bool {
 		_ = eng.RunOnce(ctx)

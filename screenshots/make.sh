@@ -164,6 +164,14 @@ key Tab
 wait_for "[Events]" 10
 shot events
 
+# Warehouses: each listed warehouse, dbxtop's counts and flags on it.
+key Tab Tab
+wait_for "[Warehouses]" 10
+wait_for "RUNNING" 10
+shot warehouses
+key BTab BTab
+wait_for "[Events]" 10
+
 key "?"
 wait_for "[Help]" 10
 shot help
@@ -175,8 +183,18 @@ key "?" BTab BTab
 # cancel, out of the way.
 wait_for "[Operations]" 10
 key / R U N N I N G Enter g x
-wait_for "[y/c/N]" 10
+wait_for "c cancels and closes" 10
 shot confirm
+key n Escape
+
+# One action over a set: every UNCLOSED operation the filter lists,
+# re-closed after one confirmation (answered No).
+wait_for "UNCLOSED" "$FLAG_TIMEOUT"
+tm send-keys -t shots "/"
+tm send-keys -t shots -l "flag:unclosed"
+key Enter C
+wait_for "UNCLOSED operation" 10
+shot set-action
 key n Escape
 
 # The same demo at 80x24, the size the screen is designed for, once

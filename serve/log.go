@@ -5,51 +5,25 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // discardLogger is the logger of a Server given none.
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// watch logs what serve learns of each workspace as it changes (it runs
-// with the counters' tick): ERROR when dbxtop can no longer observe a
-// workspace (its discovery fails: every alert for it is blind), INFO when
-// it can again; WARN when its proxy stops answering. Levels mean
-// something: `journalctl -p warning` shows only what needs a look.
+// watch logs what serve learns of each workspace's proxy as it changes:
+// WARN when it stops answering (the evidence only it sees is missing),
+// INFO when it answers again. (The engines log a workspace they cannot
+// observe themselves, at ERROR, once per outage.) Levels mean something:
+// `journalctl -p warning` shows only what needs a look.
 type watch struct {
 	log *slog.Logger
-	up  map[string]bool // discovery up, by workspace, as last logged (tick only)
 
-	mu      sync.Mutex // proxyUp: the policies of several workspaces report
+	mu      sync.Mutex // the policies of several workspaces report
 	proxyUp map[string]bool
 }
 
 func newWatch(log *slog.Logger) *watch {
-	return &watch{log: log, up: map[string]bool{}, proxyUp: map[string]bool{}}
-}
-
-func (w *watch) observe(members []poller.Member) {
-	for _, m := range members {
-		h := m.Engine.Health()
-		if h.LastDiscovery.IsZero() && h.DiscoveryFailures == 0 {
-			continue // no discovery answered yet: nothing known
-		}
-		was, seen := w.up[m.Name]
-		w.up[m.Name] = h.DiscoveryUp
-		if seen && was == h.DiscoveryUp || !seen && h.DiscoveryUp {
-			continue
-		}
-		if h.DiscoveryUp {
-			w.log.Info("observing the workspace again", "workspace", m.Name)
-			continue
-		}
-		attrs := []any{"workspace", m.Name}
-		if e := h.LastError; e != nil {
-			attrs = append(attrs, "call", e.Call, "attempt", e.Attempts, "err", e.String())
-		}
-		w.log.Error("cannot observe the workspace: its discovery fails; its alerts are blind", attrs...)
-	}
+	return &watch{log: log, proxyUp: map[string]bool{}}
 }
 
 // proxyRead records one read of a workspace's proxy (the counters' Done

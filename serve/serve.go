@@ -303,7 +303,6 @@ func (s *Server) tick(ctx context.Context) {
 	for {
 		snaps := s.o.Fleet.Snapshots()
 		s.o.Counters.reconcile(snaps)
-		s.watch.observe(s.o.Fleet.Members())
 		select {
 		case <-ctx.Done():
 			return

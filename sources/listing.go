@@ -163,7 +163,8 @@ type WarehouseGate struct {
 
 	mu       sync.Mutex
 	states   map[string]string
-	visible  int // warehouses listed before the selection kept states
+	infos    []model.WarehouseInfo // the last listing's selected warehouses, replaced whole
+	visible  int                   // warehouses listed before the selection kept states
 	at       time.Time
 	listErr  string
 	observed bool
@@ -183,8 +184,21 @@ func (g *WarehouseGate) Listed(states map[string]string, visible int) {
 	for id, st := range states {
 		g.states[id] = strings.ToUpper(st)
 	}
-	g.visible = visible
+	g.visible, g.infos = visible, nil
 	g.at, g.listErr, g.observed = g.now(), "", true
+}
+
+// ListedInfo is Listed with each warehouse's description (the Warehouses
+// view): states are taken from infos.
+func (g *WarehouseGate) ListedInfo(infos []model.WarehouseInfo, visible int) {
+	states := make(map[string]string, len(infos))
+	for _, w := range infos {
+		states[w.ID] = w.State
+	}
+	g.Listed(states, visible)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.infos = infos
 }
 
 // WarehouseListing says what the last successful listing saw; false
@@ -195,7 +209,7 @@ func (g *WarehouseGate) WarehouseListing() (model.WarehouseListing, bool) {
 	if !g.observed {
 		return model.WarehouseListing{}, false
 	}
-	return model.WarehouseListing{At: g.at, Visible: g.visible, Matched: len(g.states)}, true
+	return model.WarehouseListing{At: g.at, Visible: g.visible, Matched: len(g.states), Warehouses: g.infos}, true
 }
 
 // Failed records a failed ListWarehouses: the previous states age out.

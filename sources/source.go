@@ -38,6 +38,10 @@ type Status struct {
 	// aged out), so openness becomes unknown.
 	Open        *bool
 	OpenUnknown bool
+	// OpenByProxy: Open is a proxy's proof (it relayed the handle and saw
+	// no close), not the server's answer. The proxy cannot see the
+	// server's reaper, so the poller ages the proof (--server-leak-timeout).
+	OpenByProxy bool
 	// Proxy is what `dbxtop proxy` saw of the operation; nil when no proxy
 	// is configured or it did not see it.
 	Proxy *model.ProxyAccount

@@ -7,8 +7,10 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // actionKind is a mutating row action. Each one is confirmed first and
@@ -46,11 +48,17 @@ func (m *Model) callNames(op *model.OperationView) (cancel, close string) {
 
 // pendingAction is an action waiting for its confirmation. It names its
 // target by id, so a refresh that reorders rows cannot change what is
-// acted on.
+// acted on; the dialog is drawn from the target as it is now, and the
+// answer re-checks it (recheck).
 type pendingAction struct {
-	kind   actionKind
-	id     string
-	prompt string
+	kind actionKind
+	id   string
+	was  model.State // the target's state when the dialog opened
+	// note says what changed since the dialog first opened, when the
+	// answer found the first action no longer applies and offers this one.
+	note string
+	// set: an action over the filtered set (id and was are unused).
+	set *setAction
 }
 
 // actionResult is the last outcome of an action on a row; the row shows
@@ -62,11 +70,15 @@ type actionResult struct {
 
 const resultTTL = time.Minute
 
-// actionDoneMsg reports an action's outcome.
+// actionDoneMsg reports an action's outcome. skipped: the target no
+// longer needed it when the command re-checked it (why says so), and the
+// engine was not called.
 type actionDoneMsg struct {
 	kind    actionKind
 	id      string
 	err     error
+	skipped bool
+	why     string
 	elapsed time.Duration
 }
 
@@ -81,56 +93,129 @@ func (m *Model) askConfirm(k actionKind) {
 		m.ctx.setStatus(fmt.Sprintf("%s: an action is already running", shortID(op.StatementID, m.ctx.glyphs.Ellipsis)), false)
 		return
 	}
-	t := actionText[k]
-	effect := t.effect
-	cancelCall, closeCall := m.callNames(op)
+	if why := notApplicable(k, op); why != "" {
+		m.ctx.setStatus(fmt.Sprintf("%s %s", shortID(op.StatementID, m.ctx.glyphs.Ellipsis), why), false)
+		return
+	}
+	m.confirm = &pendingAction{kind: k, id: op.StatementID, was: op.State}
+	m.ops.scrollToCursor()
+}
+
+// notApplicable says why action k makes no sense on op now ("" when it
+// does): asked when the dialog opens, when it is answered, and again by
+// the command just before the engine is called.
+func notApplicable(k actionKind, op *model.OperationView) string {
 	switch {
-	case k == actCancel && op.State.Terminal():
+	case op == nil:
+		return "is gone (closed or reaped): nothing done"
+	case op.Gone:
+		return "is gone (closed or reaped): nothing done"
+	case (k == actCancel || k == actCancelClose) && op.State.Terminal():
 		// Nothing runs any more: cancel would only confuse. Closing is
 		// what a finished-but-open operation needs.
-		m.ctx.setStatus(fmt.Sprintf("%s is %s: nothing to cancel (c re-closes it)", shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.State), false)
-		return
+		if stillOpen(op) {
+			return fmt.Sprintf("is %s: nothing to cancel (c re-closes it)", op.State)
+		}
+		return fmt.Sprintf("is %s: nothing to cancel", op.State)
+	case k == actClose && (op.State == model.StateClosed || op.Close.State == model.CloseClosed || op.Open != nil && !*op.Open):
+		return "is already closed: nothing to re-close"
+	}
+	return ""
+}
+
+// stillOpen: the server may still hold the finished operation, so a
+// close is what it needs.
+func stillOpen(op *model.OperationView) bool {
+	return op.State != model.StateClosed && op.Close.State != model.CloseClosed && (op.Open == nil || *op.Open) && !op.Gone
+}
+
+// prompt is the dialog's text, built from the target as it is now: what
+// will be done to which operation (id, state, age, user, warehouse, its
+// SQL on one clean line), and the effect; w is the text width.
+func (m *Model) prompt(p *pendingAction, w int) (head []string, effect string) {
+	if p.set != nil {
+		return m.setPrompt(p.set)
+	}
+	g := m.ctx.glyphs
+	t := actionText[p.kind]
+	op := findView(m.ctx.snap.Operations, p.id)
+	sid := shortID(p.id, g.Ellipsis)
+	if op == nil {
+		return []string{fmt.Sprintf("%s %s? It is gone (closed or reaped).", t.verb, sid)}, ""
+	}
+	age := "age ?"
+	if !op.StartedAt.IsZero() {
+		age = "age " + textfmt.Duration(max(m.ctx.snap.GeneratedAt.Sub(op.StartedAt), 0))
+	}
+	state := string(op.State)
+	if op.Gone {
+		state = "GONE"
+	}
+	head = append(head, fmt.Sprintf("%s %s on %s (%s, %s, %s)?", t.verb, sid, textfmt.OrDash(op.WarehouseID), textfmt.OrDash(op.User), state, age))
+	head = append(head, ansi.Truncate("SQL: "+oneLine(textfmt.Line(op.SQL)), w, g.Ellipsis))
+	if p.note != "" {
+		head = append(head, p.note)
+	}
+	if op.State != p.was {
+		head = append(head, fmt.Sprintf("Now %s (it was %s when this dialog opened).", state, p.was))
+	}
+	return head, m.effect(p.kind, op)
+}
+
+// effect is what the action sends and what happens then.
+func (m *Model) effect(k actionKind, op *model.OperationView) string {
+	cancelCall, closeCall := m.callNames(op)
+	switch {
 	case k == actAdopt && op.State.Terminal():
-		effect = "It has already finished: dbxtop closes it on the server now (" + closeCall + ")."
+		return "It has already finished: dbxtop closes it on the server now (" + closeCall + ")."
 	case k == actAdopt:
-		effect = "dbxtop sends " + closeCall + " as soon as it finishes."
+		return "dbxtop will close another client's statement: it sends " + closeCall + " as soon as it finishes. A close cannot be undone."
 	case k == actClose:
-		effect = "dbxtop sends " + closeCall + " now; if that fails it retries with backoff."
+		return "dbxtop sends " + closeCall + " now; if that fails it retries with backoff. A close cannot be undone."
 	case k == actCancel:
 		// An orphan dbxtop cancels stays open (UNCLOSED) unless someone
 		// closes it, and its client is gone: offer both.
-		effect = "dbxtop sends " + cancelCall + "; the statement stops on the server. " +
+		return "dbxtop sends " + cancelCall + "; the statement stops on the server. " +
 			"y: cancel only (it stays open until its client closes it); c: cancel and close (dbxtop then sends " + closeCall + ")."
 	}
-	answer := "[y/N]"
-	if k == actCancel {
-		answer = "[y/c/N]"
-	}
-	m.confirm = &pendingAction{
-		kind: k,
-		id:   op.StatementID,
-		prompt: fmt.Sprintf("%s %s on %s (%s, %s)? %s %s", t.verb,
-			shortID(op.StatementID, m.ctx.glyphs.Ellipsis), op.WarehouseID, op.User, op.State, effect, answer),
-	}
+	return actionText[k].effect
 }
 
 // answerConfirm: only the Confirm key (y) runs the action; every other key,
-// enter included, answers No.
+// enter included, answers No. The target is checked again first: an
+// operation that finished while the dialog was open is not cancelled, and
+// the dialog says so and offers what still makes sense.
 func (m *Model) answerConfirm(msg tea.KeyMsg) tea.Cmd {
 	p := m.confirm
 	m.confirm = nil
 	if msg.Type == tea.KeyCtrlC {
 		return tea.Quit
 	}
-	t := actionText[p.kind]
-	if p.kind == actCancel && msg.String() == "c" {
-		return m.runAction(actCancelClose, p.id)
+	if p.set != nil {
+		return m.answerSet(p, msg)
 	}
-	if !key.Matches(msg, m.ctx.keys.Confirm) {
-		m.ctx.setStatus(fmt.Sprintf("%s %s: not done (answered No)", t.verb, shortID(p.id, m.ctx.glyphs.Ellipsis)), false)
+	t := actionText[p.kind]
+	sid := shortID(p.id, m.ctx.glyphs.Ellipsis)
+	kind := p.kind
+	if p.kind == actCancel && msg.String() == "c" {
+		kind = actCancelClose
+	} else if !key.Matches(msg, m.ctx.keys.Confirm) {
+		m.ctx.setStatus(fmt.Sprintf("%s %s: not done (answered No)", t.verb, sid), false)
 		return nil
 	}
-	return m.runAction(p.kind, p.id)
+	op := findView(m.ctx.snap.Operations, p.id)
+	if why := notApplicable(kind, op); why != "" {
+		m.logAction(p.id, fmt.Sprintf("%s not sent: the operation %s", t.verb, why))
+		if (kind == actCancel || kind == actCancelClose) && op != nil && !op.Gone && stillOpen(op) {
+			// It finished meanwhile but may still be open: offer the close.
+			m.confirm = &pendingAction{kind: actClose, id: p.id, was: op.State,
+				note: fmt.Sprintf("Not cancelled: it finished (%s) while this dialog was open.", op.State)}
+			return nil
+		}
+		m.ctx.setStatus(fmt.Sprintf("%s %s: not sent, it %s", t.verb, sid, why), false)
+		return nil
+	}
+	return m.runAction(kind, p.id)
 }
 
 // runAction marks the row busy, logs the start, and calls the engine in a
@@ -147,6 +232,12 @@ func (m *Model) runAction(k actionKind, id string) tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		start := time.Now()
+		// The engine's state now, not the last frame's: the statement may
+		// have finished since the answer.
+		s := e.Snapshot()
+		if why := notApplicable(k, findView(s.Operations, id)); why != "" {
+			return actionDoneMsg{kind: k, id: id, skipped: true, why: why, elapsed: time.Since(start)}
+		}
 		var err error
 		switch k {
 		case actAdopt:
@@ -171,6 +262,12 @@ func (m *Model) actionDone(msg actionDoneMsg) {
 	delete(m.ctx.busy, msg.id)
 	t := actionText[msg.kind]
 	sid := shortID(msg.id, m.ctx.glyphs.Ellipsis)
+	if msg.skipped {
+		m.ctx.results[msg.id] = actionResult{t.short + " skipped", m.ctx.opts.Now()}
+		m.ctx.setStatus(fmt.Sprintf("%s %s: not sent, it %s", t.verb, sid, msg.why), false)
+		m.logAction(msg.id, fmt.Sprintf("%s not sent: the operation %s", t.verb, msg.why))
+		return
+	}
 	if msg.err != nil {
 		m.ctx.results[msg.id] = actionResult{t.short + " failed", m.ctx.opts.Now()}
 		m.ctx.setStatus(fmt.Sprintf("%s %s failed after %s: %v", t.verb, sid, msg.elapsed.Round(time.Millisecond), msg.err), true)
@@ -186,4 +283,13 @@ func (m *Model) actionDone(msg actionDoneMsg) {
 // logs its own side.
 func (m *Model) logAction(id, text string) {
 	m.ctx.ring.push(model.Event{At: m.ctx.opts.Now(), Kind: model.EventAction, StatementID: id, Message: text})
+}
+
+// findView is the operation with id in ops (the one the server still
+// has, when several), or nil.
+func findView(ops []*model.OperationView, id string) *model.OperationView {
+	if i := findOp(ops, id); i >= 0 {
+		return ops[i]
+	}
+	return nil
 }

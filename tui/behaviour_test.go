@@ -110,10 +110,10 @@ func TestConfirmationDefaultsToNo(t *testing.T) {
 	for m.selected().StatementID != idInactive {
 		press(m, "j")
 	}
-	want := "Cancel 01ef2c3a… on wh-1 (alice@example.com, RUNNING)? dbxtop sends CancelExecution (POST /api/2.0/sql/statements/{id}/cancel); the statement stops on the server. y: cancel only (it stays open until its client closes it); c: cancel and close (dbxtop then sends statement close (DELETE /api/2.0/sql/statements/{id})). [y/c/N]"
+	want := "Cancel 01ef2c3a… on wh-1 (alice@example.com, RUNNING, age 7m00s)? SQL: SELECT c.customer_id, sum(o.amount) AS total FROM sales.orders o JOIN sales.customers c ON o.customer_id = c.id WHERE o.order_date >= '2026-01-01' GROUP BY c.customer_id ORDER BY total DESC dbxtop sends CancelExecution (POST /api/2.0/sql/statements/{id}/cancel); the statement stops on the server. y: cancel only (it stays open until its client closes it); c: cancel and close (dbxtop then sends statement close (DELETE /api/2.0/sql/statements/{id}))."
 	for _, answer := range []string{"enter", "n", "esc", "x", "Y", "C"} {
 		must(t, press(m, "x") == nil, "x ran something before confirmation")
-		must(t, m.confirm != nil && m.confirm.prompt == want, "prompt %+v", m.confirm)
+		must(t, m.confirm != nil && promptOf(m) == want, "prompt %q", promptOf(m))
 		must(t, strings.Contains(plain(m), "Cancel 01ef2c3a… on wh-1"), "prompt not on screen:\n%s", plain(m))
 		cmd := press(m, answer)
 		must(t, cmd == nil && m.confirm == nil, "answer %q did not close the dialog as No", answer)
@@ -142,8 +142,8 @@ func TestCancelAndClose(t *testing.T) {
 		press(m, "j")
 	}
 	press(m, "x")
-	must(t, m.confirm != nil && strings.Contains(m.confirm.prompt, "CancelOperation (Thrift)") &&
-		strings.Contains(m.confirm.prompt, "CloseOperation (Thrift)"), "prompt does not name the Thrift calls: %q", m.confirm.prompt)
+	must(t, m.confirm != nil && strings.Contains(promptOf(m), "CancelOperation (Thrift)") &&
+		strings.Contains(promptOf(m), "CloseOperation (Thrift)"), "prompt does not name the Thrift calls: %q", promptOf(m))
 	must(t, strings.Contains(plain(m), "c cancels and closes"), "dialog does not offer cancel and close:\n%s", plain(m))
 	run(t, m, press(m, "c"))
 	must(t, slices.Equal(e.Calls(), []string{"cancel " + idInactive, "adopt " + idInactive}), "calls %v", e.Calls())
@@ -154,11 +154,12 @@ func TestEveryActionNamesItsEffect(t *testing.T) {
 	e := newFakeEngine(fixtureSnapshot())
 	m := syncModel(t, e, testOptions(), 120, 40)
 	for k, want := range map[string]string{
-		"a": "Adopt 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? It has already finished: dbxtop closes it on the server now (statement close (DELETE /api/2.0/sql/statements/{id})).",
-		"c": "Re-close 01ef2c3d… on wh-2 (dave@example.com, FINISHED)? dbxtop sends statement close (DELETE /api/2.0/sql/statements/{id}) now",
+		"a": "It has already finished: dbxtop closes it on the server now (statement close (DELETE /api/2.0/sql/statements/{id})).",
+		"c": "dbxtop sends statement close (DELETE /api/2.0/sql/statements/{id}) now",
 	} {
 		press(m, k)
-		must(t, m.confirm != nil && strings.HasPrefix(m.confirm.prompt, want), "%s prompt %q", k, m.confirm.prompt)
+		head := map[string]string{"a": "Adopt", "c": "Re-close"}[k] + " 01ef2c3d… on wh-2 (dave@example.com, FINISHED, age 12m00s)? SQL: INSERT INTO audit.events SELECT * FROM staging.events "
+		must(t, m.confirm != nil && strings.HasPrefix(promptOf(m), head+want), "%s prompt %q", k, promptOf(m))
 		run(t, m, press(m, "y"))
 	}
 	must(t, slices.Equal(e.Calls(), []string{"adopt " + idCloseFailed, "close " + idCloseFailed}) ||
@@ -397,13 +398,15 @@ func TestCopyUsesOSC52(t *testing.T) {
 }
 
 func TestTooSmallTerminalSaysSo(t *testing.T) {
-	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 70, 20)
+	m := syncModel(t, newFakeEngine(fixtureSnapshot()), testOptions(), 59, 20)
 	v := m.View()
 	lines := strings.Split(v, "\n")
 	must(t, len(lines) == 20, "%d lines", len(lines))
-	must(t, strings.Contains(v, "terminal too small: 70×20, dbxtop needs at least 80×24"), "message:\n%s", v)
-	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	must(t, strings.Contains(plain(m), "STATEMENT"), "80x24 is not usable")
+	must(t, strings.Contains(v, "terminal too small: 59×20, dbxtop needs at least 60×20"), "message:\n%s", v)
+	for _, sz := range [][2]int{{60, 20}, {80, 23}, {80, 24}} {
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		must(t, strings.Contains(plain(m), "STATEMENT"), "%v is not usable:\n%s", sz, plain(m))
+	}
 }
 
 func TestScreenFitsExactly(t *testing.T) {
@@ -427,14 +430,17 @@ func TestScreenFitsExactly(t *testing.T) {
 
 func TestColumnsCollapseByPriority(t *testing.T) {
 	names := func(w int) []colID {
-		cols, _ := layout(w, 21)
+		cols, _ := layout(w, flagCellMax)
 		var out []colID
 		for _, c := range cols {
 			out = append(out, c.id)
 		}
 		return out
 	}
-	must(t, slices.Equal(names(80), []colID{colFlag, colID_, colState, colUser, colAge, colInactive}), "80: %v", names(80))
+	// WAREHOUSE outlasts AGE and USER (docs/operator-guide.md, "Small terminals").
+	must(t, slices.Equal(names(80), []colID{colFlag, colID_, colState, colUser, colWarehouse, colInactive}), "80: %v", names(80))
+	must(t, slices.Equal(names(70), []colID{colFlag, colID_, colState, colWarehouse, colInactive}), "70: %v", names(70))
+	must(t, slices.Equal(names(60), []colID{colFlag, colID_, colState, colInactive}), "60: %v", names(60))
 	must(t, slices.Contains(names(120), colSQL) && slices.Contains(names(120), colClose), "120: %v", names(120))
 	must(t, !slices.Contains(names(100), colSQL) && !slices.Contains(names(100), colClose) && slices.Contains(names(100), colRetries), "100: %v", names(100))
 	must(t, !slices.Contains(names(110), colSQL) && slices.Contains(names(110), colClose), "110: %v", names(110))

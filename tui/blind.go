@@ -3,11 +3,13 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // blindBanner is the body when dbxtop cannot observe the workspace at all
@@ -25,8 +27,28 @@ func blindBanner(ctx *programContext, width int) []string {
 	if len(errs) == 0 {
 		if h := ctx.health; h.LastDiscovery.IsZero() && (h.Retries > 0 || h.DiscoveryFailures > 0) {
 			// Not "no operations": nothing has been listed yet.
-			return []string{"", st.Warn.Render("  no answer from the workspace yet: its first listing is being retried"),
+			out := []string{"", st.Warn.Render("  no answer from the workspace yet: its first listing is being retried " + waited(ctx)),
 				st.Dim.Render(fmt.Sprintf("    (%d retries so far; the cause shows here once the listing gives up)", h.Retries))}
+			if r := h.LastRetry; r != nil {
+				for _, l := range wrapWords("the last attempt: "+r.Line(), width-6) {
+					out = append(out, st.Dim.Render("    "+l))
+				}
+			}
+			return out
+		}
+		switch h := ctx.health; {
+		case h.Waiting != "":
+			out := []string{""}
+			for i, l := range wrapWords(h.Waiting+": nothing is known yet "+waited(ctx), width-4) {
+				ind := "  "
+				if i > 0 {
+					ind = "    "
+				}
+				out = append(out, st.Warn.Render(ind+l))
+			}
+			return out
+		case h.LastDiscovery.IsZero() && !h.DiscoveryUp:
+			return []string{"", st.Warn.Render("  waiting for the first listing of operations " + waited(ctx))}
 		}
 		return nil
 	}
@@ -57,7 +79,10 @@ func blindBanner(ctx *programContext, width int) []string {
 	// Only a passing failure clears by itself; a refused token or a
 	// missing permission stays until someone fixes it.
 	last := "dbxtop keeps retrying; this clears once the call succeeds."
-	if e.Kind == model.KindPermanent {
+	switch {
+	case e.Call == "Authenticate":
+		last = "dbxtop does not ask again: quit (q), fix the credentials and start it again."
+	case e.Kind == model.KindPermanent:
 		last = "dbxtop asks again every refresh, but this will not clear until the cause above is fixed."
 	}
 	out = append(out, "")
@@ -113,6 +138,8 @@ func noWarehouses(ctx *programContext, width int) []string {
 func explain(e *model.ErrorInfo) (cause, check string) {
 	msg := strings.ToLower(e.Message + " " + e.ErrorCode)
 	switch {
+	case e.Call == "Authenticate": // cmd's start-up: the credential chain gave no credentials in time
+		return "no credentials resolved", "Set DATABRICKS_TOKEN or --token, pick a --profile, or run `databricks auth login`; the line below says what was tried."
 	case strings.HasPrefix(e.Call, "Proxy") && (e.HTTPStatus == 401 || e.HTTPStatus == 403):
 		return fmt.Sprintf("%d: the proxy refused DBXTOP_PROXY_TOKEN", e.HTTPStatus), "Set DBXTOP_PROXY_TOKEN to the admin_token= the proxy (dbxtop proxy) printed on its first line; the workspace's token is not the proxy's."
 	case strings.HasPrefix(e.Call, "Proxy") && strings.Contains(msg, "connection refused"):
@@ -165,4 +192,12 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// waited is how long the screen has waited for its first answer.
+func waited(ctx *programContext) string {
+	if ctx.started.IsZero() {
+		return ""
+	}
+	return "(" + textfmt.Duration(max(ctx.opts.Now().Sub(ctx.started), 0).Truncate(time.Second)) + ")"
 }

@@ -21,7 +21,7 @@ import (
 type clientsModel struct {
 	ctx           *programContext
 	width, height int
-	offset        int
+	listCursor    // over visible(); enter opens the selected client's operations
 	box           filterBox
 }
 
@@ -46,12 +46,21 @@ func (m *clientsModel) SetSize(w, h int) { m.width, m.height = w, h; m.clamp() }
 
 func (m *clientsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
-	return []key.Binding{k.Filter, k.Down, k.Up}
+	return []key.Binding{k.DrillDown, k.Filter, k.Down, k.Up}
 }
 
 func (m *clientsModel) FullHelp() [][]key.Binding {
 	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.Filter, k.Back}}
+	return [][]key.Binding{{k.Up, k.Down, k.Top, k.Bottom, k.DrillDown, k.Filter, k.Back}}
+}
+
+// selected is the client under the cursor, or nil.
+func (m *clientsModel) selected() *model.ClientStats {
+	cs := m.visible()
+	if m.cursor < 0 || m.cursor >= len(cs) {
+		return nil
+	}
+	return &cs[m.cursor]
 }
 
 func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
@@ -61,25 +70,18 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		if m.box.active {
 			if m.box.key(msg) {
-				m.offset = 0
+				m.offset, m.cursor = 0, 0
 			}
 			m.clamp()
 			return nil
 		}
 		k := &m.ctx.keys
 		switch {
+		case m.move(msg, k, len(m.visible()), m.rowsShown()):
 		case key.Matches(msg, k.Filter):
 			m.box.open()
 		case key.Matches(msg, k.Back):
 			m.box.set("")
-		case key.Matches(msg, k.Down):
-			m.offset++
-		case key.Matches(msg, k.Up):
-			m.offset--
-		case key.Matches(msg, k.Top):
-			m.offset = 0
-		case key.Matches(msg, k.Bottom):
-			m.offset = len(m.visible())
 		}
 		m.clamp()
 	}
@@ -90,20 +92,23 @@ func (m *clientsModel) Update(msg tea.Msg) tea.Cmd {
 // column header.
 func (m *clientsModel) rowsShown() int { return max(1, m.height-2) }
 
-func (m *clientsModel) clamp() {
-	m.offset = min(m.offset, max(0, len(m.visible())-m.rowsShown()))
-	m.offset = max(m.offset, 0)
-}
+// clamp keeps the cursor on a listed client and its row on screen.
+func (m *clientsModel) clamp() { m.listCursor.clamp(len(m.visible()), m.rowsShown()) }
 
 // Column widths; CLIENT APPLICATION takes what is left (at least 16).
 // Below 100 columns the others narrow so that the application keeps room
-// for its driver version, the point of this view.
+// for its driver version, the point of this view; below 80, CANCELS and
+// P95 drop (p95 0), in that order of the row, last first.
 func (m *clientsModel) widths() (app, user, num, p95 int) {
 	user, num, p95 = 18, 8, 8
-	if m.width < 100 {
+	cols := 4
+	switch {
+	case m.width < 80:
+		user, num, p95, cols = 12, 7, 0, 3
+	case m.width < 100:
 		user, num, p95 = 14, 7, 6
 	}
-	app = max(16, m.width-2-user-1-4*(num+1)-p95-1)
+	app = max(16, m.width-2-user-1-cols*(num+1)-p95-1)
 	return app, user, num, p95
 }
 
@@ -143,8 +148,10 @@ func (m *clientsModel) View() string {
 		out = append(out, st.OK.Render("  no client orphaned or leaked a statement in the recent window"))
 	}
 	head := "  " + fit("CLIENT APPLICATION", appW, "") + " " + fit("USER", cliUserW, "") + " " +
-		rjust("STMTS", cliNumW) + " " + rjust("ORPHANS", cliNumW) + " " + rjust("LEAKS", cliNumW) + " " +
-		rjust("CANCELS", cliNumW) + " " + rjust("P95", cliP95W)
+		rjust("STMTS", cliNumW) + " " + rjust("ORPHANS", cliNumW) + " " + rjust("LEAKS", cliNumW)
+	if cliP95W > 0 {
+		head += " " + rjust("CANCELS", cliNumW) + " " + rjust("P95", cliP95W)
+	}
 	out = append(out, st.ColHead.Render(head))
 	end := min(len(cs), m.offset+m.rowsShown())
 	for i := m.offset; i < end; i++ {
@@ -153,10 +160,20 @@ func (m *clientsModel) View() string {
 		if c.P95Duration != nil {
 			p95 = textfmt.Duration(*c.P95Duration)
 		}
-		line := "  " + fitApp(textfmt.Line(c.ClientApplication), appW, g.Ellipsis) + " " + fit(textfmt.Line(c.User), cliUserW, g.Ellipsis) + " " +
+		mark := "  "
+		if i == m.cursor {
+			mark = g.Cursor + " "
+		}
+		line := mark + fitApp(textfmt.Line(c.ClientApplication), appW, g.Ellipsis) + " " + fit(textfmt.Line(c.User), cliUserW, g.Ellipsis) + " " +
 			rjust(strconv.Itoa(c.Statements), cliNumW) + " " + rjust(strconv.Itoa(c.Orphans), cliNumW) + " " +
-			rjust(strconv.Itoa(c.Leaks), cliNumW) + " " + rjust(strconv.Itoa(c.Cancellations), cliNumW) + " " + rjust(p95, cliP95W)
-		if c.Orphans > 0 || c.Leaks > 0 {
+			rjust(strconv.Itoa(c.Leaks), cliNumW)
+		if cliP95W > 0 {
+			line += " " + rjust(strconv.Itoa(c.Cancellations), cliNumW) + " " + rjust(p95, cliP95W)
+		}
+		switch {
+		case i == m.cursor:
+			line = st.Selected.Render(fit(line, m.width, ""))
+		case c.Orphans > 0 || c.Leaks > 0:
 			line = st.Warn.Render(line)
 		}
 		out = append(out, line)

@@ -6,14 +6,13 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // snapMsg carries one snapshot and the poller's health, taken off the
 // Update goroutine.
 type snapMsg struct {
 	snap   model.Snapshot
-	health poller.Health
+	health model.Health
 	// rows is the display order computed in the command for order, so
 	// sorting 100,000 operations never blocks the Update loop; Update
 	// recomputes it only if the operator changed the order meanwhile.
@@ -46,7 +45,7 @@ func (m *Model) fetch() tea.Cmd {
 // The timer stops when Run ends (done), so no goroutine outlives the
 // program by a refresh period.
 func (m *Model) tick() tea.Cmd {
-	d, done := m.ctx.opts.Refresh, m.done
+	d, done := m.ctx.screenRefresh(), m.done
 	return func() tea.Msg {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -2,13 +2,13 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/dbxtop/dbxtop/keymap"
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // component is one view of the TUI, in the shape of soft-serve's
@@ -44,15 +44,23 @@ type programContext struct {
 	opts          Options
 	readOnly      bool
 
+	// started is when the program started: the start-up screen says how
+	// long it has waited.
+	started time.Time
 	snap    model.Snapshot
-	health  poller.Health
+	health  model.Health
 	loaded  bool
 	ring    *ring
 	busy    map[string]string       // statement id → "closing…" while an action runs
 	results map[string]actionResult // statement id → last action result, shown in the row for a while
 
+	// screenEvery is how often the screen takes a snapshot once + or -
+	// changed it (0: opts.Refresh).
+	screenEvery time.Duration
+
 	status     string
 	statusCrit bool
+	statusAt   time.Time // when status was set: it expires after statusTTL
 	// seq orders what the status line may say: the last action's status
 	// (statusSeq) or the selected operation going missing (opsModel's
 	// missingSeq); the newer one shows.
@@ -62,8 +70,26 @@ type programContext struct {
 	frozen *frozenState
 }
 
+// screenRefresh is how often the screen takes a snapshot.
+func (c *programContext) screenRefresh() time.Duration {
+	if c.screenEvery > 0 {
+		return c.screenEvery
+	}
+	return c.opts.Refresh
+}
+
+// statusTTL is how long a status message stays: long enough to read,
+// short enough that a failed cancel is not still on screen minutes later
+// (the Events view keeps every action's outcome).
+const statusTTL = 8 * time.Second
+
+// statusLive says whether the status message is still shown.
+func (c *programContext) statusLive() bool {
+	return c.status != "" && c.opts.Now().Sub(c.statusAt) < statusTTL
+}
+
 func (c *programContext) setStatus(s string, crit bool) {
-	c.status, c.statusCrit = s, crit
+	c.status, c.statusCrit, c.statusAt = s, crit, c.opts.Now()
 	c.seq++
 	c.statusSeq = c.seq
 }

@@ -159,17 +159,23 @@ func (m *endpointsModel) build() ([]string, int, int, int) {
 	}
 	eps := m.visible()
 	barW := m.barWidth()
-	head := "  " + fit("ENDPOINT", 18, "") + " "
+	head := "  " + fit("ENDPOINT", m.nameWidth(), "") + " "
 	if barW > 0 {
 		head += fit("STORAGE", barW+2, "") + " "
 	}
-	head += fit("%", 6, "") + " " + fit("THRU", 4, "") + " " + fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " "
-	if m.narrow() {
+	head += fit("%", 6, "") + " "
+	if !m.tiny() {
+		head += fit("THRU", 4, "") + " "
+	}
+	head += fit("TIME TO FULL", 14, "") + " " + fit("FLAG", 17, "") + " "
+	switch {
+	case m.tiny():
+	case m.narrow():
 		head += "ROWS/LIMIT"
-	} else {
+	default:
 		head += fit("ROWS/LIMIT", 18, "") + " " + fit("STATE", 12, "") + " TYPE"
 	}
-	out := []string{st.ColHead.Render(head)}
+	out := []string{st.ColHead.Render(strings.TrimRight(head, " "))}
 	if len(eps) == 0 {
 		return append(out, st.Dim.Render(fmt.Sprintf("  no endpoint matches %q (esc clears)", m.box.text))), 0, 0, 0
 	}
@@ -191,6 +197,17 @@ func (m *endpointsModel) build() ([]string, int, int, int) {
 // limit comes from, and a state other than ONLINE is an ENDPOINT_STATE
 // flag).
 func (m *endpointsModel) narrow() bool { return m.width < 100 }
+
+// tiny: below 80 columns THRU and ROWS/LIMIT drop and ENDPOINT narrows
+// (the notes line under each endpoint still says its limit).
+func (m *endpointsModel) tiny() bool { return m.width < 80 }
+
+func (m *endpointsModel) nameWidth() int {
+	if m.tiny() {
+		return 12
+	}
+	return 18
+}
 
 func (m *endpointsModel) barWidth() int {
 	switch {
@@ -247,7 +264,7 @@ func (m *endpointsModel) endpointRow(ep *model.EndpointView, sel bool, barW int)
 	if t := ep.Throughput; t != nil {
 		thr = fmt.Sprintf("%.0f%%", *t)
 	}
-	name := fit(textfmt.Line(ep.Name), 18, g.Ellipsis)
+	name := fit(textfmt.Line(ep.Name), m.nameWidth(), g.Ellipsis)
 	if sel {
 		name = st.Bold.Render(name)
 	}
@@ -255,7 +272,11 @@ func (m *endpointsModel) endpointRow(ep *model.EndpointView, sel bool, barW int)
 	if barW > 0 {
 		line += style.Render(bar) + " "
 	}
-	line += fit(usage, 6, "") + " " + fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
+	line += fit(usage, 6, "") + " "
+	if m.tiny() {
+		return line + fit(eta, 14, "") + " " + m.flagCell(f)
+	}
+	line += fit(thr, 4, "") + " " + fit(eta, 14, "") + " "
 	return line + m.flagCell(f) + m.rowsCells(ep)
 }
 

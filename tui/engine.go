@@ -2,7 +2,7 @@
 // Events and Help views, the operation detail, and the row actions that
 // go through the follow engine.
 //
-// It imports poller, model, sources, keymap, report and textfmt from
+// It imports model, sources, keymap, report and textfmt from
 // dbxtop, never config, serve or cmd: cmd gives it an engine and its
 // options.
 package tui
@@ -15,7 +15,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // Engine is what the TUI needs from the follow engine (*poller.Engine
@@ -24,7 +23,7 @@ import (
 type Engine interface {
 	Snapshot() model.Snapshot
 	Events() <-chan model.Event
-	Health() poller.Health
+	Health() model.Health
 	ReadOnly() bool
 	Adopt(ctx context.Context, id string) error
 	Close(ctx context.Context, id string) error
@@ -62,6 +61,10 @@ type Options struct {
 	Clipboard io.Writer
 	// ActionTimeout bounds one adopt/close/cancel call. 0 → 30s.
 	ActionTimeout time.Duration
+	// InactivityWarn is the engine's --inactivity-warn: a set action
+	// skips targets whose client called more recently. 0 → model's
+	// default.
+	InactivityWarn time.Duration
 	// Mouse turns on wheel scrolling and click selection (--mouse). Off by
 	// default: mouse reporting takes text selection away from the
 	// terminal, which operators over ssh rely on.

@@ -21,6 +21,9 @@ type eventsModel struct {
 	width, height int
 	offset        int // first matching event shown (0 = newest)
 	box           filterBox
+	// full: the top event (at offset) is shown whole, wrapped, not cut
+	// at eventLines (enter toggles it; ! opens the last error so).
+	full bool
 }
 
 func (m *eventsModel) SetSize(w, h int) { m.width, m.height = w, h }
@@ -29,12 +32,12 @@ func (m *eventsModel) Capturing() bool { return m.box.active }
 
 func (m *eventsModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
-	return []key.Binding{k.Filter, k.Down, k.Top}
+	return []key.Binding{k.Expand, k.Filter, k.Down, k.Top}
 }
 
 func (m *eventsModel) FullHelp() [][]key.Binding {
 	k := &m.ctx.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Filter, k.Back}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Expand, k.Filter, k.Back}}
 }
 
 // matching are the ring's events the filter lets through, newest first.
@@ -68,6 +71,11 @@ func (m *eventsModel) Update(msg tea.Msg) tea.Cmd {
 	}
 	k := &m.ctx.keys
 	last := max(0, len(m.matching())-m.height+1)
+	if key.Matches(km, k.Expand) {
+		m.full = !m.full
+		return nil
+	}
+	m.full = false // the top event changes: it is shown like the others
 	switch {
 	case key.Matches(km, k.Up):
 		m.offset--
@@ -117,13 +125,18 @@ func (m *eventsModel) View() string {
 		if id != "" {
 			keep--
 		}
-		parts := wrapWords(eventText(e), msgW)
+		w, indent := msgW, prefixW
+		if m.full && i == m.offset {
+			// The whole text, under its first line at the full width.
+			keep, w, indent = n, max(20, m.width-4), 4
+		}
+		parts := wrapWords(eventText(e), w)
 		if len(parts) > keep {
 			parts = parts[:keep]
-			parts[keep-1] = ansi.Truncate(parts[keep-1], msgW-ansi.StringWidth(g.Ellipsis), "") + g.Ellipsis
+			parts[keep-1] = ansi.Truncate(parts[keep-1], w-ansi.StringWidth(g.Ellipsis), "") + g.Ellipsis
 		}
 		if id != "" {
-			if last := parts[len(parts)-1]; ansi.StringWidth(last)+len("  request_id ")+len(id) <= msgW {
+			if last := parts[len(parts)-1]; ansi.StringWidth(last)+len("  request_id ")+len(id) <= w {
 				parts[len(parts)-1] = last + "  request_id " + id
 			} else {
 				parts = append(parts, "req "+id) // fits the 80-column message area
@@ -138,7 +151,7 @@ func (m *eventsModel) View() string {
 			style = st.Warn
 		}
 		for j, p := range parts {
-			line := strings.Repeat(" ", prefixW) + p
+			line := strings.Repeat(" ", indent) + p
 			if j == 0 {
 				line = fmt.Sprintf("  %s  %-12s %s %s", e.At.UTC().Format("15:04:05"), e.Kind, fit(target, 10, g.Ellipsis), p)
 			}

@@ -77,7 +77,7 @@ func TestConfigUIDefaults(t *testing.T) {
 	o.View, o.Sort, o.Columns = "clients", "age", []string{"flag", "statement", "state", "sql"}
 	m := syncModel(t, newFakeEngine(fleetSnapshot()), o, 120, 30)
 	must(t, strings.Contains(plain(m), "[Clients]"), "did not open on the Clients view:\n%s", plain(m))
-	press(m, "tab", "tab")
+	press(m, "tab", "tab", "tab") // Warehouses, Help, Operations
 	out := plain(m)
 	must(t, strings.Contains(out, "[Operations]") && strings.Contains(out, "sort age"), "sort age not applied:\n%s", out)
 	must(t, !strings.Contains(out, "USER") && !strings.Contains(out, "RETRY") && strings.Contains(out, "STATEMENT"), "columns not applied:\n%s", out)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -67,6 +68,49 @@ func worstFlag(fs []model.Flag) (model.Flag, int) {
 		return w, 0
 	}
 	return w, len(fs) - 1
+}
+
+// flagCellMax is the widest the FLAG column gets: room for one flag in
+// full ("● CRIT CLOSE_FAILED") or two in short form.
+const flagCellMax = 19
+
+// flagCell is a row's flags in at most w cells: one flag in full, several
+// each by its symbol and short name ("●CLS_FAIL ▲UNCLSD", the Help view's
+// legend spells them out), and only when even that does not fit the worst
+// flag and how many more ("● CRIT CLOSE_FAILED+1").
+func flagCell(fs []model.Flag, g Glyphs, w int) string {
+	f, more := worstFlag(fs)
+	if more == 0 {
+		return flagLabel(f, g)
+	}
+	if all := compactFlags(fs, g); ansi.StringWidth(all) <= w {
+		return all
+	}
+	return flagLabel(f, g) + "+" + strconv.Itoa(more)
+}
+
+// compactFlags is every flag by symbol and short name, worst first.
+func compactFlags(fs []model.Flag, g Glyphs) string {
+	f, _ := worstFlag(fs)
+	parts := []string{flagSym(f, g) + shortKind[f.Kind]}
+	for _, o := range fs {
+		if o != f {
+			parts = append(parts, flagSym(o, g)+shortKind[o.Kind])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func flagSym(f model.Flag, g Glyphs) string {
+	if f.Severity == model.SeverityCritical {
+		return g.Crit
+	}
+	return g.Warn
+}
+
+// flagCellWidth is the width flagCell wants for fs with room to spare.
+func flagCellWidth(fs []model.Flag, g Glyphs) int {
+	return min(ansi.StringWidth(flagCell(fs, g, flagCellMax)), flagCellMax)
 }
 
 // flagLabel is "● CRIT INACTIVE" (or "!! CRIT INACTIVE" in ASCII): symbol

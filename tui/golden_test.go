@@ -33,6 +33,7 @@ var goldenViews = []struct {
 	{"endpoints-expanded", []string{"tab", "enter"}, nil},
 	{"events", []string{"tab", "tab"}, []string{"11:59:50"}},
 	{"help", []string{"?"}, nil},
+	{"warehouses", []string{"tab", "tab", "tab", "tab"}, nil},
 	{"confirm", []string{"j", "x"}, nil},
 	{"filtered", []string{"/", "w", "h", "-", "2", "enter"}, nil},
 	{"hostile", nil, nil}, // hostileSnapshot: server text full of escape sequences
@@ -49,15 +50,19 @@ var goldenVariants = []struct {
 	{"readonly", func(o *Options) { o.ReadOnly = true; o.ASCII = true; o.Renderer = testRenderer(termenv.Ascii) }},
 }
 
-// TestGolden runs the real program (teatest) for every view at 80×24 and
-// 120×40 in colour, --no-color, --ascii and --read-only, and compares the
+// TestGolden runs the real program (teatest) for every view at 80×24,
+// 120×40 and 200×50 in colour, --no-color, --ascii and --read-only (and at
+// 80×23 and 60×20 in --no-color), and compares the
 // final screen with testdata/TestGolden/... (refresh with -update).
 func TestGolden(t *testing.T) {
 	for _, v := range goldenViews {
-		for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}, {80, 23}, {60, 20}} {
 			for _, vr := range goldenVariants {
 				if vr.name == "readonly" && v.name != "operations" && v.name != "help" && v.name != "confirm" {
 					continue
+				}
+				if sz[1] < 24 && vr.name != "nocolor" {
+					continue // the small sizes (an 80×24 tmux pane, the minimum) in one variant
 				}
 				t.Run(fmt.Sprintf("%s/%dx%d/%s", v.name, sz[0], sz[1], vr.name), func(t *testing.T) {
 					o := testOptions()
@@ -97,7 +102,7 @@ func TestGolden(t *testing.T) {
 func TestGoldenTooSmall(t *testing.T) {
 	o := testOptions()
 	o.Refresh = 200 * time.Millisecond
-	golden.RequireEqual(t, []byte(runGolden(t, o, 70, 20, nil, []string{"terminal too small"})))
+	golden.RequireEqual(t, []byte(runGolden(t, o, 59, 20, nil, []string{"terminal too small"})))
 }
 
 // runGolden drives the program through teatest and returns the final

@@ -76,7 +76,8 @@ func (m *helpModel) View() string {
 
 func (m *helpModel) build() []string {
 	st, g := &m.ctx.styles, m.ctx.glyphs
-	titles := []string{"Move", "Views and program", "Operations table", "Actions on the selected operation"}
+	titles := []string{"Move", "Views and program", "Operations table", "Actions on the selected operation",
+		"Clients, Warehouses, Events (esc returns from a drill-down)"}
 	if m.ctx.readOnly {
 		titles[3] = "Selected operation (read-only)"
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/dbxtop/dbxtop/model"
 	"slices"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -22,7 +23,6 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		msg.Alt = false
 		return tea.Batch(first, m.handleKey(msg))
 	}
-	k := &m.ctx.keys
 	if m.confirm != nil {
 		return m.answerConfirm(msg)
 	}
@@ -47,53 +47,119 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Batch(cmds...)
 	}
-	switch {
-	case key.Matches(msg, k.Quit):
-		return tea.Quit
-	case key.Matches(msg, k.Suspend):
-		return tea.Suspend
-	case key.Matches(msg, k.NextView):
-		m.switchView(1)
-		return nil
-	case key.Matches(msg, k.PrevView):
-		m.switchView(-1)
-		return nil
-	case key.Matches(msg, k.Help):
-		m.toggleHelp()
-		return nil
-	case key.Matches(msg, k.Export):
-		return m.export()
-	case key.Matches(msg, k.LastErr):
-		m.showLastError()
-		return nil
-	case m.view == viewHelp && key.Matches(msg, k.Back):
-		m.toggleHelp()
+	if cmd, done := m.programKey(msg); done {
+		return cmd
+	}
+	if m.drillKey(msg) {
 		return nil
 	}
 	if m.view == viewOps {
-		if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
-			m.detailOpen = false
-			return nil
-		}
-		if !m.detailOpen && key.Matches(msg, k.Detail) {
-			if m.selected() != nil {
-				m.detailOpen, m.detail.scroll = true, 0
-				m.ops.chosen = true // the detail stays on this operation
-			}
-			return nil
-		}
-		if cmd, done := m.rowAction(msg); done {
-			if m.selected() != nil {
-				m.ops.chosen = true // acted on: it is the operator's now
-			}
+		if cmd, done := m.opsKey(msg); done {
 			return cmd
 		}
 	}
 	return cur.Update(msg)
 }
 
+// programKey handles the keys that work in every view.
+func (m *Model) programKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := &m.ctx.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit, true
+	case key.Matches(msg, k.Suspend):
+		return tea.Suspend, true
+	case key.Matches(msg, k.NextView):
+		m.switchView(1)
+	case key.Matches(msg, k.PrevView):
+		m.switchView(-1)
+	case key.Matches(msg, k.Help):
+		m.toggleHelp()
+	case key.Matches(msg, k.Export):
+		return m.export(), true
+	case key.Matches(msg, k.LastErr):
+		m.showLastError()
+	case key.Matches(msg, k.Faster):
+		m.stepRefresh(-1)
+	case key.Matches(msg, k.Slower):
+		m.stepRefresh(1)
+	case m.view == viewHelp && key.Matches(msg, k.Back):
+		m.toggleHelp()
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// drillKey handles enter on a Clients or Warehouses row (Operations
+// filtered to it) and esc back from such a drill-down.
+func (m *Model) drillKey(msg tea.KeyMsg) bool {
+	k := &m.ctx.keys
+	switch {
+	case m.view == viewClients && key.Matches(msg, k.DrillDown):
+		m.drillClient()
+	case m.view == viewWarehouses && key.Matches(msg, k.DrillWarehouse):
+		if w := m.whs.selected(); w != nil {
+			m.drillTo("wh:"+model.QuoteFilterValue(w.info.ID), viewWarehouses)
+		}
+	case m.view == viewOps && !m.detailOpen && m.drillFrom >= 0 && key.Matches(msg, k.Back):
+		// Back where the drill-down started, the filter it set cleared.
+		m.ops.setFilterText("")
+		m.view, m.drillFrom = m.drillFrom, -1
+	default:
+		return false
+	}
+	return true
+}
+
+// opsKey handles the Operations view's root keys: the detail and the
+// row actions (shared with the detail view).
+func (m *Model) opsKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := &m.ctx.keys
+	if m.detailOpen && (key.Matches(msg, k.Back) || key.Matches(msg, k.Detail)) {
+		m.detailOpen = false
+		return nil, true
+	}
+	if !m.detailOpen && key.Matches(msg, k.Detail) {
+		if m.selected() != nil {
+			m.detailOpen, m.detail.scroll = true, 0
+			m.ops.chosen = true // the detail stays on this operation
+		}
+		return nil, true
+	}
+	if cmd, done := m.rowAction(msg); done {
+		if m.selected() != nil {
+			m.ops.chosen = true // acted on: it is the operator's now
+		}
+		return cmd, true
+	}
+	return nil, false
+}
+
+// drillClient opens Operations filtered to the selected client
+// application and user; esc there returns to Clients.
+func (m *Model) drillClient() {
+	c := m.clients.selected()
+	if c == nil {
+		m.ctx.setStatus("no client selected", false)
+		return
+	}
+	f := "client:" + model.QuoteFilterValue(c.ClientApplication)
+	if c.User != "" {
+		f += " user:" + model.QuoteFilterValue(c.User)
+	}
+	m.drillTo(f, viewClients)
+}
+
+// drillTo opens Operations with filter f; esc there returns to from.
+func (m *Model) drillTo(f string, from viewID) {
+	m.ops.setFilterText(f)
+	m.ops.moveTo(0)
+	m.detailOpen, m.view, m.drillFrom = false, viewOps, from
+}
+
 func (m *Model) switchView(d int) {
-	m.detailOpen = false
+	m.detailOpen, m.drillFrom = false, -1
 	m.view = (m.view + viewID(d) + numViews) % numViews
 }
 
@@ -119,6 +185,10 @@ func (m *Model) rowAction(msg tea.KeyMsg) (tea.Cmd, bool) {
 		m.askConfirm(actClose)
 	case key.Matches(msg, k.Cancel):
 		m.askConfirm(actCancel)
+	case key.Matches(msg, k.CloseSet) && !m.detailOpen:
+		m.askSet(actClose)
+	case key.Matches(msg, k.CancelSet) && !m.detailOpen:
+		m.askSet(actCancel)
 	case key.Matches(msg, k.CopyID):
 		if op := m.selected(); op != nil {
 			return m.copy("id", op.StatementID), true
@@ -149,7 +219,7 @@ func (m *Model) refused(msg tea.KeyMsg) (string, bool) {
 	for _, a := range []struct {
 		b    key.Binding
 		what string
-	}{{k.Adopt, "adopt"}, {k.Close, "re-close"}, {k.Cancel, "cancel"}} {
+	}{{k.Adopt, "adopt"}, {k.Close, "re-close"}, {k.Cancel, "cancel"}, {k.CloseSet, "re-close of the set"}, {k.CancelSet, "cancel of the set"}} {
 		if slices.Contains(a.b.Keys(), msg.String()) {
 			return a.what, true
 		}
@@ -204,5 +274,30 @@ func (m *Model) showLastError() {
 		m.ctx.setStatus("the give-up of "+e.Call+" has left the event list; its events are shown", false)
 		return
 	}
-	m.evs.offset = at
+	m.evs.offset, m.evs.full = at, true
+}
+
+// refreshSteps are the screen refresh periods + and - step through.
+var refreshSteps = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// stepRefresh moves the screen's refresh period d steps (-1: more
+// often), within refreshSteps; the next tick uses it.
+func (m *Model) stepRefresh(d int) {
+	cur := m.ctx.screenRefresh()
+	i := 0
+	for i < len(refreshSteps)-1 && refreshSteps[i] < cur {
+		i++
+	}
+	if d > 0 && refreshSteps[i] > cur {
+		i-- // between two steps: slower is the step above, found next
+	}
+	i = max(0, min(len(refreshSteps)-1, i+d))
+	lo, hi := refreshSteps[0], refreshSteps[len(refreshSteps)-1]
+	if refreshSteps[i] == cur {
+		m.ctx.setStatus(fmt.Sprintf("screen refresh stays %s (from %s to %s)", cur, lo, hi), false)
+		return
+	}
+	m.ctx.screenEvery = refreshSteps[i]
+	m.ctx.setStatus(fmt.Sprintf("screen refresh %s (+ more often, - less often; %s to %s)", refreshSteps[i], lo, hi), false)
 }

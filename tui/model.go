@@ -8,7 +8,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/keymap"
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller"
 )
 
 // viewID is one of the tab views.
@@ -19,16 +18,23 @@ const (
 	viewEndpoints
 	viewEvents
 	viewClients
+	viewWarehouses
 	viewHelp
 	numViews
 )
 
-var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Clients", "Help"}
+var viewNames = [numViews]string{"Operations", "Endpoints", "Events", "Clients", "Warehouses", "Help"}
 
-// Smallest usable terminal; below it the screen says so.
+// shortViewNames are the idle tabs below 100 columns.
+var shortViewNames = [numViews]string{"Ops", "Endp", "Events", "Clients", "Whs", "Help"}
+
+// Smallest usable terminal; below it the screen says so. 80×23 is an
+// 80×24 tmux window under its status bar; below 80 columns the views drop
+// columns in their documented order (docs/operator-guide.md, "Small
+// terminals").
 const (
-	minWidth  = 80
-	minHeight = 24
+	minWidth  = 60
+	minHeight = 20
 )
 
 // Model is the root Bubble Tea model. It routes messages to the current
@@ -49,6 +55,9 @@ type Model struct {
 
 	view       viewID
 	detailOpen bool // operation detail open over the Operations view
+	// drillFrom is the view a drill-down came from (esc returns to it),
+	// -1 when Operations was not opened by one.
+	drillFrom viewID
 
 	ops       *opsModel
 	detail    *detailModel
@@ -56,6 +65,7 @@ type Model struct {
 	evs       *eventsModel
 	help      *helpModel
 	clients   *clientsModel
+	whs       *warehousesModel
 
 	counts  flagCounts
 	sized   [2]int // the body size the views were last given (resize)
@@ -101,6 +111,7 @@ func newModel(e Engine, o Options) *Model {
 		keys:     k,
 		opts:     o,
 		readOnly: ro,
+		started:  o.Now(),
 		ring:     newRing(eventRing),
 		busy:     map[string]string{},
 		results:  map[string]actionResult{},
@@ -116,6 +127,7 @@ func newModel(e Engine, o Options) *Model {
 		}
 	}
 	return &Model{
+		drillFrom: -1,
 		view:      start,
 		ctx:       ctx,
 		eng:       e,
@@ -126,6 +138,7 @@ func newModel(e Engine, o Options) *Model {
 		evs:       &eventsModel{ctx: ctx},
 		help:      newHelpModel(ctx),
 		clients:   &clientsModel{ctx: ctx},
+		whs:       &warehousesModel{ctx: ctx},
 	}
 }
 
@@ -138,6 +151,8 @@ func (m *Model) current() component {
 		return m.evs
 	case viewClients:
 		return m.clients
+	case viewWarehouses:
+		return m.whs
 	case viewHelp:
 		return m.help
 	}
@@ -204,6 +219,7 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 		}
 		m.endpoints.Update(msg)
 		m.clients.Update(msg)
+		m.whs.Update(msg)
 		return m.tick()
 	case tickMsg:
 		return m.fetch()
@@ -218,6 +234,8 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 	case actionDoneMsg:
 		m.actionDone(msg)
 		return nil
+	case setProgressMsg:
+		return m.setProgress(msg)
 	case exportDoneMsg:
 		m.exportDone(msg)
 		return nil
@@ -234,13 +252,13 @@ func (m *Model) routeMsg(msg tea.Msg) tea.Cmd {
 
 // applySnapshot takes a new snapshot and rebuilds the row order; paused,
 // the order stays frozen while the values update.
-func (m *Model) applySnapshot(s model.Snapshot, h poller.Health) {
+func (m *Model) applySnapshot(s model.Snapshot, h model.Health) {
 	m.applySnapshotRows(s, h, m.ops.orderSpec().build(&s))
 }
 
 // applySnapshotRows takes a snapshot whose display order is already
 // computed for the current orderSpec.
-func (m *Model) applySnapshotRows(s model.Snapshot, h poller.Health, rows rowOrder) {
+func (m *Model) applySnapshotRows(s model.Snapshot, h model.Health, rows rowOrder) {
 	h.LastError = model.SanitizeError(h.LastError) // the snapshot is clean, health is not
 	m.ctx.snap, m.ctx.health, m.ctx.loaded = s, h, true
 	m.refresh++

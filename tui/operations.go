@@ -67,13 +67,13 @@ const (
 )
 
 var allColumns = []column{
-	{colFlag, "FLAG", 21, 0, model.SortSeverity, 0},
+	{colFlag, "FLAG", flagCellMax, 0, model.SortSeverity, 0},
 	{colID_, "STATEMENT", 9, 0, model.SortStatementID, 0},
 	{colState, "STATE", 8, 0, model.SortState, 0},
 	{colUser, "USER", 11, 5, model.SortUser, 13},
-	{colWarehouse, "WAREHOUSE", 10, 4, model.SortWarehouse, 10},
+	{colWarehouse, "WAREHOUSE", 10, 6, model.SortWarehouse, 10},
 	{colWorkspace, "WORKSPACE", 10, 5, "", 6},
-	{colAge, "AGE", 6, 6, model.SortAge, 0},
+	{colAge, "AGE", 6, 4, model.SortAge, 0},
 	{colInactive, "IDLE/REAPER", 14, 0, model.SortInactivity, 0},
 	{colClose, "CLOSE", 13, 2, "", 0},
 	{colRetries, "RETRY", 5, 3, model.SortRetries, 0},
@@ -81,8 +81,10 @@ var allColumns = []column{
 }
 
 // layout picks the columns that fit width: SQL goes first, then close,
-// retries, warehouse, user, age. flagW is the widest flag label in the
-// table, so an unflagged table does not spend 21 cells on blanks. With
+// retries, age, user, warehouse (docs/operator-guide.md, "Small
+// terminals"); FLAG, STATEMENT, STATE and IDLE/REAPER never drop. flagW
+// is the widest flag cell in the table, so an unflagged table does not
+// spend its width on blanks. With
 // room to spare, USER and WAREHOUSE widen before SQL takes the rest.
 func layout(width, flagW int) ([]column, int) { return layoutFor(width, flagW, false, nil, "") }
 
@@ -159,15 +161,15 @@ func (m *opsModel) viewLines() []string {
 		out = append(out, m.emptyLines()...)
 		return out
 	}
+	// Every row in the window is drawn (ensureVisible keeps the cursor's
+	// in it); the collapsed line only takes a line left over below the
+	// last row, never a row's place.
 	end := min(len(m.rows), m.offset+n)
-	if m.doneHidden > 0 && end == len(m.rows) && end-m.offset == n {
-		end-- // keep a line for the collapsed finished rows
-	}
 	for i := m.offset; i < end; i++ {
 		op := m.ctx.snap.Operations[m.rows[i]]
-		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorIdx && m.missing != hidden && op.StatementID == m.cursorID))
+		out = append(out, m.opRow(op, cols, sqlW, i == m.cursorRow && op.StatementID == m.cursorID))
 	}
-	if m.doneHidden > 0 && end == len(m.rows) {
+	if m.tailLines() > 0 && end == len(m.rows) && end-m.offset < n {
 		out = append(out, st.Dim.Render(fmt.Sprintf("  %s %d finished and closed (d shows them)", g.Collapsed, m.doneHidden)))
 	}
 	return out
@@ -218,20 +220,16 @@ func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel b
 	} else {
 		b.WriteString("  ")
 	}
-	var flagCell string
+	var flagText string
 	for _, c := range cols {
 		w := c.width
 		var v string
 		switch c.id {
 		case colFlag:
-			f, more := worstFlag(op.Flags)
-			v = flagLabel(f, g)
-			if more > 0 {
-				v += "+" + strconv.Itoa(more)
-			}
-			v = fit(v, w, g.Ellipsis)
+			f, _ := worstFlag(op.Flags)
+			v = fit(flagCell(op.Flags, g, w), w, g.Ellipsis)
 			if !sel && f.Severity != "" {
-				flagCell = v
+				flagText = v
 				v = "\x00" // placeholder, styled below without re-measuring
 			}
 		case colID_:
@@ -272,9 +270,9 @@ func (m *opsModel) opRow(op *model.OperationView, cols []column, sqlW int, sel b
 		// The glyph marks the row; reverse video only repeats it.
 		return st.Selected.Render(fit(row, m.width, ""))
 	}
-	if flagCell != "" {
+	if flagText != "" {
 		f, _ := worstFlag(op.Flags)
-		row = strings.Replace(row, "\x00", st.ForSeverity(f.Severity).Render(flagCell), 1)
+		row = strings.Replace(row, "\x00", st.ForSeverity(f.Severity).Render(flagText), 1)
 	} else if op.Done() {
 		row = st.Dim.Render(row)
 	}

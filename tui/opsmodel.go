@@ -93,7 +93,7 @@ func (m *opsModel) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Detail, k.Back},
 		{k.Sort, k.SortReverse, k.Filter, k.Flagged, k.Pause, k.Finished},
-		enabledKeys(k.Adopt, k.Close, k.Cancel, k.CopyID, k.CopySQL),
+		enabledKeys(k.Adopt, k.Close, k.Cancel, k.CloseSet, k.CancelSet, k.CopyID, k.CopySQL),
 	}
 }
 
@@ -225,7 +225,7 @@ func (m *opsModel) orderSpec() orderSpec {
 }
 
 func (o orderSpec) build(s *model.Snapshot) rowOrder {
-	return buildRows(s.Operations, s.Ordered(), o.filter, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
+	return buildRows(s.Operations, s.Ordered(), o.filter, s.GeneratedAt, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
 }
 
 // setRows takes a display order built for the current snapshot: what
@@ -353,6 +353,28 @@ func (m *opsModel) tableRows() int {
 	return max(1, m.height-1) // minus the column header
 }
 
+// scrollToCursor puts the cursor's row at the top of the table (or as
+// near as the end allows): a dialog then has the rest of the body
+// without covering it.
+func (m *opsModel) scrollToCursor() {
+	if m.cursorRow >= 0 {
+		m.offset = m.cursorIdx
+		m.ensureVisible()
+	}
+}
+
+// tailLines is 1 when the "+N finished and closed" line follows the
+// last row: it scrolls like a row, so the last row is never drawn under
+// it and the cursor never sits on a row it hides.
+func (m *opsModel) tailLines() int {
+	if m.doneHidden > 0 && len(m.rows) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// ensureVisible scrolls so that the cursor's row is drawn; on the last
+// row it also shows the collapsed line below it.
 func (m *opsModel) ensureVisible() {
 	n := m.tableRows()
 	if m.cursorIdx < m.offset {
@@ -361,7 +383,11 @@ func (m *opsModel) ensureVisible() {
 	if m.cursorIdx >= m.offset+n {
 		m.offset = m.cursorIdx - n + 1
 	}
-	m.offset = max(0, min(m.offset, len(m.rows)-n))
+	last := len(m.rows) + m.tailLines() - n
+	if m.cursorIdx == len(m.rows)-1 {
+		m.offset = max(m.offset, last)
+	}
+	m.offset = max(0, min(m.offset, last))
 }
 
 // setPaused freezes (or releases) the row order.

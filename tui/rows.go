@@ -3,7 +3,7 @@ package tui
 import (
 	"cmp"
 	"slices"
-	"strconv"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -70,11 +70,11 @@ type rowOrder struct {
 // is frozen, the rows keep it, with neither a sort nor an entry per row
 // (at many operations, reading each view's operation for its entry is a
 // large part of a refresh).
-func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
+func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, now time.Time, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
 	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
 	o.counts.ops = len(ops)
 	var lc labelCache
-	match := f.Matcher()
+	match := f.Matcher(now)
 	inOrder := ordered && k == model.SortSeverity && desc && frozen == nil
 	var keys []rowKey
 	if inOrder {
@@ -133,7 +133,7 @@ func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, k m
 func (o *rowOrder) addRow(key *rowKey) {
 	if key.flagged {
 		o.flaggedAt = append(o.flaggedAt, len(o.rows))
-		o.flagW = max(o.flagW, min(int(key.lw), 21))
+		o.flagW = max(o.flagW, min(int(key.lw), flagCellMax))
 	}
 	o.rows = append(o.rows, int(key.e.Index))
 }
@@ -171,10 +171,14 @@ type labelCache struct {
 	}
 }
 
-// width is the flag cell's width for fs: its worst flag's label, and
-// "+n" for the n others.
+// width is the flag cell's width for fs: its one flag's label, measured
+// once per kind and severity; a row with several (few rows) is measured
+// as flagCell draws it.
 func (c *labelCache) width(fs []model.Flag, g Glyphs) int {
-	f, more := worstFlag(fs)
+	if len(fs) > 1 {
+		return flagCellWidth(fs, g)
+	}
+	f := fs[0]
 	w := -1
 	for i := range c.n {
 		if e := &c.e[i]; e.kind == f.Kind && e.sev == f.Severity {
@@ -188,9 +192,6 @@ func (c *labelCache) width(fs []model.Flag, g Glyphs) int {
 			c.e[c.n].kind, c.e[c.n].sev, c.e[c.n].w = f.Kind, f.Severity, w
 			c.n++
 		}
-	}
-	if more > 0 {
-		w += 1 + len(strconv.Itoa(more))
 	}
 	return w
 }

@@ -47,7 +47,7 @@ func TestRowOrderAgreesWithSeparatePasses(t *testing.T) {
 					for _, cur := range cursors {
 						name := fmt.Sprintf("sort=%s desc=%v filter=%d cursor=%q", k, desc, fi, cur)
 						for _, ops := range [][]*model.OperationView{ops, inOrder} {
-							o := buildRows(ops, len(ops) > 0 && ops[0] == inOrder[0], f, k, desc, nil, g, cur)
+							o := buildRows(ops, len(ops) > 0 && ops[0] == inOrder[0], f, time.Time{}, k, desc, nil, g, cur)
 							checkRowOrder(t, name, ops, f, g, cur, o, wantCounts)
 						}
 					}
@@ -73,17 +73,13 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f mode
 	flagW := len("FLAG") + 2
 	for i, r := range o.rows {
 		op := ops[r]
-		if !f.Match(op) {
+		if !f.Match(op, time.Time{}) {
 			t.Fatalf("%s: row %d (%s) does not match the filter", name, i, op.StatementID)
 		}
 		if len(op.Flags) > 0 {
 			flaggedAt = append(flaggedAt, i)
-			w, more := worstFlag(op.Flags)
-			lw := ansi.StringWidth(flagLabel(w, g))
-			if more > 0 {
-				lw += 1 + len(fmt.Sprint(more))
-			}
-			flagW = max(flagW, min(lw, 21))
+			lw := ansi.StringWidth(flagCell(op.Flags, g, flagCellMax))
+			flagW = max(flagW, min(lw, flagCellMax))
 		}
 	}
 	if o.doneHidden != done || o.flagW != flagW || !slices.Equal(o.flaggedAt, flaggedAt) {
@@ -136,7 +132,7 @@ func TestTableOrderIsModels(t *testing.T) {
 		ops := c.ops
 		for _, k := range model.SortKeys {
 			for _, desc := range []bool{false, true} {
-				o := buildRows(ops, c.ordered, model.FilterSpec{}, k, desc, nil, unicodeGlyphs, "")
+				o := buildRows(ops, c.ordered, model.FilterSpec{}, time.Time{}, k, desc, nil, unicodeGlyphs, "")
 				got := make([]*model.OperationView, len(o.rows))
 				for i, r := range o.rows {
 					got[i] = ops[r]

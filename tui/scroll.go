@@ -51,3 +51,44 @@ func scrollBy(km tea.KeyMsg, k *keymap.KeyMap, pos, page, last int) int {
 	}
 	return max(0, min(pos, last))
 }
+
+// listCursor is the selection of a list view whose rows are one line
+// each (Clients, Warehouses): the selected row and the first row drawn.
+// clamp keeps the selection on a listed row and that row on screen.
+type listCursor struct {
+	cursor, offset int
+}
+
+// move applies a movement key over n rows of which page fit on screen;
+// it reports whether km was one.
+func (c *listCursor) move(km tea.KeyMsg, k *keymap.KeyMap, n, page int) bool {
+	switch {
+	case key.Matches(km, k.Down):
+		c.cursor++
+	case key.Matches(km, k.Up):
+		c.cursor--
+	case key.Matches(km, k.PageDown):
+		c.cursor += page
+	case key.Matches(km, k.PageUp):
+		c.cursor -= page
+	case key.Matches(km, k.Top):
+		c.cursor = 0
+	case key.Matches(km, k.Bottom):
+		c.cursor = n - 1
+	default:
+		return false
+	}
+	c.clamp(n, page)
+	return true
+}
+
+func (c *listCursor) clamp(n, page int) {
+	c.cursor = max(0, min(c.cursor, n-1))
+	if c.cursor < c.offset {
+		c.offset = c.cursor
+	}
+	if c.cursor >= c.offset+page {
+		c.offset = c.cursor - page + 1
+	}
+	c.offset = max(0, min(c.offset, n-page))
+}

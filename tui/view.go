@@ -34,7 +34,7 @@ func (m *Model) resize() {
 		return
 	}
 	m.sized = [2]int{bw, bh}
-	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.help} {
+	for _, c := range []component{m.ops, m.detail, m.endpoints, m.evs, m.clients, m.whs, m.help} {
 		c.SetSize(bw, bh)
 	}
 }
@@ -226,6 +226,17 @@ func (m *Model) identityLine() []seg {
 	} else {
 		l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
 	}
+	if s := m.ctx.screenRefresh(); s != m.ctx.opts.Refresh {
+		l1 = append(l1, seg{"screen " + s.String(), prioHigh})
+	}
+	if m.ctx.loaded && m.ctx.frozen == nil {
+		// Liveness: how old the data on screen is (the snapshot's own
+		// time, serve's for attach). Never dropped at 80 columns. While a
+		// source is down the snapshot is new but its data is not: the
+		// frozen banner (line 3) says since when instead.
+		age := textfmt.Age(m.ctx.opts.Now(), m.ctx.snap.GeneratedAt)
+		l1 = append(l1, seg{"updated " + age + " ago", prioCritical})
+	}
 	return l1
 }
 
@@ -265,9 +276,12 @@ func (m *Model) tabsLine() []seg {
 		if v == viewHelp && v != m.view && w < 100 {
 			continue // the footer's "? help" names it; 5 columns matter at 80
 		}
-		if v == m.view {
+		switch {
+		case v == m.view:
 			tabs = append(tabs, st.TabActive.Render("["+viewNames[v]+"]"))
-		} else {
+		case w < 100:
+			tabs = append(tabs, st.TabIdle.Render(shortViewNames[v])) // the view's info must fit at 80
+		default:
 			tabs = append(tabs, st.TabIdle.Render(viewNames[v]))
 		}
 	}
@@ -293,6 +307,10 @@ func (m *Model) lastErrorLine() string {
 	}
 	e := m.ctx.health.LastError
 	if e == nil {
+		if n := m.ctx.health.Retries; n > 0 {
+			// Retries are failures too: not "none" while they run.
+			return st.Warn.Render(fmt.Sprintf("last error: none given up yet (%d retries; ! shows them)", n))
+		}
 		return "last error: none"
 	}
 	now := m.ctx.opts.Now()
@@ -375,6 +393,10 @@ func (m *Model) viewInfo() []seg {
 		if t := m.clients.box.text; t != "" {
 			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
 		}
+	case viewWarehouses:
+		if t := m.whs.box.text; t != "" {
+			return []seg{{st.Bold.Render(fmt.Sprintf("filter %q", clip(t, 20, m.ctx.glyphs.Ellipsis))), prioCritical}}
+		}
 	}
 	return nil
 }
@@ -394,25 +416,57 @@ func (m *Model) statusLine() string {
 	case m.view == viewOps && m.ops.menu.open && !m.detailOpen:
 		return m.ops.menuLine(st, m.ctx.width)
 	case m.view == viewOps && m.ops.box.active && !m.detailOpen:
-		return m.ops.box.prompt(st, "id, user, warehouse, state, flag or SQL")
+		return m.ops.box.prompt(st, "words, user: client: wh: state: flag: age>5m idle>1m")
 	case m.view == viewEndpoints && m.endpoints.box.active:
 		return m.endpoints.box.prompt(st, "name, type, state, flag or index")
 	case m.view == viewEvents && m.evs.box.active:
 		return m.evs.box.prompt(st, "kind (retry, give-up…), operation, endpoint or text")
 	case m.view == viewClients && m.clients.box.active:
 		return m.clients.box.prompt(st, "client application or user")
+	case m.view == viewWarehouses && m.whs.box.active:
+		return m.whs.box.prompt(st, "warehouse name, id or state")
 	case m.view == viewOps && m.ops.missing == gone && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is gone (closed or reaped)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == collapsed && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Status.Render(fmt.Sprintf("operation %s finished and was closed (d shows finished rows)", shortID(m.ops.cursorID, g.Ellipsis)))
 	case m.view == viewOps && m.ops.missing == hidden && m.ops.missingSeq > m.ctx.statusSeq:
 		return st.Warn.Render(fmt.Sprintf("operation %s is hidden by the filter (esc clears)", shortID(m.ops.cursorID, g.Ellipsis)))
-	case m.ctx.status != "" && m.ctx.statusCrit:
-		return st.Crit.Render(m.ctx.status)
-	case m.ctx.status != "":
-		return st.Status.Render(m.ctx.status)
+	case m.ctx.statusLive() && m.ctx.statusCrit:
+		return st.Crit.Render(cutWords(m.ctx.status, m.ctx.width, g.Ellipsis))
+	case m.ctx.statusLive():
+		return st.Status.Render(cutWords(m.ctx.status, m.ctx.width, g.Ellipsis))
+	case m.view == viewOps && m.ops.filter.Text != "":
+		return m.filterLine()
 	}
 	return ""
+}
+
+// filterLine is the status line while Operations is filtered: the whole
+// filter (the header clips it), or what is wrong with it.
+func (m *Model) filterLine() string {
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	if err := model.ParseFilter(m.ops.filter.Text); err != nil {
+		return st.Warn.Render(cutWords(err.Error()+" (/ edits)", m.ctx.width, g.Ellipsis))
+	}
+	back := "esc clears"
+	if m.drillFrom >= 0 {
+		back = "esc returns to " + viewNames[m.drillFrom]
+	}
+	return st.Status.Render(cutWords(fmt.Sprintf("%s (%s) filter %s", plural(len(m.ops.rows), "row", "rows"), back, m.ops.filter.Text), m.ctx.width, g.Ellipsis))
+}
+
+// cutWords fits s in w cells, cutting after a whole word and marking the
+// cut with ell: a status line is never cut mid-word (the Events view has
+// the whole text).
+func cutWords(s string, w int, ell string) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	cut := ansi.Truncate(s, max(0, w-ansi.StringWidth(ell)), "")
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = strings.TrimRight(cut[:i], " ,;:")
+	}
+	return cut + ell
 }
 
 // shortHelp is the footer: the current view's keys, then the program's;

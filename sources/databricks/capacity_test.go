@@ -190,8 +190,34 @@ func TestWarehousesFiltered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ws) != 1 || ws[0] != (Warehouse{ID: "wh2", Name: "ETL", State: "STOPPED"}) {
+	// A stopped warehouse's 0 clusters is a count; no minimum or maximum
+	// was listed.
+	if len(ws) != 1 || ws[0].ID != "wh2" || ws[0].Name != "ETL" || ws[0].State != "STOPPED" ||
+		ws[0].Clusters == nil || *ws[0].Clusters != 0 || ws[0].MinClusters != nil || ws[0].MaxClusters != nil {
 		t.Errorf("got %+v", ws)
+	}
+}
+
+// The listing's size and cluster counts reach the gate's listing (the
+// Warehouses view).
+func TestWarehouseListingCarriesSizes(t *testing.T) {
+	f := newFakeWS(t)
+	f.handle("GET /api/2.0/sql/warehouses", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"warehouses": []map[string]any{
+			{"id": "wh1", "name": "Shared", "state": "RUNNING", "cluster_size": "Small", "num_clusters": 2, "min_num_clusters": 1, "max_num_clusters": 4},
+		}})
+	})
+	c := f.client(t)
+	if err := c.RefreshGate(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := c.WarehouseListing()
+	if !ok || len(l.Warehouses) != 1 {
+		t.Fatalf("listing %+v", l)
+	}
+	w := l.Warehouses[0]
+	if w.Name != "Shared" || w.Size != "Small" || *w.Clusters != 2 || *w.MinClusters != 1 || *w.MaxClusters != 4 {
+		t.Errorf("got %+v", w)
 	}
 }
 

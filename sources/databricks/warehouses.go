@@ -17,6 +17,10 @@ type Warehouse struct {
 	ID    string
 	Name  string
 	State string // RUNNING, STOPPED, STARTING, …
+	// For the Warehouses view: the size and cluster counts as listed
+	// (nil: not in the answer).
+	Size                               string
+	Clusters, MinClusters, MaxClusters *int
 }
 
 // Warehouses lists the SQL warehouses the credentials can see (every page,
@@ -57,7 +61,9 @@ func (c *Client) listWarehouses(ctx context.Context, retry sources.Retry) (_ []W
 			if len(want) > 0 && !want[w.Id] {
 				continue
 			}
-			out = append(out, Warehouse{ID: w.Id, Name: w.Name, State: string(w.State)})
+			out = append(out, Warehouse{ID: w.Id, Name: w.Name, State: string(w.State), Size: w.ClusterSize,
+				Clusters:    listedCount(w.NumClusters, w.State == sql.StateStopped),
+				MinClusters: listedCount(w.MinNumClusters, false), MaxClusters: listedCount(w.MaxNumClusters, false)})
 		}
 		more, trunc := pager.Next(resp.NextPageToken, seen)
 		if trunc != nil {
@@ -88,11 +94,12 @@ func (c *Client) RefreshGate(ctx context.Context, retry sources.Retry) error {
 		c.gate.Failed(err)
 		return err
 	}
-	states := make(map[string]string, len(ws))
+	infos := make([]model.WarehouseInfo, 0, len(ws))
 	for _, w := range ws {
-		states[w.ID] = w.State
+		infos = append(infos, model.WarehouseInfo{ID: w.ID, Name: w.Name, State: w.State, Size: w.Size,
+			Clusters: w.Clusters, MinClusters: w.MinClusters, MaxClusters: w.MaxClusters})
 	}
-	c.gate.Listed(states, seen)
+	c.gate.ListedInfo(infos, seen)
 	if len(c.conf.Warehouses) > 0 && len(ws) == 0 {
 		return &sources.NoMatchError{Call: CallListWarehouses, Given: append([]string(nil), c.conf.Warehouses...), Visible: seen, Listed: listed}
 	}
@@ -114,4 +121,15 @@ func (c *Client) getJSON(ctx context.Context, path string, req, resp any) error 
 		headers["X-Databricks-Workspace-Id"] = c.sdk.WorkspaceID
 	}
 	return c.dc.Do(ctx, "GET", path, headers, map[string]any{}, req, resp)
+}
+
+// listedCount is a cluster count of the listing, nil when the answer
+// cannot have meant it: a count the JSON left out decodes as 0, and no
+// warehouse has a minimum or maximum of 0 clusters, nor a running one 0
+// clusters (a stopped one has 0).
+func listedCount(n int, zeroMeant bool) *int {
+	if n == 0 && !zeroMeant {
+		return nil
+	}
+	return &n
 }

@@ -1,58 +1,10 @@
 package poller
 
 import (
-	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/dbxtop/dbxtop/model"
-	"github.com/dbxtop/dbxtop/poller/retry"
-	"github.com/dbxtop/dbxtop/sources"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
-
-// observe turns the policy's reports into events and per-operation counters.
-func (e *Engine) observe(r retry.Report) {
-	info := retry.ErrorInfoOf(r.Err)
-	if r.GaveUp != nil {
-		info = retry.ErrorInfoOf(r.GaveUp)
-	}
-	e.mu.Lock()
-	now := e.clk.Now()
-	en := e.ops.get(r.Call.OpID)
-	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
-		e.views.touch(en)
-		en.op.Poll.Retries++
-	}
-	e.mu.Unlock()
-	ev := model.Event{At: now, StatementID: r.Call.OpID, Call: r.Call.Name, Err: info, RequestID: info.RequestID}
-	if en == nil {
-		ev.StatementID = ""
-		if r.Call.Name == CallProbe {
-			ev.Endpoint = r.Call.OpID
-		}
-	}
-	if r.GaveUp != nil {
-		if r.GaveUp.Kind == model.KindCanceled {
-			return // shutdown or the caller's choice, not news
-		}
-		if errors.Is(r.Err, sources.ErrHandleGone) {
-			return // an answer, reported by the caller as gone or closed
-		}
-		if r.Call.Name == CallProbe && r.GaveUp.Kind == model.KindPermanent {
-			// A full endpoint answering the probe is the probe's purpose:
-			// the capacity round reports it once, when it changes.
-			return
-		}
-		ev.Kind, ev.Message = model.EventGiveUp, r.GaveUp.Error()
-		e.logf("%s", ev.Message)
-	} else {
-		ev.Kind = model.EventRetry
-		ev.Message = fmt.Sprintf("attempt %d failed (%s); retrying in %s: %s", r.Attempt, r.Decision.Reason, textfmt.Elapsed(r.Wait), retry.Describe(r.Err))
-		e.logf("%s %s: %s", r.Call.Name, r.Call.OpID, ev.Message)
-	}
-	e.out.emit(ev)
-}
 
 // Snapshot is a consistent copy of everything observed, with flags
 // evaluated at Clock.Now().
@@ -66,13 +18,13 @@ func (e *Engine) Snapshot() model.Snapshot {
 func (e *Engine) snapshot() model.Snapshot {
 	e.mu.Lock()
 	now := e.clk.Now()
-	ens := e.ops.ordered() // kept in order as operations arrive: no sort here
+	ens := e.book.ops.ordered() // kept in order as operations arrive: no sort here
 	// Views are shared with earlier snapshots and re-evaluated only when
 	// their operation changed or a flag deadline or running figure is
 	// due (model.ViewCache): a refresh copies pointers, not operations.
 	views := model.MakeViews(len(ens))
 	for _, en := range ens {
-		views.Add(e.views.view(en, now))
+		views.Add(e.book.views.view(en, now))
 	}
 	eps := make([]model.Endpoint, len(e.caps.eps))
 	for i, ep := range e.caps.eps {
@@ -80,8 +32,8 @@ func (e *Engine) snapshot() model.Snapshot {
 		ep.Samples = append([]model.Sample(nil), ep.Samples...)
 		eps[i] = ep
 	}
-	errs := make([]model.ErrorInfo, 0, len(e.wsErrs)+1)
-	for _, v := range e.wsErrs {
+	errs := make([]model.ErrorInfo, 0, len(e.hs.wsErrs)+1)
+	for _, v := range e.hs.wsErrs {
 		errs = append(errs, v)
 	}
 	if fe := e.freshnessError(); fe != nil {
@@ -103,12 +55,12 @@ func (e *Engine) evalFlags() {
 	defer e.mu.Unlock()
 	now := e.clk.Now()
 	e.evalFreshness(now)
-	e.views.compare(now, e.out.emit)
+	e.book.views.compare(now, e.out.emit)
 	for _, ep := range e.caps.eps {
 		v := model.NewEndpointView(ep, now)
 		key := "endpoint:" + v.Name
-		if len(v.Flags) > 0 || e.views.flags[key] != nil {
-			e.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
+		if len(v.Flags) > 0 || e.book.views.flags[key] != nil {
+			e.book.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
 		}
 	}
 }
@@ -121,20 +73,24 @@ func (e *Engine) Health() Health {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := Health{InFlight: e.sched.inflight, BudgetAvailable: avail, BudgetCapacity: capa,
-		Polls: e.polls, Retries: retries, GiveUps: giveUps,
+		Polls: e.hs.polls, Retries: retries, GiveUps: giveUps,
 		EventsDropped: e.out.dropped.Load(), BatchCalls: e.batch.calls,
 		LastDiscovery: e.disc.last, DiscoveryFailures: e.disc.fails,
 		DiscoveryUp: !e.disc.last.IsZero() && !e.disc.failed,
-		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.fresh}
+		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.hs.fresh}
 	h.Capacity.Limit = e.sched.lim.limit(e.sched.rateSum, avail/max(capa, 1))
-	for _, en := range e.ops.ordered() { // a slice: a map walk was a tenth of a refresh
+	for _, en := range e.book.ops.ordered() { // a slice: a map walk was a tenth of a refresh
 		if !en.retired {
 			h.Followed++
 		}
 	}
-	if e.lastErr != nil {
-		le := *e.lastErr
+	if e.hs.lastErr != nil {
+		le := *e.hs.lastErr
 		h.LastError = &le
+	}
+	if e.hs.lastRetry != nil {
+		lr := *e.hs.lastRetry
+		h.LastRetry = &lr
 	}
 	return h
 }

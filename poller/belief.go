@@ -1,0 +1,172 @@
+package poller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/textfmt"
+)
+
+// What dbxtop believes about an ended operation's openness, and how long
+// it keeps asking (docs/model.md, "How long an ended operation is
+// asked"):
+//
+//   - it is asked while UNCLOSED could still matter, counted from when
+//     dbxtop first could ask (askFrom: the later of its end and when
+//     dbxtop first saw it), never from its end alone: an operation that
+//     ended long before dbxtop started is asked at least once, so an old
+//     leak is flagged on the first round that can know it;
+//   - "cannot tell" is an answer: a poll that says nothing about
+//     openness (ErrHandleUnverified, a failure, or a state without
+//     openness) counts as an ask; asks come on a doubling backoff from
+//     pollTerminal, openAsksOnBackoff of them, then at most one per
+//     openAskEvery, until the window closes; then the operation is
+//     retired with its openness shown unknown (`?`) and the reason;
+//   - an operation known open is polled until it is closed or gone,
+//     and one dbxtop must close (adopted, queued) until its close ends.
+const (
+	openAsksOnBackoff = 5
+	openAskEvery      = 10 * time.Minute
+)
+
+// askFrom is when dbxtop first could ask whether en is open: the later of
+// its end and when dbxtop first saw it.
+func askFrom(en *entry) time.Time {
+	t := unstamp(en.terminalAt)
+	if f := en.op.FirstSeenAt; f.After(t) {
+		t = f
+	}
+	return t
+}
+
+// openWindow is how long after askFrom an ended operation of unknown
+// openness is asked: past it, UNCLOSED is critical for any leak (five
+// times --leak-after), so an answer would only confirm what an earlier
+// one could have said.
+func (e *Engine) openWindow() time.Duration { return 5*e.o.Thresholds.LeakAfter + time.Minute }
+
+// unknownOpen: en ended, whether it is open is unknown, and it is not
+// dbxtop's own to close (e.mu held).
+func unknownOpen(en *entry) bool {
+	op := &en.op
+	return en.terminal && op.State.Terminal() && op.Open == nil && !op.Gone && !en.queued && !op.Adopted
+}
+
+// answeredOpenness records one poll's answer in en's ask count: an answer
+// that could not tell (see above) counts, one that told resets it
+// (e.mu held, after the answer was applied).
+func answeredOpenness(en *entry, err error) {
+	if unknownOpen(en) || (err != nil && errors.Is(err, sources.ErrHandleUnverified)) {
+		if en.asks < ^uint16(0) {
+			en.asks++
+		}
+		return
+	}
+	en.asks = 0
+}
+
+// openAskWait is the wait before the next ask after asks answers in a row
+// that could not tell (asks >= 1).
+func openAskWait(asks uint16) time.Duration {
+	if asks >= openAsksOnBackoff {
+		return openAskEvery
+	}
+	return pollTerminal << (asks - 1)
+}
+
+// pastOpenWindow: en's openness is unknown and the window in which it is
+// asked has closed (e.mu held).
+func (e *Engine) pastOpenWindow(en *entry, now time.Time) bool {
+	return unknownOpen(en) && now.Sub(askFrom(en)) >= e.openWindow()
+}
+
+// nextAsk bounds the wait before en's next poll by the ask rules: on the
+// backoff after answers that could not tell, and never past the window's
+// end, so that the last ask comes when it closes. ok is false when the
+// rules do not apply (e.mu held).
+func (e *Engine) nextAsk(en *entry, now time.Time, err error) (time.Duration, bool) {
+	if en.asks == 0 {
+		return 0, false
+	}
+	wait := openAskWait(en.asks)
+	if unknownOpen(en) {
+		if end := askFrom(en).Add(e.openWindow()); end.Before(now.Add(wait)) {
+			wait = max(end.Sub(now), 0)
+		}
+		return wait, true
+	}
+	return wait, err != nil && errors.Is(err, sources.ErrHandleUnverified)
+}
+
+// retireUnknown stops asking about an ended operation no source could
+// tell about: it stays, shown open `?`, with the reason (e.mu held).
+func (e *Engine) retireUnknown(en *entry, now time.Time) {
+	e.book.views.touch(en)
+	op := &en.op
+	op.StatusNote = sources.JoinNotes(op.StatusNote, fmt.Sprintf(
+		"whether it is open is unknown: no source could tell in %s over %s since dbxtop could first ask; no longer asked",
+		textfmt.Plural(int64(en.asks), "ask", "asks"), textfmt.Duration(now.Sub(askFrom(en)))))
+	e.retire(en, now)
+}
+
+// ageProxyOpen ages a proxy's proof that an ended operation is open
+// (sources.Status.OpenByProxy): the proxy relayed its handle and saw no
+// close, but it cannot see the server's reaper of ended operations, so
+// the proof holds until that reaper could act: --server-leak-timeout
+// after the later of the end and the owner's last call the proxy relayed
+// on the operation or its session. Past it, openness is unknown and the
+// note says why. A live operation's proof does not age here (the
+// inactivity reaper's rule is model.PossiblyReaped). e.mu held.
+func (e *Engine) ageProxyOpen(en *entry, st *sources.Status, now time.Time) {
+	if !st.OpenByProxy || st.Open == nil || !*st.Open {
+		return
+	}
+	op := &en.op
+	end := st.CompletedAt
+	if end.IsZero() {
+		end = op.CompletedAt
+	}
+	if !st.State.Terminal() && !op.State.Terminal() {
+		return
+	}
+	from := end
+	if st.Proxy != nil && st.Proxy.LastClientRPC.After(from) {
+		from = st.Proxy.LastClientRPC
+	}
+	if from.IsZero() {
+		from = unstamp(en.terminalAt)
+	}
+	leak := e.o.Thresholds.WithDefaults().ServerLeakTimeout
+	if now.Sub(from) < leak {
+		return
+	}
+	st.Open, st.OpenUnknown = nil, true
+	st.Note = sources.JoinNotes(st.Note, fmt.Sprintf("open per dbxtop proxy until %s: it relayed the server's handle and saw no close, "+
+		"but the server's reaper of ended operations (--server-leak-timeout %s) may have closed it since, unseen by the proxy; whether it is open is unknown",
+		from.Add(leak).UTC().Format("15:04:05"), textfmt.Duration(leak)))
+}
+
+// possiblyReapedNote starts the status note of an operation only a
+// proxy's aged account says runs (model.PossiblyReaped).
+const possiblyReapedNote = "possibly reaped"
+
+// notePossiblyReaped says so in en's status note when only a proxy's
+// account, older than the server's inactivity reaper, says it runs: it
+// is shown without INACTIVE or STALE (model.PossiblyReaped), and query
+// history's end, when it comes, replaces the note with its own answer
+// (e.mu held).
+func (e *Engine) notePossiblyReaped(en *entry, now time.Time) {
+	op := &en.op
+	th := e.o.Thresholds.WithDefaults()
+	if !model.PossiblyReaped(op, now, th) || strings.HasPrefix(op.StatusNote, possiblyReapedNote) {
+		return
+	}
+	e.book.views.touch(en)
+	op.StatusNote = fmt.Sprintf("%s: only dbxtop proxy says it runs; its client made no call since %s, longer than "+
+		"the server's inactivity reaper (--server-idle-timeout %s), and no server source has confirmed it since",
+		possiblyReapedNote, op.ClientLastActivity.UTC().Format("15:04:05"), textfmt.Duration(th.ServerIdleTimeout))
+}
