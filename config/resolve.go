@@ -178,6 +178,8 @@ func (f *File) resolveOne(name string, ov Overrides) Settings {
 		c.ServerIdleTimeout, cp+"server_idle_timeout", f.Thresholds.ServerIdleTimeout, "thresholds.server_idle_timeout", def.ServerIdleTimeout)
 	dur("leak_after", &th.LeakAfter, ov.LeakAfter, "--leak-after",
 		c.LeakAfter, cp+"leak_after", f.Thresholds.LeakAfter, "thresholds.leak_after", def.LeakAfter)
+	// A flag only (--server-leak-timeout), not a config key: the default until cmd sets it.
+	th.ServerLeakTimeout = def.ServerLeakTimeout
 	str("ui.view", &s.View, nil, "", "", "", f.UI.View, "ui.view", DefaultView)
 	str("ui.sort", &s.Sort, nil, "", "", "", f.UI.Sort, "ui.sort", DefaultSort)
 	if f.UI.Columns != nil {
