@@ -170,8 +170,9 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Warehouses: c.rest, // explains an empty Operations view
 		Idle:       c.idle,
-		Logger:     logfLogger(logf),
+		Logger:     ws.engineLogger(logf),
 		RowLimits:  ws.RowLimits,
+		Probe:      ws.CapacityProbe,
 		Learned:    learnedFor(ws.Learned, c.rest.Host()),
 		// How far back the snapshot's clients[] aggregates look.
 		ClientsWindow: ws.Window,
@@ -184,6 +185,15 @@ func (c *conn) close() {
 	if c.thrift != nil {
 		c.thrift.CloseIdleConnections()
 	}
+}
+
+// engineLogger is the engines' logger: a service's own (serve: its
+// records keep their level and attributes), else logf's lines.
+func (ws WorkspaceConfig) engineLogger(logf func(string, ...any)) *slog.Logger {
+	if ws.serviceLogger != nil {
+		return ws.serviceLogger
+	}
+	return logfLogger(logf)
 }
 
 // logfLogger is a *slog.Logger whose records become lines of logf (the

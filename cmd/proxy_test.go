@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +18,10 @@ import (
 )
 
 func TestProxyFlagRefusals(t *testing.T) {
+	empty := t.TempDir() + "/empty-token"
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -32,6 +37,8 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--act-as", "proxy"}, "needs the proxy's own credentials"},
 		{[]string{"proxy", "--upstream", "https://x", "--act-as", "root"}, "must be one of client, proxy"},
 		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
+		{[]string{"proxy", "--upstream", "https://x", "--admin-token", "t", "--admin-token-file", empty}, "two ways to give one token"},
+		{[]string{"proxy", "--upstream", "https://x", "--admin-token-file", empty}, "--admin-token-file: " + empty + " is empty"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {

@@ -84,7 +84,7 @@ func TestServeExportsProxiedRefusals(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE dbxtop_endpoint_capacity_refusals_total counter",
 		`dbxtop_endpoint_capacity_refusals_total{endpoint="vs-analytics",workspace="ws"} 0`,
-		`dbxtop_endpoint_proxied_written_rows_per_minute{endpoint="vs-prod",workspace="ws"} `,
+		`dbxtop_endpoint_proxied_written_rows_per_second{endpoint="vs-prod",workspace="ws"} `,
 		`dbxtop_endpoint_exhausted{endpoint="vs-prod",workspace="ws"} 1`,
 	} {
 		if !strings.Contains(body, want) {
