@@ -289,7 +289,11 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		defer scancel()
 		return srv.Drain(sctx)
 	}
-	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), drain, stdout, stderr)
+	first := srv.FirstLine()
+	if c.AdminTokenFile != "" {
+		first = srv.FirstLineTokenFrom("--admin-token-file")
+	}
+	return serveUntilDone(ctx, "dbxtop proxy", first, drain, stdout, stderr)
 }
 
 // proxyLogger is the proxy's structured log: text or JSON lines on

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -257,5 +258,47 @@ func TestProxySignalDrains(t *testing.T) {
 		if o.StatementID == op.Ref.StatementID && !o.Open {
 			t.Error("the drain closed the running statement")
 		}
+	}
+}
+
+// TestProxyFirstLineKeepsAFileTokenOut: a token the operator gave in a
+// file (a systemd credential) is not printed on the first line, which
+// lands in the journal; the line names the file flag instead.
+func TestProxyFirstLineKeepsAFileTokenOut(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	const token = "file-token-0123456789abcdef"
+	tf := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(tf, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
+		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", tf})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if strings.Contains(line, token) || !strings.HasSuffix(line, " admin_token=(--admin-token-file)\n") {
+		t.Errorf("first line %q: want the token kept out and the file flag named", line)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dbxtop proxy did not stop")
 	}
 }

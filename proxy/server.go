@@ -202,9 +202,16 @@ func (s *Server) URL() string        { return s.url }
 func (s *Server) AdminURL() string   { return s.adminURL }
 func (s *Server) AdminToken() string { return s.token }
 
-// FirstLine is the proxy's first line of stdout.
-func (s *Server) FirstLine() string {
-	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
+// FirstLine is the proxy's first line of stdout, with the admin token a
+// script reads when the proxy made the token itself.
+func (s *Server) FirstLine() string { return s.firstLine(s.token) }
+
+// FirstLineTokenFrom names where the token came from instead of printing
+// it: a token the operator gave (a file) stays out of stdout and the journal.
+func (s *Server) FirstLineTokenFrom(src string) string { return s.firstLine("(" + src + ")") }
+
+func (s *Server) firstLine(token string) string {
+	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, token)
 }
 
 // Close stops the proxy: the client listener stops accepting and the
