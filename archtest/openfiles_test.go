@@ -23,15 +23,7 @@ var openers = map[string][]string{
 // openAllowed lists the non-test files outside internal/safefile that may
 // still open a file themselves, each with why. An entry whose file no
 // longer opens one fails the test: remove it.
-var openAllowed = map[string]string{
-	// The proxy helper (issue 42, rows 5 and 9) is moving the close
-	// queue's read to safefile.Read: remove this entry when it lands.
-	"proxy/persist.go": "the close-queue file",
-	// cmd/proxy*.go is the proxy helper's: its --log-file open goes to
-	// safefile.OpenAppend with it (as cmd/servicelog.go's did); remove
-	// this entry then.
-	"cmd/proxy.go": "the proxy's --log-file",
-}
+var openAllowed = map[string]string{}
 
 // TestFilesOpenThroughSafefile: every file a user or a unit names
 // (config, state, learned limits, token files, the web configuration,

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/dbxtop/dbxtop/capstore"
@@ -31,6 +32,11 @@ type WorkspaceConfig struct {
 	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
 	Proxy      string
 	ProxyToken string
+	// CapacityProbe: one empty upsert per vector endpoint per refresh
+	// (--capacity-probe; snapshot and serve).
+	CapacityProbe bool
+	// serviceLogger, when set (serve), is the engines' logger.
+	serviceLogger *slog.Logger
 	// simStrictHandles: demo's simulator checks handle secrets, so
 	// dbxtop's actions must not use rebuilt Thrift handles.
 	simStrictHandles bool
@@ -55,14 +61,13 @@ type WorkspaceConfig struct {
 // SnapshotConfig is `dbxtop snapshot`'s configuration.
 type SnapshotConfig struct {
 	WorkspaceConfig
-	Output        string // table, json or yaml (-o; --json is -o json)
-	JSON          bool   // --json, kept as an alias of -o json
-	Watch         bool
-	Interval      time.Duration
-	Count         int // 0: until interrupted
-	CapacityProbe bool
-	Timeout       time.Duration
-	Wide          bool // human table: every column, never fitted to the width
+	Output   string // table, json or yaml (-o; --json is -o json)
+	JSON     bool   // --json, kept as an alias of -o json
+	Watch    bool
+	Interval time.Duration
+	Count    int // 0: until interrupted
+	Timeout  time.Duration
+	Wide     bool // human table: every column, never fitted to the width
 	// Filter keeps only the operations it matches (model.FilterSpec.Text,
 	// the TUI's / syntax); the output and the exit status count only them.
 	Filter string

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
-	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -27,11 +27,11 @@ type conn struct {
 	status sources.StatusSource
 	idle   []sources.IdleCloser
 	// disc and actions are discovery and close/cancel: the REST client,
-	// or with --proxy the proxy's facts merged in (proxy.Merge).
+	// or with --proxy the proxy's facts merged in (adminapi.Merge).
 	disc    sources.Discoverer
 	actions sources.ActionSource
 	// capacity lists Vector Search endpoints: the REST client, or with
-	// --proxy the refusals the proxy saw merged in (proxy.MergeCapacity).
+	// --proxy the refusals the proxy saw merged in (adminapi.MergeCapacity).
 	capacity sources.CapacitySource
 }
 
@@ -130,15 +130,15 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 // withProxy merges a proxy's facts into the sources (--proxy): INACTIVE
 // from the client's last call, CLOSE_FAILED for a client's failed close,
 // operations only the proxy saw, close/cancel with the real handle, and
-// EXHAUSTED from a client's refused upsert (proxy.MergeCapacity).
+// EXHAUSTED from a client's refused upsert (adminapi.MergeCapacity).
 func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
-	admin, err := proxy.NewAdminClient(ws.Proxy, ws.ProxyToken, ua)
+	admin, err := adminapi.NewAdminClient(ws.Proxy, ws.ProxyToken, ua)
 	if err != nil {
 		return err
 	}
-	m := proxy.Merge(admin, c.disc, c.status, c.actions)
+	m := adminapi.Merge(admin, c.disc, c.status, c.actions)
 	c.disc, c.status, c.actions = m, m, m
-	mc := proxy.MergeCapacity(admin, c.capacity)
+	mc := adminapi.MergeCapacity(admin, c.capacity)
 	c.capacity = mc
 	c.idle = append(c.idle, m, mc)
 	return nil
@@ -150,7 +150,7 @@ func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
 func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poller.Options {
 	return poller.Options{
 		// With --proxy, discovery, status and actions carry the proxy's
-		// facts (proxy.Merge, wired by connect).
+		// facts (adminapi.Merge, wired by connect).
 		Discoverer: c.disc,
 		Status:     c.status,
 		// Query history by statement ids confirms live operations in
@@ -170,8 +170,9 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Warehouses: c.rest, // explains an empty Operations view
 		Idle:       c.idle,
-		Logger:     logfLogger(logf),
+		Logger:     ws.engineLogger(logf),
 		RowLimits:  ws.RowLimits,
+		Probe:      ws.CapacityProbe,
 		Learned:    learnedFor(ws.Learned, c.rest.Host()),
 		// How far back the snapshot's clients[] aggregates look.
 		ClientsWindow: ws.Window,
@@ -184,6 +185,15 @@ func (c *conn) close() {
 	if c.thrift != nil {
 		c.thrift.CloseIdleConnections()
 	}
+}
+
+// engineLogger is the engines' logger: a service's own (serve: its
+// records keep their level and attributes), else logf's lines.
+func (ws WorkspaceConfig) engineLogger(logf func(string, ...any)) *slog.Logger {
+	if ws.serviceLogger != nil {
+		return ws.serviceLogger
+	}
+	return logfLogger(logf)
 }
 
 // logfLogger is a *slog.Logger whose records become lines of logf (the

@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/dbxtop/dbxtop/config"
 	"github.com/dbxtop/dbxtop/poller"
@@ -11,16 +13,21 @@ import (
 )
 
 // workspaceEngine connects to one workspace (real or simulated) and builds
-// its engine (options from conn.engineOptions, shared with snapshot). pol
-// carries the caller's policy hooks (serve's counters).
+// its engine (options from conn.engineOptions, shared with snapshot), with
+// the workspace's label (target.label, from the resolved host). hooks
+// gives the caller's policy hooks for that label (serve's counters).
 // actionPath is "thrift" when actions go over Thrift (the simulator).
-func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(string, ...any), pol retry.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath string, err error) {
+func workspaceEngine(ctx context.Context, t target, simulated bool, logf func(string, ...any), hooks func(name string) retry.PolicyOptions) (eng *poller.Engine, closeConn func(), actionPath, label string, err error) {
+	ws := t.ws
 	c, err := connect(ctx, ws, logf)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
+	label = t.label(c.rest.Host())
 	opts := c.engineOptions(ws, logf)
-	opts.Policy = pol
+	if hooks != nil {
+		opts.Policy = hooks(label)
+	}
 	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
 		// A simulator that looks operations up by GUID alone (demo with
 		// --check-handle-secrets=false): Thrift actions are exact there
@@ -31,7 +38,7 @@ func workspaceEngine(ctx context.Context, ws WorkspaceConfig, simulated bool, lo
 		opts.Actions = databricks.GatedActions(c.thrift, c.rest)
 		actionPath = "thrift"
 	}
-	return poller.NewEngine(opts), c.close, actionPath, nil
+	return poller.NewEngine(opts), c.close, actionPath, label, nil
 }
 
 // fleetOf builds one engine per selected workspace (ws.Contexts resolved
@@ -49,11 +56,7 @@ func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(
 	}
 	path := ""
 	for _, t := range targets {
-		var pol retry.PolicyOptions
-		if hooks != nil {
-			pol = hooks(t.label())
-		}
-		eng, closeConn, ap, err := workspaceEngine(ctx, t.ws, simulated, logf, pol)
+		eng, closeConn, ap, label, err := workspaceEngine(ctx, t, simulated, logf, hooks)
 		if err != nil {
 			closeAll()
 			if t.name != "" && len(targets) > 1 {
@@ -62,7 +65,7 @@ func fleetOf(ctx context.Context, ws WorkspaceConfig, simulated bool, logf func(
 			return nil, nil, "", err
 		}
 		closers = append(closers, closeConn)
-		members = append(members, poller.Member{Name: t.label(), Engine: eng})
+		members = append(members, poller.Member{Name: label, Engine: eng})
 		path = ap
 	}
 	return poller.NewFleet(ws.Window, members...), closeAll, path, nil
@@ -73,11 +76,36 @@ type target struct {
 	ws   WorkspaceConfig
 }
 
-func (t target) label() string {
+// label names the workspace in metrics, alerts, events and summaries:
+// the context's name, else the host's name (from the resolved URL, so a
+// host that came from a profile or the environment counts too). It is
+// never empty: alerts group by it.
+func (t target) label(resolvedHost string) string {
 	if t.name != "" {
 		return t.name
 	}
-	return t.ws.Host
+	for _, h := range []string{resolvedHost, t.ws.Host} {
+		if n := hostName(h); n != "" {
+			return n
+		}
+	}
+	return "default"
+}
+
+// hostName is a workspace URL's host[:port] ("" when it has none).
+func hostName(u string) string {
+	u = strings.TrimSpace(u)
+	if u == "" {
+		return ""
+	}
+	if !strings.Contains(u, "://") {
+		u = "https://" + u
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Host
 }
 
 // targets is one WorkspaceConfig per selected context, each with that

@@ -19,7 +19,10 @@ func WriteManPages(dir string) error {
 	a := newApp(io.Discard, io.Discard, os.LookupEnv)
 	root := a.newRootCmd()
 	root.DisableAutoGenTag = true // no generation date: reproducible pages
-	hdr := &doc.GenManHeader{Title: "DBXTOP", Section: "1", Source: "dbxtop " + Version, Manual: "dbxtop manual"}
+	// No Title: cobra titles each page by its command (DBXTOP-SERVE), and
+	// dates it from SOURCE_DATE_EPOCH when set (release builds set it to
+	// the commit's time), else from now.
+	hdr := &doc.GenManHeader{Section: "1", Source: "dbxtop " + Version, Manual: "dbxtop manual"}
 	if err := doc.GenManTree(root, hdr, dir); err != nil {
 		return fmt.Errorf("man pages: %w", err)
 	}

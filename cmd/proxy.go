@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
@@ -49,9 +50,13 @@ type ProxyConfig struct {
 	DrainTimeout      time.Duration
 	MaxConns          int
 	MaxConnsPerClient int
+	QueueWait         time.Duration
 	// StateFile persists the close queue ("" with StateErr: memory only).
 	StateFile string
 	StateErr  error
+
+	// AdminTokenFile holds the admin token (a systemd credential).
+	AdminTokenFile string
 }
 
 // onOff is a --flag=on|off boolean.
@@ -124,6 +129,8 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"address of the admin API dbxtop --proxy reads; port 0 picks a free one")
 	fs.Var(&checkedString{p: &cfg.AdminToken, typ: "token", check: nonEmpty("the admin token"), hide: true}, "admin-token",
 		"bearer token of the admin API (default: random, printed on the first line)")
+	fs.Var(&checkedString{p: &cfg.AdminTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "admin-token-file",
+		"file holding the admin API's bearer token (one line; a systemd credential); default: random, printed on the first line")
 	fs.Var(&onOff{p: &cfg.Heal}, "heal", "retry idempotent calls that fail on the way to the workspace, on a fresh connection (on|off)")
 	abandoned := newDuration(&cfg.CloseAbandoned, 0, time.Second)
 	abandoned.zeroOK = true
@@ -155,17 +162,19 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 	fs.Var(newDuration(&cfg.UpstreamIdle, proxy.DefaultUpstreamIdleTimeout, time.Second), "upstream-idle-timeout",
 		"retire a pooled upstream connection idle this long, before the server or a load balancer closes it")
 	fs.Var(newInt(&cfg.MaxConns, 0, 0, 1_000_000), "max-conns",
-		"client connections held at most; beyond, a request is answered 503 with Retry-After (0: no limit)")
+		"client requests in flight at most (idle connections hold no slot); beyond, a request waits up to --queue-wait, then 503 with Retry-After (0: no limit)")
 	fs.Var(newInt(&cfg.MaxConnsPerClient, 0, 0, 1_000_000), "max-conns-per-client",
-		"requests in flight per client (one Authorization value, kept hashed); beyond, 503 with Retry-After (0: off)")
+		"requests in flight per client (one credential: Bearer T and Basic token:T are one); beyond, a request waits up to --queue-wait, then 503 (0: off)")
+	fs.Var(newDuration(&cfg.QueueWait, proxy.DefaultQueueWait, time.Millisecond), "queue-wait",
+		"how long a request over --max-conns or --max-conns-per-client waits for a slot before it is refused")
 	fs.Var(newDuration(&cfg.DrainTimeout, proxy.DefaultDrainTimeout, time.Second), "drain-timeout",
-		"on SIGTERM/SIGINT, wait this long for requests in flight before the close queue's last run")
+		"on SIGTERM/SIGINT, serve held sessions and operations (new sessions refused, /v1/ready failing) until they end or this long")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
 		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
 }
 
 func checkProxyURL(s string) error {
-	if _, err := proxy.NewAdminClient(s, "x", ""); err != nil {
+	if _, err := adminapi.NewAdminClient(s, "x", ""); err != nil {
 		return fmt.Errorf("want the admin URL dbxtop proxy printed, e.g. http://127.0.0.1:8445")
 	}
 	return nil
@@ -185,6 +194,19 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
+	}
+	if cfg.AdminTokenFile != "" {
+		if fs.Changed("admin-token") {
+			return usagef("--admin-token and --admin-token-file are two ways to give one token: keep --admin-token-file")
+		}
+		tok, warn, err := readTokenFile(cfg.AdminTokenFile, "--admin-token-file")
+		if err != nil {
+			return usagef("%s", err.Error())
+		}
+		if warn != "" {
+			fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+		}
+		cfg.AdminToken = tok
 	}
 	for _, name := range []string{"listen", "admin-listen"} {
 		if err := proxy.CheckListen(fs.Lookup(name).Value.String(), cfg.TLSCert != "", cfg.InsecureListen); err != nil {
@@ -223,7 +245,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 	o := proxy.Options{Upstream: c.Upstream, Heal: c.Heal, CloseAbandoned: c.CloseAbandoned,
 		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
 		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
-		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient}
+		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient, QueueWait: c.QueueWait}
 	if c.StateErr != nil {
 		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
 	}
@@ -261,14 +283,17 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		return 1
 	}
 	drain := func(context.Context) error {
-		// The drain has its own bound: --drain-timeout, not the generic grace.
-		dctx, cancel := context.WithTimeout(context.Background(), c.DrainTimeout+15*time.Second)
-		defer cancel()
-		sctx, scancel := context.WithTimeout(dctx, c.DrainTimeout)
+		// The drain has its own bound: --drain-timeout, not the generic
+		// grace; then requests in flight get a few seconds more.
+		sctx, scancel := context.WithTimeout(context.Background(), c.DrainTimeout)
 		defer scancel()
-		return srv.Close(sctx)
+		return srv.Drain(sctx)
 	}
-	return serveUntilDone(ctx, "dbxtop proxy", srv.FirstLine(), drain, stdout, stderr)
+	first := srv.FirstLine()
+	if c.AdminTokenFile != "" {
+		first = srv.FirstLineTokenFrom("--admin-token-file")
+	}
+	return serveUntilDone(ctx, "dbxtop proxy", first, drain, stdout, stderr)
 }
 
 // proxyLogger is the proxy's structured log: text or JSON lines on
@@ -277,7 +302,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 func proxyLogger(c ProxyConfig, stderr io.Writer) (*slog.Logger, func(), error) {
 	w, closeW := stderr, func() {}
 	if c.LogFile != "" {
-		f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := safefile.OpenAppend(c.LogFile, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open --log-file: %w", err)
 		}

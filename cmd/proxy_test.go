@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,9 +15,14 @@ import (
 	"time"
 
 	"github.com/dbxtop/dbxtop/sources/sim"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 func TestProxyFlagRefusals(t *testing.T) {
+	empty := t.TempDir() + "/empty-token"
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -31,6 +38,8 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--act-as", "proxy"}, "needs the proxy's own credentials"},
 		{[]string{"proxy", "--upstream", "https://x", "--act-as", "root"}, "must be one of client, proxy"},
 		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
+		{[]string{"proxy", "--upstream", "https://x", "--admin-token", "t", "--admin-token-file", empty}, "two ways to give one token"},
+		{[]string{"proxy", "--upstream", "https://x", "--admin-token-file", empty}, "--admin-token-file: " + empty + " is empty"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
@@ -151,3 +160,145 @@ func TestProxyAsyncLogWriter(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// syncBuf is a stderr the test reads while the command writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestProxySignalDrains: SIGTERM (the command's context ending) drains
+// rather than stops: /v1/ready fails, a held statement is still polled
+// through the proxy, and at --drain-timeout the statement is left open
+// on the server with one WARN line, and the command exits 0.
+func TestProxySignalDrains(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	errb := &syncBuf{}
+	done := make(chan int, 1)
+	go func() {
+		a := newApp(pw, errb, func(string) (string, bool) { return "", false })
+		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--drain-timeout", "2s"})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	m := regexp.MustCompile(`^listen=(\S+) admin=(\S+) admin_token=`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q", line)
+	}
+	c, err := thrift.NewClient(thrift.Options{Host: m[1], Token: s.Token(), UserAgent: "job/1.0", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := c.Execute(context.Background(), sess, "SELECT sleep(600)", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := func() int {
+		resp, err := http.Get(m[2] + "/v1/ready")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := ready(); code != http.StatusOK {
+		t.Fatalf("ready before the signal: %d", code)
+	}
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for ready() != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("/v1/ready did not fail after the signal")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := c.GetOperationStatus(context.Background(), op.Ref); err != nil {
+		t.Errorf("a poll of the held statement while draining: %v", err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dbxtop proxy did not stop after --drain-timeout")
+	}
+	if !strings.Contains(errb.String(), "drain timeout with operations still open") {
+		t.Errorf("no WARN for the statement left open:\n%s", errb.String())
+	}
+	for _, o := range s.Truth().Operations {
+		if o.StatementID == op.Ref.StatementID && !o.Open {
+			t.Error("the drain closed the running statement")
+		}
+	}
+}
+
+// TestProxyFirstLineKeepsAFileTokenOut: a token the operator gave in a
+// file (a systemd credential) is not printed on the first line, which
+// lands in the journal; the line names the file flag instead.
+func TestProxyFirstLineKeepsAFileTokenOut(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	const token = "file-token-0123456789abcdef"
+	tf := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(tf, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
+		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", tf})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if strings.Contains(line, token) || !strings.HasSuffix(line, " admin_token=(--admin-token-file)\n") {
+		t.Errorf("first line %q: want the token kept out and the file flag named", line)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dbxtop proxy did not stop")
+	}
+}

@@ -98,6 +98,7 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 		"Prometheus exporter web configuration (exporter-toolkit): TLS, mTLS, basic auth, headers")
 	fs.Var(&checkedString{p: &cfg.TLSCert, typ: "file", check: checkReadable(serve.MaxTLSFile)}, "tls-cert", "PEM certificate: serve HTTPS")
 	fs.Var(&checkedString{p: &cfg.TLSKey, typ: "file", check: checkReadable(serve.MaxTLSFile)}, "tls-key", "PEM private key for --tls-cert")
+	addCapacityProbeFlag(fs, &cfg.CapacityProbe)
 	fs.BoolVar(&cfg.InsecureListen, "insecure-listen", false,
 		"allow plain HTTP on a non-loopback address (the serve token crosses the network in clear)")
 	_ = fs.MarkDeprecated("tls-cert", "use --web.config.file (tls_server_config: cert_file)")
@@ -205,7 +206,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		return exitError
 	}
 	logf := log.logf
-	ctx = sdkLogContext(ctx, logf)
+	ctx = sdkSlogContext(ctx, log.Logger)
 	counters := serve.NewCounters()
 	// Learned-limit warnings go to the log; to stderr as well only when
 	// the log is elsewhere.
@@ -214,6 +215,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 		learnedOut = io.Discard
 	}
 	ws.Learned = openLearned(ws, learnedOut, logf, false)
+	ws.serviceLogger = log.Logger
 	fleet, closeConns, _, err := fleetOf(ctx, ws, false, logf, func(w string) retry.PolicyOptions {
 		return retry.PolicyOptions{Observe: counters.Observer(w), Done: counters.Done(w)}
 	})
@@ -223,7 +225,7 @@ func runServe(ctx context.Context, cfg ServeConfig, stdout, stderr io.Writer) in
 	defer closeConns()
 	srv, err := serve.New(serve.Options{Listen: cfg.Listen, Token: readToken, ActToken: actToken, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		WebConfigFile: cfg.WebConfigFile,
-		Fleet:         fleet, Counters: counters, Logf: logf, Version: Version, Revision: Commit, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
+		Fleet:         fleet, Counters: counters, Logger: log.Logger, Version: Version, Revision: Commit, Refresh: ws.Refresh, InsecureListen: cfg.InsecureListen})
 	if err != nil {
 		return fail("cannot serve", errors.New(strings.TrimPrefix(err.Error(), "serve: ")))
 	}

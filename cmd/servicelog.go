@@ -79,8 +79,11 @@ func openServiceLog(path, format, who string, stderr io.Writer, secrets ...strin
 	return &serviceLog{Logger: slog.New(h).With("component", who), toStderr: toStderr, close: closeFn}, nil
 }
 
-// logf is the printf-style log the engines and sources take: one Info
-// event per line.
+// logf takes the lines that still come as text — the learned-limit
+// store's problems and connect's fallback from Thrift — as WARN records
+// (each says something degraded); the engines log through the
+// *slog.Logger itself (WorkspaceConfig.serviceLogger), with their levels
+// and attributes.
 func (l *serviceLog) logf(format string, args ...any) {
-	l.Info(fmt.Sprintf(format, args...))
+	l.Warn(fmt.Sprintf(format, args...))
 }

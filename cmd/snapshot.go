@@ -109,8 +109,14 @@ func addSnapshotFlags(fs *pflag.FlagSet, cfg *SnapshotConfig) {
 	fs.Var(iv, "interval", "with --watch: time between lines (default: --refresh)")
 	fs.Lookup("interval").DefValue = "" // the usage names the default; pflag would add "0s"
 	fs.Var(newInt(&cfg.Count, 0, 1, 1<<31-1), "count", "with --watch: stop after N lines (default: until interrupted)")
-	fs.BoolVar(&cfg.CapacityProbe, "capacity-probe", false,
-		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")
+	addCapacityProbeFlag(fs, &cfg.CapacityProbe)
 	fs.Var(newDuration(&cfg.Timeout, 30*time.Second, model.MinRefresh), "timeout", "give up observing after this long (exit 3, with the cause)")
 	fs.StringVar(&cfg.Filter, "filter", "", "keep only the operations this filter matches, as the TUI's / does (user:, client:, wh:, state:, flag:, age>5m, idle>1m, free words); the exit status counts only them")
+}
+
+// addCapacityProbeFlag is --capacity-probe, the same opt-in write for
+// snapshot and serve (docs/capacity.md says what it costs).
+func addCapacityProbeFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "capacity-probe", false,
+		"send one empty upsert per vector endpoint so a full one answers RESOURCE_EXHAUSTED at once (opt-in: it writes)")
 }

@@ -30,7 +30,7 @@ func newFleetObserver(ctx context.Context, cfg SnapshotConfig, logf func(string,
 			f.close()
 			return nil, err
 		}
-		f.names = append(f.names, t.label())
+		f.names = append(f.names, t.label(o.conn.rest.Host()))
 		f.obs = append(f.obs, o)
 	}
 	return f, nil

@@ -157,7 +157,6 @@ func newObserver(ctx context.Context, cfg SnapshotConfig, logf func(string, ...a
 	opts := c.engineOptions(cfg.WorkspaceConfig, logf)
 	opts.Discoverer = gatedDiscoverer{d: c.disc, g: gate}
 	opts.Capacity = gatedCapacity{c: c.capacity, g: gate}
-	opts.Probe = cfg.CapacityProbe
 	// A snapshot only observes: no close, no cancel, whatever happens.
 	opts.Actions, opts.ReadOnly = nil, true
 	o.engine = poller.NewEngine(opts)

@@ -37,9 +37,16 @@ type startingEngine struct {
 	mu    sync.Mutex
 	fleet *poller.Fleet
 	err   *model.ErrorInfo
+	// refresh is what + or - set before the fleet was built (0: none);
+	// ready hands it over.
+	refresh time.Duration
 }
 
-var _ tui.Engine = (*startingEngine)(nil)
+var (
+	_ tui.Engine        = (*startingEngine)(nil)
+	_ tui.RefreshSetter = (*startingEngine)(nil)
+	_ tui.RefreshSetter = (*poller.Fleet)(nil)
+)
 
 func newStartingEngine(ws model.Workspace, readOnly bool, waiting string) *startingEngine {
 	return &startingEngine{ws: ws, readOnly: readOnly, waiting: waiting, events: make(chan model.Event, 256)}
@@ -49,6 +56,9 @@ func newStartingEngine(ws model.Workspace, readOnly bool, waiting string) *start
 func (s *startingEngine) ready(ctx context.Context, f *poller.Fleet) {
 	s.mu.Lock()
 	s.fleet = f
+	if s.refresh > 0 {
+		f.SetRefresh(s.refresh)
+	}
 	s.mu.Unlock()
 	go func() {
 		for {
@@ -104,6 +114,27 @@ func (s *startingEngine) Health() model.Health {
 }
 
 func (s *startingEngine) ReadOnly() bool { return s.readOnly }
+
+// Refresh and SetRefresh reach the fleet once built; before, + and -
+// are kept for it (tui.RefreshSetter).
+func (s *startingEngine) Refresh() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fleet != nil {
+		return s.fleet.Refresh()
+	}
+	return s.refresh
+}
+
+func (s *startingEngine) SetRefresh(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fleet != nil {
+		s.fleet.SetRefresh(d)
+		return
+	}
+	s.refresh = d
+}
 
 var errNotConnected = errors.New("dbxtop is not connected to the workspace yet")
 

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -13,11 +14,16 @@ import (
 //	-ldflags "-X github.com/dbxtop/dbxtop/cmd.Version=1.2.3 -X …cmd.Commit=… -X …cmd.Date=…"
 //
 // Unstamped, they come from the build info: `go install …@v1.2.3` reports
-// v1.2.3, a build in a clone its VCS revision and time.
+// v1.2.3, a build in a clone its VCS revision and time. A build without
+// VCS stamping (-buildvcs=false, common in build containers) knows no
+// commit: its line says commit=unknown, and like every build it names
+// the Go toolchain and platform from the build info.
 var (
 	Version = ""
 	Commit  = ""
 	Date    = ""
+	// GoVersion is the toolchain that built the binary.
+	GoVersion = runtime.Version()
 )
 
 // devVersion is what a build that knows nothing better reports.
@@ -26,6 +32,9 @@ const devVersion = "0.1.0-dev"
 func init() {
 	bi, _ := debug.ReadBuildInfo()
 	Version, Commit, Date = stamped(Version, Commit, Date, bi)
+	if bi != nil && bi.GoVersion != "" {
+		GoVersion = bi.GoVersion
+	}
 }
 
 // stamped fills what the linker did not stamp from the build info.
@@ -54,11 +63,13 @@ func versionLine() string {
 	line := "dbxtop " + Version
 	if Commit != "" {
 		line += " commit=" + Commit
+	} else {
+		line += " commit=unknown"
 	}
 	if Date != "" {
 		line += " date=" + Date
 	}
-	return line
+	return line + " go=" + GoVersion + " platform=" + runtime.GOOS + "/" + runtime.GOARCH
 }
 
 func (a *app) newVersionCmd() *cobra.Command {

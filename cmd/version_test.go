@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -30,6 +31,21 @@ func TestStamped(t *testing.T) {
 	}
 }
 
+// TestVersionLineWithoutVCS: a build with -buildvcs=false knows no
+// commit; its line says so and still names the toolchain and platform.
+func TestVersionLineWithoutVCS(t *testing.T) {
+	defer func(v, c, d string) { Version, Commit, Date = v, c, d }(Version, Commit, Date)
+	Version, Commit, Date = stamped("", "", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}})
+	want := "dbxtop " + devVersion + " commit=unknown go=" + GoVersion + " platform=" + runtime.GOOS + "/" + runtime.GOARCH
+	if got := versionLine(); got != want {
+		t.Errorf("version line = %q, want %q", got, want)
+	}
+	Commit, Date = "abc123", "2026-01-02T03:04:05Z"
+	if got := versionLine(); !strings.HasPrefix(got, "dbxtop "+devVersion+" commit=abc123 date=2026-01-02T03:04:05Z go=go") {
+		t.Errorf("stamped version line = %q", got)
+	}
+}
+
 // TestReadTokenFile: one line, trimmed; an empty, multi-line or oversized
 // file is refused naming the flag and the file, never the content.
 func TestReadTokenFile(t *testing.T) {
@@ -55,20 +71,24 @@ func TestReadTokenFile(t *testing.T) {
 	}
 }
 
-// TestManPages: one page per command, generated from the cobra commands.
+// TestManPages: one page per command, generated from the cobra commands,
+// each titled by its command (DBXTOP-SERVE) and dated by SOURCE_DATE_EPOCH
+// (a release sets the commit's time there: reproducible pages).
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600") // 2026-01-01
 	if err := WriteManPages(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"dbxtop.1", "dbxtop-serve.1", "dbxtop-attach.1", "dbxtop-snapshot.1", "dbxtop-proxy.1", "dbxtop-version.1"} {
+	for page, title := range map[string]string{"dbxtop.1": "DBXTOP", "dbxtop-serve.1": "DBXTOP-SERVE", "dbxtop-attach.1": "DBXTOP-ATTACH",
+		"dbxtop-snapshot.1": "DBXTOP-SNAPSHOT", "dbxtop-proxy.1": "DBXTOP-PROXY", "dbxtop-version.1": "DBXTOP-VERSION"} {
 		b, err := os.ReadFile(dir + "/" + page)
 		if err != nil {
 			t.Errorf("no %s: %v", page, err)
 			continue
 		}
-		if !strings.Contains(string(b), ".TH \"DBXTOP\" \"1\"") {
-			t.Errorf("%s is not a section-1 man page:\n%.200s", page, b)
+		if want := ".TH \"" + title + "\" \"1\" \"Jan 2026\""; !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s:\n%.200s", page, want, b)
 		}
 	}
 	b, _ := os.ReadFile(dir + "/dbxtop-serve.1")

@@ -201,13 +201,26 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 }
 
 // proxyToken reads the proxy's admin token when a proxy is set (by
-// --proxy or the config file's `proxy`); it is never a flag or a file key.
+// --proxy or the config file's `proxy`); it is never a flag or a file key:
+// DBXTOP_PROXY_TOKEN holds it, or DBXTOP_PROXY_TOKEN_FILE names the file
+// that does (a systemd credential: contrib/systemd/dbxtop-serve.service).
 func (a *app) proxyToken(cfg *WorkspaceConfig) error {
 	set := cfg.Proxy != ""
 	for _, s := range cfg.Resolved {
 		set = set || s.Proxy != ""
 	}
 	if !set {
+		return nil
+	}
+	if p, ok := a.getenv("DBXTOP_PROXY_TOKEN_FILE"); ok && p != "" {
+		tok, warn, err := readTokenFile(p, "DBXTOP_PROXY_TOKEN_FILE")
+		if err != nil {
+			return usagef("%s", err.Error())
+		}
+		if warn != "" {
+			fmt.Fprintln(a.stderr, "dbxtop: warning: "+warn)
+		}
+		cfg.ProxyToken = tok
 		return nil
 	}
 	tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")

@@ -123,13 +123,17 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	steadyCalls0, steadyAt := rg.calls.status.Load(), time.Now()
-	// The steady window lasts plan.steady and at least 3 samples: on a
-	// loaded machine a sample (two collections) can take longer than the
-	// sampling period.
-	for n := 0; time.Since(start) < warm+plan.steady || n < 3; n++ {
+	// The steady window lasts plan.steady and at least minSteadySamples
+	// samples: on a loaded machine one sample (a GC and a goroutine dump)
+	// can take longer than plan.every.
+	const minSteadySamples = 4
+	steadyFrom := len(samples)
+	waitUntil(warm + plan.steady)
+	for len(samples)-steadyFrom < minSteadySamples {
 		sample()
 	}
 	steadyEnd := time.Since(start)
+	steadySamples := slices.Clone(samples[steadyFrom:])
 	steadyRate := float64(rg.calls.status.Load()-steadyCalls0) / time.Since(steadyAt).Seconds()
 
 	// ---- total outage -------------------------------------------------------
@@ -219,12 +223,7 @@ func TestLoad(t *testing.T) {
 	perOp := float64(engineHeap) / float64(plan.ops)
 
 	// ---- bounded: no growth trend after warm-up ------------------------------
-	var steady []memSample
-	for _, sm := range samples {
-		if sm.at >= warm && sm.at <= steadyEnd {
-			steady = append(steady, sm)
-		}
-	}
+	steady := steadySamples
 	if len(steady) < 3 {
 		t.Fatalf("only %d samples in the steady window", len(steady))
 	}

@@ -28,7 +28,7 @@ func TestSnapshotFlagsAProxiedLeakPastTheIdleTimeout(t *testing.T) {
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, Clock: clk})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	px, err := proxy.Start(ctx, proxy.Options{Upstream: srv.URL(), Heal: true, Logf: func(string, ...any) {}},
+	px, err := proxy.Start(ctx, proxy.Options{Upstream: srv.URL(), Heal: true},
 		proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

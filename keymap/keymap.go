@@ -29,7 +29,7 @@ type KeyMap struct {
 	DrillWarehouse key.Binding
 	// Expand is enter in the Events view: the top event whole.
 	Expand key.Binding
-	// Faster and Slower change how often the screen takes a snapshot.
+	// Faster and Slower change the refresh (the engine's, or the screen's when attached).
 	Faster  key.Binding
 	Slower  key.Binding
 	Back    key.Binding // esc: leave detail/help, clear the filter
@@ -90,8 +90,8 @@ func DefaultKeyMap() KeyMap {
 		DrillDown:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Clients: the client's operations")),
 		Expand:         key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Events: the top event in full")),
 		DrillWarehouse: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "Warehouses: the warehouse's operations")),
-		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh the screen more often")),
-		Slower:         key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh the screen less often")),
+		Faster:         key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh more often")),
+		Slower:         key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "refresh less often")),
 		Back:           key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/clear filter")),
 		Quit:           key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 

@@ -24,6 +24,10 @@ type FilterSpec struct {
 	Workspace string
 	// HideDone leaves out operations that are done (OperationView.Done).
 	HideDone bool
+	// Listing, when set, lets wh: match a warehouse's name as well as
+	// its id (the snapshot's Listing; a pointer keeps FilterSpec
+	// comparable).
+	Listing *WarehouseListing
 }
 
 // FilterKeys are the keys a filter term may start with, in the order
@@ -37,6 +41,8 @@ type filterTerm struct {
 	more bool   // for age and idle: > (else <)
 	vals []string
 	d    time.Duration
+	// names maps warehouse id to name for wh: (nil: ids only).
+	names map[string]string
 }
 
 // ParseFilter checks a filter text: nil when every term is a free word
@@ -145,6 +151,10 @@ func (f FilterSpec) Match(v *OperationView, now time.Time) bool { return f.Match
 // applied to many operations.
 func (f FilterSpec) Matcher(now time.Time) func(v *OperationView) bool {
 	terms, _ := parseFilter(f.Text)
+	names := f.warehouseNames(terms)
+	for i := range terms {
+		terms[i].names = names
+	}
 	return func(v *OperationView) bool {
 		switch {
 		case f.Workspace != "" && v.Workspace != f.Workspace,
@@ -206,7 +216,7 @@ func (t *filterTerm) field(v *OperationView, a string) bool {
 		}
 		return containsFold(app, a)
 	case "wh":
-		return containsFold(v.WarehouseID, a)
+		return containsFold(v.WarehouseID, a) || containsFold(t.names[v.WarehouseID], a)
 	case "state":
 		s := string(v.State)
 		if v.Gone {
@@ -238,6 +248,24 @@ func hasTerm(v *OperationView, t string) bool {
 	return false
 }
 
+// warehouseNames maps the listing's warehouse ids to names when a term
+// needs them (a wh: term), else nil.
+func (f FilterSpec) warehouseNames(terms []filterTerm) map[string]string {
+	if f.Listing == nil || len(f.Listing.Warehouses) == 0 {
+		return nil
+	}
+	for i := range terms {
+		if terms[i].key == "wh" {
+			m := make(map[string]string, len(f.Listing.Warehouses))
+			for _, w := range f.Listing.Warehouses {
+				m[w.ID] = w.Name
+			}
+			return m
+		}
+	}
+	return nil
+}
+
 // containsFold is strings.Contains ignoring case; sub is lower case.
 func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }
 
@@ -259,6 +287,7 @@ func FilterOperations(ops []*OperationView, f FilterSpec, now time.Time) []*Oper
 // operations, and its summary and exit status count only those it kept
 // (snapshot --filter). Errors stay: what could not be observed still is.
 func (s Snapshot) Filtered(f FilterSpec) Snapshot {
+	f.Listing = s.Workspace.Listing
 	s.Operations = FilterOperations(s.Operations, f, s.GeneratedAt)
 	s.Endpoints = nil
 	return s

@@ -58,6 +58,19 @@ func TestFilterSyntax(t *testing.T) {
 			t.Errorf("%q: %v, want %v", c.text, got, c.want)
 		}
 	}
+	// wh: matches the listed name too; without a listing, ids only.
+	listing := &WarehouseListing{Warehouses: []WarehouseInfo{{ID: "wh-1", Name: "Prod ETL"}, {ID: "wh-2", Name: "adhoc"}}}
+	if got := ids(FilterOperations(ops, FilterSpec{Text: "wh:etl", Listing: listing}, t0)); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("wh:etl with a listing: %v, want [a c]", got)
+	}
+	if got := ids(FilterOperations(ops, FilterSpec{Text: "wh:etl"}, t0)); got != nil {
+		t.Errorf("wh:etl without a listing: %v, want none", got)
+	}
+	s := Snapshot{Operations: ops, GeneratedAt: t0}
+	s.Workspace.Listing = listing
+	if got := ids(s.Filtered(FilterSpec{Text: `wh:"prod etl"`}).Operations); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("Snapshot.Filtered by name: %v, want [a c]", got)
+	}
 	for _, bad := range []string{"usr:alice", "age>soon", "idle<-1m", "flag:", "state:,"} {
 		if err := ParseFilter(bad); err == nil {
 			t.Errorf("%q accepted", bad)

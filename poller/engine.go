@@ -190,7 +190,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}()
 	}
 	now := e.clk.Now()
-	t := timers{refresh: now, flags: now, batch: now}
+	t := timers{flags: now, batch: now}
 	for {
 		gen := e.loop.sigGen.Load()
 		now := e.clk.Now()
@@ -213,8 +213,26 @@ func (e *Engine) Run(ctx context.Context) error {
 
 func (e *Engine) wake() <-chan struct{} { return e.loop.wake }
 
-// timers are the run loop's periodic deadlines.
-type timers struct{ refresh, flags, batch time.Time }
+// Refresh is the discovery and capacity period in force: --refresh, or
+// what SetRefresh set since.
+func (e *Engine) Refresh() time.Duration {
+	if d := e.loop.refresh.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return e.o.Refresh
+}
+
+// SetRefresh changes the discovery and capacity period at run time (the
+// TUI's + and -), no shorter than model.MinRefresh; the next round is
+// due one new period after the last one began.
+func (e *Engine) SetRefresh(d time.Duration) {
+	e.loop.refresh.Store(int64(max(d, model.MinRefresh)))
+	e.loop.signal()
+}
+
+// timers are the run loop's periodic deadlines; refreshed is when the
+// last discovery round began (its period may change at run time).
+type timers struct{ refreshed, flags, batch time.Time }
 
 // turn is one turn of the run loop: it starts the discovery and capacity
 // rounds, the batch round, the batch requests and polls the in-flight
@@ -222,11 +240,12 @@ type timers struct{ refresh, flags, batch time.Time }
 // second, and returns when the loop must look again.
 func (e *Engine) turn(now time.Time, t *timers, spawn func(func(context.Context))) time.Time {
 	e.mu.Lock()
-	if !now.Before(t.refresh) {
-		t.refresh = now.Add(e.o.Refresh)
+	period := e.Refresh()
+	if t.refreshed.IsZero() || !now.Before(t.refreshed.Add(period)) {
+		t.refreshed = now
 		e.startRefresh(spawn)
 	}
-	next := t.refresh
+	next := t.refreshed.Add(period)
 	if e.batchMode() {
 		if !now.Before(t.batch) {
 			t.batch = now.Add(e.batchPeriod())

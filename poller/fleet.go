@@ -138,6 +138,21 @@ func (f *Fleet) Health() Health {
 	return h
 }
 
+// SetRefresh changes every member's discovery and capacity period.
+func (f *Fleet) SetRefresh(d time.Duration) {
+	for _, m := range f.members {
+		m.Engine.SetRefresh(d)
+	}
+}
+
+// Refresh is the first member's period (all members share one).
+func (f *Fleet) Refresh() time.Duration {
+	if len(f.members) == 0 {
+		return 0
+	}
+	return f.members[0].Engine.Refresh()
+}
+
 // ReadOnly is true when any member refuses actions (they are built from
 // one command line, so all agree).
 func (f *Fleet) ReadOnly() bool {

@@ -19,6 +19,9 @@ type loop struct {
 	parkGen atomic.Uint64 // signals the parked loop has taken into account
 	// changed, if set, is told whenever the loop may have settled.
 	changed func()
+	// refresh, when non-zero, is the discovery and capacity period set
+	// at run time (Engine.SetRefresh), in ns; it replaces Options.Refresh.
+	refresh atomic.Int64
 }
 
 // signal wakes the loop: something it schedules may have changed.

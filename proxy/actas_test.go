@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -38,8 +39,8 @@ func TestLearnedAfterStartFromASuccessfulCall(t *testing.T) {
 	if _, err := via.GetOperationStatus(ctx, op.Ref); err != nil {
 		t.Fatal(err)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || !doc.Operations[0].LearnedAfterStart || doc.Operations[0].StatementID != op.Ref.StatementID {
 		t.Fatalf("facts %+v: want the operation learned after start", doc.Operations)
 	}
@@ -48,7 +49,7 @@ func TestLearnedAfterStartFromASuccessfulCall(t *testing.T) {
 	_ = via.CloseOperation(ctx, op.Ref)
 	s.SetFaults(sim.Faults{})
 	waitFor(t, "the queue to close the learned operation", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		return doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 	})
 	if a := doc.Operations[0].Actions; len(a) == 0 || a[len(a)-1].Credentials != "client" {
@@ -84,9 +85,9 @@ func TestActAs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var doc OperationsDoc
+			var doc adminapi.OperationsDoc
 			waitFor(t, "the abandoned operation to be closed", 20*time.Second, func() bool {
-				adminGet(t, p, PathOperations, &doc)
+				adminGet(t, p, adminapi.PathOperations, &doc)
 				return len(doc.Operations) == 1 && doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 			})
 			var creds []string
@@ -134,8 +135,8 @@ func TestBasicAuthPassthrough(t *testing.T) {
 	waitFor(t, "the abandoned operation closed with the client's Basic credentials", 20*time.Second, func() bool {
 		return !simOpen(s, op.Ref.StatementID)
 	})
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	for _, f := range doc.Operations {
 		if f.StatementID == op.Ref.StatementID && f.Close.Outcome != sources.ProxyClosedByProxy {
 			t.Errorf("facts %+v", f)

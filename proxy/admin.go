@@ -4,39 +4,13 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
-
-// Admin API paths (docs/proxy.md "Admin API").
-const (
-	PathOperations = "/v1/operations"
-	PathStats      = "/v1/stats"
-	PathHealth     = "/v1/health"
-	PathMetrics    = "/metrics"
-)
-
-// OperationsDoc is the JSON of GET /v1/operations.
-type OperationsDoc struct {
-	GeneratedAt time.Time                `json:"generated_at"`
-	Upstream    string                   `json:"upstream"`
-	Operations  []sources.ProxyOperation `json:"operations"`
-}
-
-// Health is the JSON of GET /v1/health: no token needed, so it names no
-// host, credential or operation. Status is "ok", or "upstream_unreachable"
-// (HTTP 503) with UpstreamReason.
-type Health struct {
-	Status            string    `json:"status"`
-	Since             time.Time `json:"since"`
-	UpstreamReachable bool      `json:"upstream_reachable"`
-	UpstreamReason    string    `json:"upstream_reason,omitempty"`
-	UpstreamCheckedAt time.Time `json:"upstream_checked_at"`
-	Version           string    `json:"version"`
-}
 
 // AdminHandler serves the admin API behind the bearer token: the facts
 // per operation, the counters, health, and dbxtop's close and cancel of a
@@ -44,17 +18,22 @@ type Health struct {
 // token, a handle secret or a request body.
 func (p *Proxy) AdminHandler(token string) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathOperations, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, OperationsDoc{GeneratedAt: p.clk.Now().UTC(), Upstream: p.upstream.String(), Operations: p.st.snapshot()})
+	mux.HandleFunc("GET "+adminapi.PathOperations, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, adminapi.OperationsDoc{GeneratedAt: p.clk.Now().UTC(), Upstream: p.upstream.String(), Operations: p.st.snapshot()})
 	})
-	mux.HandleFunc("GET "+PathStats, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+adminapi.PathStats, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, p.Stats())
 	})
-	mux.Handle("GET "+PathMetrics, p.metrics.handler())
-	mux.HandleFunc("GET "+PathVector, p.serveVector)
+	mux.Handle("GET "+adminapi.PathMetrics, p.metrics.handler())
+	mux.HandleFunc("GET "+adminapi.PathVector, p.serveVector)
 	act := func(do func(*Proxy, *http.Request, string) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			id := r.PathValue("id")
+			if _, err := thrift.GUIDFromStatementID(id); err != nil {
+				// Not an id the proxy could hold: refused without repeating it.
+				writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "not a statement id (want a UUID); the proxy has not seen it")
+				return
+			}
 			err := do(p, r, id)
 			switch {
 			case err == nil:
@@ -68,12 +47,16 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 			}
 		}
 	}
-	mux.HandleFunc("POST "+PathOperations+"/{id}/close", act(func(p *Proxy, r *http.Request, id string) error { return p.Close(r.Context(), id) }))
-	mux.HandleFunc("POST "+PathOperations+"/{id}/cancel", act(func(p *Proxy, r *http.Request, id string) error { return p.Cancel(r.Context(), id) }))
+	mux.HandleFunc("POST "+adminapi.PathOperations+"/{id}/close", act(func(p *Proxy, r *http.Request, id string) error { return p.Close(r.Context(), id) }))
+	mux.HandleFunc("POST "+adminapi.PathOperations+"/{id}/cancel", act(func(p *Proxy, r *http.Request, id string) error { return p.Cancel(r.Context(), id) }))
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == PathHealth && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if r.URL.Path == adminapi.PathHealth && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			p.serveHealth(w, r)
+			return
+		}
+		if r.URL.Path == adminapi.PathReady && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			p.serveReady(w, r)
 			return
 		}
 		got := []byte(r.Header.Get("Authorization"))
@@ -82,6 +65,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 			writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "the admin API needs Authorization: Bearer <admin token>")
 			return
 		}
+		markAuthenticated(r.Context())
 		mux.ServeHTTP(w, r)
 	})
 }
@@ -90,7 +74,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 // and the upstream answers (probed at most every few seconds).
 func (p *Proxy) serveHealth(w http.ResponseWriter, r *http.Request) {
 	ok, why, at := p.probeUpstream(r.Context())
-	h := Health{Status: "ok", Since: p.started.UTC(), UpstreamReachable: ok, UpstreamReason: why,
+	h := adminapi.Health{Status: "ok", Since: p.started.UTC(), UpstreamReachable: ok, UpstreamReason: why,
 		UpstreamCheckedAt: at.UTC(), Version: strings.TrimPrefix(p.o.UserAgent, "dbxtop-proxy/")}
 	code := http.StatusOK
 	if !ok {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +21,7 @@ func TestWrongAdminTokenNamesTheVariable(t *testing.T) {
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "the admin API needs Authorization: Bearer <admin token>")
 	}))
 	defer srv.Close()
-	c, err := NewAdminClient(srv.URL, "wrong-token-value", "dbxtop/test")
+	c, err := adminapi.NewAdminClient(srv.URL, "wrong-token-value", "dbxtop/test")
 	if err != nil {
 		t.Fatal(err)
 	}

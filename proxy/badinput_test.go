@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,12 +27,6 @@ import (
 type logBuf struct {
 	mu sync.Mutex
 	b  strings.Builder
-}
-
-func (l *logBuf) logf(f string, a ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, f+"\n", a...)
 }
 
 func (l *logBuf) String() string {
@@ -65,7 +61,7 @@ func encodeFetchRows(h *tc.TOperationHandle, maxRows int64) []byte {
 func TestBadInputKeepsServing(t *testing.T) {
 	s := startSim(t, "")
 	logs := &logBuf{}
-	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), Logf: logs.logf})
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	wh := s.WarehouseIDs()[0]
 	path := p.URL() + thrift.DefaultHTTPPath(wh)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -119,8 +115,8 @@ func TestBadInputKeepsServing(t *testing.T) {
 	if n, _, err := runStatement(ctx, c, wh, "SELECT id FROM range(10)"); err != nil || n != 10 {
 		t.Fatalf("after bad input: %d rows, %v", n, err)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	all := logs.String() + fmt.Sprint(doc) + fmt.Sprint(p.Stats())
 	if strings.Contains(all, s.Token()) {
 		t.Error("a client token reached the proxy's log or admin output")
@@ -170,7 +166,7 @@ func TestAdminNeedsToken(t *testing.T) {
 	s := startSim(t, "")
 	p := startProxy(t, s.URL(), Options{})
 	for _, auth := range []string{"", "Bearer wrong", "Bearer " + s.Token()} {
-		req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+PathOperations, nil)
+		req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+adminapi.PathOperations, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -183,8 +179,8 @@ func TestAdminNeedsToken(t *testing.T) {
 			t.Errorf("auth %q: HTTP %d, want 401", auth, resp.StatusCode)
 		}
 	}
-	var h Health
-	if code := adminGet(t, p, PathHealth, &h); code != 200 || h.Status != "ok" {
+	var h adminapi.Health
+	if code := adminGet(t, p, adminapi.PathHealth, &h); code != 200 || h.Status != "ok" {
 		t.Errorf("health: %d %+v", code, h)
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func TestCloseQueueDefersToTheClient(t *testing.T) {
 		t.Fatal("the injected close failure did not happen")
 	}
 	s.SetFaults(sim.Faults{})
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	fact := func(id string) sources.ProxyOperation {
 		for _, f := range doc.Operations {
 			if f.StatementID == id {
@@ -56,7 +57,7 @@ func TestCloseQueueDefersToTheClient(t *testing.T) {
 		t.Fatalf("queued close %+v: want the first try after %s", f.Close, deferFor)
 	}
 	waitFor(t, "the queue to close it", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		return fact(op.Ref.StatementID).Close.Outcome == sources.ProxyClosedByProxy
 	})
 	if took := time.Since(failedAt); took < deferFor {

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +20,7 @@ import (
 // when it starts is answered before the proxy stops.
 func TestDrainAnswersInFlightRequests(t *testing.T) {
 	s := startSim(t, "")
-	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logf: t.Logf}
+	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logger: testLogger(t)}
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +79,7 @@ func TestCloseQueuePersistedAndResumed(t *testing.T) {
 	s := startSim(t, "")
 	state := filepath.Join(t.TempDir(), "state", "q.json")
 	auth := func(r *http.Request) error { r.Header.Set("Authorization", "Bearer "+s.Token()); return nil }
-	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logf: t.Logf, ActAs: ActAsProxy,
+	o := Options{Upstream: s.URL(), Heal: true, Policy: fastPolicy(), Logger: testLogger(t), ActAs: ActAsProxy,
 		Authenticate: auth, StateFile: state, CloseDefer: time.Hour}
 	p1, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
@@ -134,5 +136,93 @@ func TestStateFilePath(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%v: %q %v, want %q", tc.env, got, err, tc.want)
 		}
+	}
+}
+
+// A drain keeps queries alive: readiness fails and a new session is
+// refused with 503 and Retry-After, but the held session's statement is
+// polled, fetched and closed through the proxy, and the drain ends as
+// soon as nothing is open, before its timeout.
+func TestDrainKeepsQueriesAlive(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wh := s.WarehouseIDs()[0]
+	if code := adminGet(t, p, adminapi.PathReady, nil); code != http.StatusOK {
+		t.Fatalf("ready before the drain: %d", code)
+	}
+	c := client(t, p.URL(), s.Token(), "job/1.0")
+	op := execute(ctx, t, c, wh, "SELECT sleep(2)")
+	done := make(chan error, 1)
+	dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer dcancel()
+	go func() { done <- p.Drain(dctx) }()
+	waitFor(t, "the drain to begin", 10*time.Second, func() bool { return p.Stats().Draining })
+	if code := adminGet(t, p, adminapi.PathReady, nil); code != http.StatusServiceUnavailable {
+		t.Errorf("ready while draining: %d, want 503", code)
+	}
+	if _, err := client(t, p.URL(), s.Token(), "newcomer/1.0").OpenSession(ctx, wh); !isStatus(err, http.StatusServiceUnavailable) {
+		t.Errorf("a new session while draining: %v, want 503", err)
+	}
+	for {
+		st, err := c.GetOperationStatus(ctx, op.Ref)
+		if err != nil {
+			t.Fatalf("a poll of the held statement while draining: %v", err)
+		}
+		if !st.State.Live() {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the drain ended (%v) with the statement still running", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := c.FetchResults(ctx, op.Ref, 10); err != nil {
+		t.Fatalf("fetch while draining: %v", err)
+	}
+	if err := c.CloseOperation(ctx, op.Ref); err != nil {
+		t.Fatalf("close while draining: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("drain: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain did not end once nothing was open")
+	}
+	if simOpen(s, op.Ref.StatementID) {
+		t.Error("the statement is still open on the server")
+	}
+	if st := p.Stats(); st.DrainLeftOpen != 0 || st.DrainRefused != 1 {
+		t.Errorf("left open %d, refused sessions %d: want 0 and 1", st.DrainLeftOpen, st.DrainRefused)
+	}
+}
+
+// A drain that times out leaves open operations alone (no close, no
+// cancel), says so in one WARN line and counts them.
+func TestDrainTimeoutLeavesOperationsAlone(t *testing.T) {
+	s := startSim(t, "")
+	var logs syncBuffer
+	p := startProxy(t, s.URL(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client(t, p.URL(), s.Token(), "job/1.0")
+	op := execute(ctx, t, c, s.WarehouseIDs()[0], "SELECT sleep(600)")
+	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer dcancel()
+	if err := p.Drain(dctx); err != nil {
+		t.Fatal(err)
+	}
+	if !simOpen(s, op.Ref.StatementID) {
+		t.Error("the drain closed a running statement")
+	}
+	if n := p.Stats().DrainLeftOpen; n != 1 {
+		t.Errorf("drain_left_open %d, want 1", n)
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"drain timeout with operations still open") {
+		t.Errorf("no WARN line:\n%s", logs.String())
 	}
 }

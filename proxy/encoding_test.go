@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,8 +82,8 @@ func TestCompressedAnswersObserved(t *testing.T) {
 	if asked.Load() == 0 {
 		t.Fatal("the client's Accept-Encoding: gzip did not reach the hop")
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || doc.Operations[0].StatementID != id || doc.Operations[0].Close.Outcome != sources.ProxyClosed {
 		t.Fatalf("facts %+v: want the compressed answers observed", doc.Operations)
 	}
@@ -138,8 +139,8 @@ func TestUndecodableEncodingMarksUnobserved(t *testing.T) {
 	if _, err := via.GetOperationStatus(ctx, op.Ref); err != nil {
 		t.Errorf("client: %v; want the body as it came", err)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || doc.Operations[0].Close.Outcome != sources.ProxyUnobserved || doc.Operations[0].Unobserved == "" {
 		t.Fatalf("facts %+v: want the operation unobserved with a reason", doc.Operations)
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +37,9 @@ func TestProxyOwnCallsOnlyToRunningWarehouses(t *testing.T) {
 	_ = c.CloseOperation(ctx, op.Ref) // the client's close fails: queued
 	s.SetFaults(sim.Faults{})
 	before := s.Stats().ObserverRequests["CloseOperation"]
-	var doc OperationsDoc
+	var doc adminapi.OperationsDoc
 	waitFor(t, "the queue to try and refuse", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		ce := doc.Operations[0].Close.LastError
 		return ce != nil && strings.Contains(ce.Message, "is STOPPED; Thrift would start it")
 	})
@@ -47,7 +48,7 @@ func TestProxyOwnCallsOnlyToRunningWarehouses(t *testing.T) {
 	}
 	gate.Update(map[string]string{wh: "RUNNING"})
 	waitFor(t, "the queued close once the warehouse runs", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		return doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 	})
 }

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,8 +46,8 @@ func startProxy(t testing.TB, upstream string, o Options) *Server {
 	if o.CloseDefer == 0 {
 		o.CloseDefer = 100 * time.Millisecond
 	}
-	if o.Logf == nil && o.Logger == nil {
-		o.Logf = t.Logf
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
 	}
 	p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
@@ -59,6 +61,18 @@ func startProxy(t testing.TB, upstream string, o Options) *Server {
 		}
 	})
 	return p
+}
+
+// testLogger logs the proxy's records to the test's log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
 
 // fastPolicy keeps the project's policy but with short backoff, so tests

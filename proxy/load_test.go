@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,7 +95,7 @@ func TestSustainedLoadStaysFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	p := startProxy(t, s.URL(), Options{Heal: true, RetainFinished: retain, Logf: func(string, ...any) {}})
+	p := startProxy(t, s.URL(), Options{Heal: true, RetainFinished: retain, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), total)
 	defer cancel()
 	var done atomic.Int64
@@ -151,4 +153,71 @@ func TestSustainedLoadStaysFlat(t *testing.T) {
 func deadlineOf(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// A shortened soak at the cap (CI): at the default --retain-finished a
+// steady job fills the table, and from then on every new operation
+// evicts one. The table stays at its cap, the log stays a few lines (one
+// eviction line a minute), and the work per statement — allocations of
+// the whole process and the store's ageing steps, counts, not time —
+// is the same late in the run as early.
+func TestAtTheCapCostStaysFlat(t *testing.T) {
+	const capOps = 150
+	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7, Retention: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var logs syncBuffer
+	p := startProxy(t, s.URL(), Options{Heal: true, MaxOperations: capOps, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var done atomic.Int64
+	wg := selectOneLoad(ctx, t, p.URL(), s.Token(), s.WarehouseIDs()[0], 4, &done)
+	defer func() { cancel(); wg.Wait() }()
+	evictedAtLeast := func(n int64) {
+		for p.Stats().Evicted < n {
+			if ctx.Err() != nil {
+				t.Fatalf("only %d evictions after %d statements", p.Stats().Evicted, done.Load())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	type mark struct {
+		statements, mallocs, work int64
+	}
+	read := func() mark {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		p.st.mu.Lock()
+		defer p.st.mu.Unlock()
+		return mark{done.Load(), int64(m.Mallocs), p.st.work}
+	}
+	per := func(a, b mark) (allocs, work float64) {
+		n := float64(b.statements - a.statements)
+		return float64(b.mallocs-a.mallocs) / n, float64(b.work-a.work) / n
+	}
+	evictedAtLeast(capOps)
+	m0 := read()
+	evictedAtLeast(3 * capOps)
+	m1 := read()
+	evictedAtLeast(5 * capOps)
+	m2 := read()
+	early, earlyWork := per(m0, m1)
+	late, lateWork := per(m1, m2)
+	st := p.Stats()
+	t.Logf("at the cap of %d: %.0f then %.0f allocations per statement (whole process), %.2f then %.2f ageing steps; %d evicted, %d statements, log %d bytes",
+		capOps, early, late, earlyWork, lateWork, st.Evicted, done.Load(), len(logs.String()))
+	if st.Operations != capOps {
+		t.Errorf("held %d operations, want the cap %d", st.Operations, capOps)
+	}
+	if late > 1.25*early {
+		t.Errorf("allocations per statement grew from %.0f to %.0f at the cap", early, late)
+	}
+	if lateWork > earlyWork+0.5 || lateWork > 2 {
+		t.Errorf("ageing steps per statement %.2f then %.2f: more than the one eviction each", earlyWork, lateWork)
+	}
+	if n := strings.Count(logs.String(), "\n"); n > 3 {
+		t.Errorf("%d log lines at the cap, want a few:\n%.800s", n, logs.String())
+	}
 }

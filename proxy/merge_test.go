@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,12 +32,12 @@ func dbxtopWithProxy(t *testing.T, s *sim.Server, p *Server, th model.Thresholds
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.CloseIdleConnections)
-	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
+	admin, err := adminapi.NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.CloseIdleConnections)
-	m := Merge(admin, rest, databricks.StatusWithFallback(tc, rest), rest)
+	m := adminapi.Merge(admin, rest, databricks.StatusWithFallback(tc, rest), rest)
 	return poller.NewEngine(poller.Options{Discoverer: m, Status: m, Actions: m, Thresholds: th,
 		Workspace: model.Workspace{Host: s.URL()}, Idle: []sources.IdleCloser{tc, rest, m}})
 }

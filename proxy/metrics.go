@@ -83,7 +83,16 @@ var statDescs = []statDesc{
 	{prometheus.NewDesc("dbxtop_proxy_not_recorded_total", "Operations and sessions forwarded but not recorded: the table was full of open operations.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.NotRecorded) }},
 	{prometheus.NewDesc("dbxtop_proxy_undecodable_total", "Followed calls whose request or answer the proxy could not read.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.Undecodable) }},
 	{prometheus.NewDesc("dbxtop_proxy_unobserved_answers_total", "Answers in an encoding the proxy cannot decode.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.Unobserved) }},
-	{prometheus.NewDesc("dbxtop_proxy_limited_total", "Requests refused with 503 by --max-conns or --max-conns-per-client.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.Limited) }},
+	{prometheus.NewDesc("dbxtop_proxy_limited_total", "Requests refused with 503 by --max-conns or --max-conns-per-client after waiting --queue-wait (or with the queue full).", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.Limited) }},
+	{prometheus.NewDesc("dbxtop_proxy_draining", "1 while the proxy drains (SIGTERM): /v1/ready fails and new sessions are refused.", nil, nil), prometheus.GaugeValue, func(s Stats) float64 {
+		if s.Draining {
+			return 1
+		}
+		return 0
+	}},
+	{prometheus.NewDesc("dbxtop_proxy_drain_refused_sessions_total", "OpenSession calls refused with 503 while draining.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.DrainRefused) }},
+	{prometheus.NewDesc("dbxtop_proxy_drain_left_open_operations", "Operations still open when the drain ended (left alone for the client to continue through the next proxy).", nil, nil), prometheus.GaugeValue, func(s Stats) float64 { return float64(s.DrainLeftOpen) }},
+	{prometheus.NewDesc("dbxtop_proxy_waited_total", "Requests that waited in the queue for a --max-conns or --max-conns-per-client slot.", nil, nil), prometheus.CounterValue, func(s Stats) float64 { return float64(s.Waited) }},
 	{prometheus.NewDesc("dbxtop_proxy_held_operations", "Operations held (open and finished within --retain-finished).", nil, nil), prometheus.GaugeValue, func(s Stats) float64 { return float64(s.Operations) }},
 	{prometheus.NewDesc("dbxtop_proxy_open_operations", "Held operations still open.", nil, nil), prometheus.GaugeValue, func(s Stats) float64 { return float64(s.OpenOperations) }},
 	{prometheus.NewDesc("dbxtop_proxy_queued_closes", "Closes waiting in the close queue.", nil, nil), prometheus.GaugeValue, func(s Stats) float64 { return float64(s.QueuedCloses) }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"log/slog"
 	"net"
@@ -67,10 +68,10 @@ func TestMetricsHealthAndLogsHoldNoSecret(t *testing.T) {
 	s.SetFaults(sim.Faults{})
 	waitFor(t, "the queued close", 20*time.Second, func() bool { return p.Stats().ClosedByProxy == 1 })
 
-	if code, _ := get(t, p.AdminURL()+PathMetrics, ""); code != http.StatusUnauthorized {
+	if code, _ := get(t, p.AdminURL()+adminapi.PathMetrics, ""); code != http.StatusUnauthorized {
 		t.Errorf("/metrics without the token: HTTP %d, want 401", code)
 	}
-	code, metrics := get(t, p.AdminURL()+PathMetrics, p.AdminToken())
+	code, metrics := get(t, p.AdminURL()+adminapi.PathMetrics, p.AdminToken())
 	if code != 200 {
 		t.Fatalf("/metrics: HTTP %d", code)
 	}
@@ -82,16 +83,16 @@ func TestMetricsHealthAndLogsHoldNoSecret(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	code, body := get(t, p.AdminURL()+PathHealth, "")
-	var h Health
+	code, body := get(t, p.AdminURL()+adminapi.PathHealth, "")
+	var h adminapi.Health
 	if err := json.Unmarshal([]byte(body), &h); err != nil || code != 200 || h.Status != "ok" || !h.UpstreamReachable {
 		t.Errorf("health without a token: HTTP %d %s", code, body)
 	}
 	if strings.Contains(body, s.URL()) || strings.Contains(body, strings.TrimPrefix(s.URL(), "http://")) {
 		t.Errorf("health names the upstream: %s", body)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	stats, _ := json.Marshal(p.Stats())
 	all := logs.String() + metrics + body + string(stats) + func() string { b, _ := json.Marshal(doc); return string(b) }()
 	for _, secret := range []string{s.Token(), "secret-sql-marker", "range(2500)"} {
@@ -117,8 +118,8 @@ func TestUpstreamDownExplained(t *testing.T) {
 	ln.Close()
 	logs := &logBuf{}
 	p := startProxy(t, dead, Options{Heal: true, Policy: fastPolicy(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	code, body := get(t, p.AdminURL()+PathHealth, "")
-	var h Health
+	code, body := get(t, p.AdminURL()+adminapi.PathHealth, "")
+	var h adminapi.Health
 	_ = json.Unmarshal([]byte(body), &h)
 	if code != http.StatusServiceUnavailable || h.Status != "upstream_unreachable" || h.UpstreamReason == "" || strings.Contains(body, ln.Addr().String()) {
 		t.Errorf("health with the upstream down: HTTP %d %s", code, body)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"strings"
 	"testing"
 	"time"
@@ -63,35 +64,6 @@ func TestDbxtopFlagsUnclosedOnTheProxysEvidence(t *testing.T) {
 	})
 }
 
-// TestProvenOpenNeedsTheProxysOwnSighting: the proxy's account proves an
-// operation open only when it relayed its start and nothing since closed
-// it or hid it.
-func TestProvenOpenNeedsTheProxysOwnSighting(t *testing.T) {
-	open := sources.ProxyOperation{StatementID: "s", State: model.StateFinished, Close: sources.ProxyClose{Outcome: sources.ProxyOpen}}
-	cases := []struct {
-		name string
-		edit func(*sources.ProxyOperation)
-		want bool
-	}{
-		{"seen started, no close", func(*sources.ProxyOperation) {}, true},
-		{"learned after its start", func(f *sources.ProxyOperation) { f.LearnedAfterStart = true }, false},
-		{"answers unreadable", func(f *sources.ProxyOperation) { f.Unobserved = "undecodable" }, false},
-		{"reported CLOSED", func(f *sources.ProxyOperation) { f.State = model.StateClosed }, false},
-		{"the client's close refused", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyCloseFailed }, true},
-		{"closed by the client", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosed }, false},
-		{"closed by the server", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByServer }, false},
-		{"closed by the proxy", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyClosedByProxy }, false},
-		{"gone", func(f *sources.ProxyOperation) { f.Close.Outcome = sources.ProxyGone }, false},
-	}
-	for _, c := range cases {
-		f := open
-		c.edit(&f)
-		if why, got := provenOpen(f); got != c.want || got && why == "" {
-			t.Errorf("%s: proven open %v (%q), want %v", c.name, got, why, c.want)
-		}
-	}
-}
-
 // TestProxysEvidenceOfOpennessAgesOut: a proxied client leaves its
 // finished operation open and goes silent; the server's leak reaper
 // closes it, which the proxy cannot see (it still reports it open).
@@ -128,7 +100,7 @@ func TestProxysEvidenceOfOpennessAgesOut(t *testing.T) {
 		}
 		return false
 	})
-	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "test")
+	admin, err := adminapi.NewAdminClient(p.AdminURL(), p.AdminToken(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,10 @@ type persistedClose struct {
 	Secret      []byte    `json:"secret"`
 	HTTPPath    string    `json:"http_path"`
 	QueuedAt    time.Time `json:"queued_at"`
+	// Owner identifies the client whose close it was: the HMAC of its
+	// credential under the owner key (hex), never the credential or a
+	// plain digest of it. "" when unknown.
+	Owner string `json:"owner,omitempty"`
 }
 
 type queueFile struct {
@@ -73,8 +78,12 @@ func StateFile(getenv func(string) string, listen string) (string, error) {
 func (p *Proxy) queueEntries() []persistedClose {
 	out := append([]persistedClose(nil), p.kept...)
 	for _, o := range p.st.queuedOps() {
-		out = append(out, persistedClose{StatementID: o.f.StatementID, Secret: append([]byte(nil), o.secret...),
-			HTTPPath: o.f.HTTPPath, QueuedAt: o.queuedAt})
+		e := persistedClose{StatementID: o.f.StatementID, Secret: append([]byte(nil), o.secret...),
+			HTTPPath: o.f.HTTPPath, QueuedAt: o.queuedAt}
+		if sum := o.ownerSum(); sum != (authSum{}) {
+			e.Owner = hex.EncodeToString(sum[:])
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -117,78 +126,143 @@ func writeAtomic(path string, v any) error {
 	return safefile.WriteAtomic(path, b, 0o600)
 }
 
-// resumeQueue reads the persisted close queue at start. With --act-as
-// proxy each entry is queued again and closed; otherwise each is logged
-// as not closable (the client's credentials were never written) and
-// kept in the file, up to a day, for a start with --act-as proxy.
+// resumeQueue reads the persisted close queue at start, through the
+// bounded regular-file reader (a FIFO or a device at the path is refused
+// at once, never waited on). With --act-as proxy each entry is queued
+// again and closed; otherwise the entries are kept in the file, up to a
+// day, for a start with --act-as proxy. What it did is logged in one
+// line each, however many entries the file holds.
 func (p *Proxy) resumeQueue() error {
 	if p.o.StateFile == "" {
 		return nil
 	}
-	f, err := os.Open(p.o.StateFile)
+	b, info, err := safefile.Read(p.o.StateFile, maxQueueFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("proxy: reading the persisted close queue: %w", err)
+		return fmt.Errorf("proxy: reading the persisted close queue %s: %w; move it away to start without it", p.o.StateFile, err)
 	}
-	defer f.Close()
+	if safefile.OpenToOthers(info) {
+		p.log.Warn("the persisted close queue is open to other users; it holds handle secrets: chmod 600 it",
+			"file", p.o.StateFile, "mode", info.Mode().Perm().String())
+	}
 	var doc queueFile
-	if err := json.NewDecoder(&limitedFile{f: f, n: maxQueueFile}).Decode(&doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("proxy: the persisted close queue %s is not readable (%v); move it away to start without it", p.o.StateFile, err)
 	}
 	now := p.clk.Now()
+	var r resumed
 	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
 	for _, e := range doc.Closes {
-		if _, err := thrift.GUIDFromStatementID(e.StatementID); err != nil {
-			continue
-		}
-		if p.o.ActAs != ActAsProxy {
-			if now.Sub(e.QueuedAt) < keepUnclosable {
-				p.kept = append(p.kept, e)
-			}
-			p.log.Warn("persisted close not closable", "statement_id", e.StatementID,
-				"reason", "--act-as client: the client's credentials are never persisted; kept for a start with --act-as proxy, else the server reaps it",
-				"queued_at", e.QueuedAt.UTC())
-			continue
-		}
-		if p.st.ops[e.StatementID] != nil {
-			continue
-		}
-		o := p.st.addOp(e.StatementID, e.Secret, e.HTTPPath, "", now)
-		if o == nil {
-			continue
-		}
-		o.f.LearnedAfterStart = true
-		o.f.State = model.StateUnknown
-		o.f.Close.Outcome = sources.ProxyCloseFailed
-		o.queuedAt = e.QueuedAt
-		p.st.setQueued(o, true)
-		o.f.Close.NextTry = now
-		p.st.arm(o, now)
-		o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile), "")
-		p.log.Info("persisted close resumed", "statement_id", e.StatementID, "queued_at", e.QueuedAt.UTC())
+		p.resumeEntry(e, now, &r)
 	}
 	p.st.queueDirty = true
+	p.st.mu.Unlock()
+	r.log(p, now)
 	return nil
 }
 
-type limitedFile struct {
-	f *os.File
-	n int64
+// resumed counts what resumeQueue did with the file's entries.
+type resumed struct {
+	queued, awaiting, kept, expired, invalid int
+	oldest                                   time.Time
 }
 
-func (l *limitedFile) Read(b []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errors.New("file larger than the close queue can be")
+func (r *resumed) log(p *Proxy, now time.Time) {
+	file := filepath.Base(p.o.StateFile)
+	if r.queued > 0 {
+		p.log.Info("persisted closes resumed", "file", file, "count", r.queued, "oldest_queued_at", r.oldest.UTC())
 	}
-	if int64(len(b)) > l.n {
-		b = b[:l.n]
+	if r.awaiting > 0 {
+		p.log.Info("persisted closes wait for their clients: each is made when its client's credentials are accepted again (or at once with --act-as proxy)",
+			"file", file, "count", r.awaiting, "oldest_queued_at", r.oldest.UTC())
 	}
-	n, err := l.f.Read(b)
-	l.n -= int64(n)
-	return n, err
+	if r.kept > 0 {
+		p.log.Warn("persisted closes without an owner are not closable with --act-as client; kept for a start with --act-as proxy, else the server reaps them",
+			"file", file, "count", r.kept, "oldest_queued_at", r.oldest.UTC(), "kept_until", r.oldest.Add(keepUnclosable).UTC())
+	}
+	if r.expired+r.invalid > 0 {
+		p.log.Warn("persisted closes dropped", "file", file, "older_than_a_day", r.expired, "not_a_statement_id", r.invalid)
+	}
+}
+
+// resumeEntry queues or keeps one persisted close. An entry dated in the
+// future (a clock set back, or a forged file) counts from now, so it
+// expires like any other. Called with the store locked.
+func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
+	if _, err := thrift.GUIDFromStatementID(e.StatementID); err != nil {
+		r.invalid++
+		return
+	}
+	if e.QueuedAt.After(now) {
+		e.QueuedAt = now
+	}
+	if now.Sub(e.QueuedAt) >= keepUnclosable {
+		r.expired++
+		return
+	}
+	if r.oldest.IsZero() || e.QueuedAt.Before(r.oldest) {
+		r.oldest = e.QueuedAt
+	}
+	owner, hasOwner := parseOwner(e.Owner)
+	if p.o.ActAs != ActAsProxy && !hasOwner {
+		p.kept = append(p.kept, e)
+		r.kept++
+		return
+	}
+	if p.st.ops[e.StatementID] != nil {
+		return
+	}
+	o := p.st.addOp(e.StatementID, e.Secret, e.HTTPPath, "", now)
+	if o == nil {
+		return
+	}
+	o.f.LearnedAfterStart = true
+	o.f.State = model.StateUnknown
+	o.f.Close.Outcome = sources.ProxyCloseFailed
+	o.queuedAt = e.QueuedAt
+	o.owner = owner
+	p.st.setQueued(o, true)
+	if p.o.ActAs != ActAsProxy {
+		// No credential survives a restart: the close waits for its
+		// owner to be seen again (adoptOwner).
+		r.awaiting++
+		p.st.await(o)
+		o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile)+"; waits for its client's credentials to be accepted again", "")
+		return
+	}
+	r.queued++
+	o.f.Close.NextTry = now
+	p.st.arm(o, now)
+	o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile), "")
+}
+
+// parseOwner reads a persisted owner identity.
+func parseOwner(s string) (authSum, bool) {
+	var sum authSum
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(sum) {
+		return sum, false
+	}
+	copy(sum[:], b)
+	return sum, sum != authSum{}
+}
+
+// adoptOwner gives the credentials the server just accepted to the
+// resumed closes of the same client (one identity), and makes them due:
+// a close queued before a restart completes when its client returns.
+// Called with the store locked.
+func (p *Proxy) adoptOwner(auth string, now time.Time) {
+	if auth == "" || p.o.ActAs != ActAsClient {
+		return
+	}
+	for _, o := range p.st.adopt(p.id.sum(auth)) {
+		o.auth = auth
+		o.f.Close.NextTry = now
+		p.st.arm(o, now)
+		o.event(now, "owner-returned", "its client's credentials were accepted again; the queued close goes ahead", "client")
+	}
 }
 
 // flushQueue runs every queued close once now, whatever its next try

@@ -21,13 +21,14 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
-	"github.com/dbxtop/dbxtop/textfmt"
 )
 
 // Options configures a Proxy.
@@ -58,10 +59,8 @@ type Options struct {
 	Tick time.Duration
 	// Logger receives one structured record per upstream failure, heal,
 	// queued close, abandonment action and eviction; never a token, a
-	// handle secret or SQL text. nil: Logf, else nothing.
+	// handle secret or SQL text. nil: nothing is logged.
 	Logger *slog.Logger
-	// Logf receives the same records as text lines when Logger is nil.
-	Logf func(string, ...any)
 	// ActAs says whose credentials the proxy's own calls use:
 	// ActAsClient (the default: the owning client's, held in memory for
 	// its session only) or ActAsProxy (Authenticate's).
@@ -84,10 +83,13 @@ type Options struct {
 	// long (--upstream-idle-timeout, default DefaultUpstreamIdleTimeout),
 	// before the server or a load balancer closes it under a request.
 	UpstreamIdleTimeout time.Duration
-	// MaxConns bounds open client connections and MaxConnsPerClient the
-	// requests in flight per Authorization value (0: no limit); beyond
-	// them a request is answered 503 with Retry-After.
+	// MaxConns bounds the client requests in flight in total and
+	// MaxConnsPerClient those of one client, one credential (0: no
+	// limit); idle connections hold no slot. A request beyond them waits
+	// up to QueueWait (default DefaultQueueWait) for a slot, then is
+	// answered 503 with Retry-After.
 	MaxConns, MaxConnsPerClient int
+	QueueWait                   time.Duration
 	// StateFile persists the close queue (handles and secrets, never
 	// credentials); "" keeps it in memory only. See StateFile().
 	StateFile string
@@ -184,15 +186,22 @@ type Proxy struct {
 	stats    counters
 	vec      vectorState // the REST leg's Vector Search writes (vector.go)
 	metrics  *metrics
-	limits   limiter
+	limits   *limiter
+	id       identity // client identities (owner key)
 	health   upstreamHealth
 	log      *slog.Logger
 	started  time.Time
 	wg       sync.WaitGroup
+	// draining: a drain has begun (drain.go); inflight counts client
+	// requests being served.
+	draining atomic.Bool
+	inflight atomic.Int64
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
-	// lastFullLog: the last "table full" log line (store lock).
-	lastFullLog time.Time
+	// lastFullLog: the last "table full" log line; lastEvictLog the last
+	// eviction line, evictPending the evictions since (store lock).
+	lastFullLog, lastEvictLog time.Time
+	evictPending              int64
 	// kept: persisted closes the proxy cannot make (store lock).
 	kept []persistedClose
 }
@@ -209,14 +218,20 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
 	p.log = o.Logger
 	if p.log == nil {
-		p.log = slog.New(slog.NewTextHandler(logfWriter(o.Logf), nil))
+		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.st.onEvict = func(o *op, why string) {
-		p.log.Info("operation evicted", "statement_id", o.f.StatementID, "outcome", o.f.Close.Outcome, "reason", why)
+	p.st.onEvict = func(*op, string) {
+		p.evictPending++
+		p.logEvictions()
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
 	p.metrics = newMetrics(p)
-	p.limits = limiter{maxConns: o.MaxConns, perClient: o.MaxConnsPerClient, busy: map[authSum]int{}}
+	key, err := loadOwnerKey(o.StateFile, p.log)
+	if err != nil {
+		return nil, err
+	}
+	p.id = newIdentity(key)
+	p.limits = newLimiter(o.MaxConns, o.MaxConnsPerClient, o.QueueWait, p.id)
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
@@ -385,12 +400,24 @@ func ParseUpstream(s string) (*url.URL, error) {
 // ServeHTTP forwards a client's request upstream.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.stats.requests.Add(1)
-	why, release := p.limits.admit(r)
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Which one would the server read? The proxy would attribute the
+		// call to the first: refused, never forwarded.
+		p.stats.clientErrors.Add(1)
+		writeError(w, http.StatusBadRequest, "BAD_REQUEST", "dbxtop-proxy: the request carries more than one Authorization header; send one")
+		return
+	}
+	why, waited, release := p.limits.admit(r)
+	if waited {
+		p.stats.waited.Add(1)
+	}
 	if why != "" {
 		p.refuseLimited(w, why)
 		return
 	}
 	defer release()
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, &callSlot{})))
 }
 
@@ -451,16 +478,6 @@ func (p *Proxy) CloseIdleConnections() {
 	p.recent.CloseIdleConnections()
 }
 
-// logfWriter turns slog's text lines into Logf calls (nil: discarded).
-type logfWriter func(string, ...any)
-
-func (f logfWriter) Write(b []byte) (int, error) {
-	if f != nil {
-		f("%s", strings.TrimSuffix(string(b), "\n"))
-	}
-	return len(b), nil
-}
-
 // notRecorded reports an operation or session forwarded but not recorded
 // because the table is full of open operations: counted always, logged
 // at most once a minute. Called with the store locked.
@@ -474,28 +491,40 @@ func (p *Proxy) notRecorded(id string) {
 		"max_operations", p.st.max, "not_recorded_total", p.st.notRecorded)
 }
 
+// logEvictions logs the evictions since the last line, at most once a
+// minute: at the cap every new operation evicts one, and a line each
+// would fill the disk. The metric counts each. Called with the store
+// locked.
+func (p *Proxy) logEvictions() {
+	now := p.clk.Now()
+	if p.evictPending == 0 || now.Sub(p.lastEvictLog) < time.Minute {
+		return
+	}
+	p.lastEvictLog = now
+	p.log.Warn("finished operations evicted before --retain-finished: the table is full", "evicted", p.evictPending,
+		"evicted_total", p.st.evicted, "max_operations", p.st.max, "retain_finished", p.st.retain.String(),
+		"fix", "raise --max-operations or lower --retain-finished (held = statements/s × retention)")
+	p.evictPending = 0
+}
+
 type wallClock struct{}
 
 func (wallClock) Now() time.Time                         { return time.Now() }
 func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// maxText bounds one client- or server-supplied string the proxy keeps.
-const maxText = 512
-
-// clean makes server- or client-supplied text safe for output (the
-// project's one sanitiser, textfmt.Line): one line, no control character,
-// escape sequence or bidi override, credentials redacted, at most maxText
-// bytes.
-func clean(s string) string {
-	if len(s) > 4*maxText {
-		s = s[:4*maxText]
+// cleanInfo cleans every string of an error the proxy keeps for the
+// admin API: the upstream wrote its code, message and request id.
+func cleanInfo(info *model.ErrorInfo) *model.ErrorInfo {
+	if info == nil {
+		return nil
 	}
-	s = textfmt.Line(sources.Redact(s))
-	if len(s) > maxText {
-		s = s[:maxText]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return s
+	c := *info
+	c.Call, c.ErrorCode, c.Message = clean(c.Call), clean(c.ErrorCode), clean(c.Message)
+	c.RequestID, c.Workspace = clean(c.RequestID), clean(c.Workspace)
+	c.Kind = model.ErrorKind(clean(string(c.Kind)))
+	return &c
 }
+
+// clean makes server- or client-supplied text safe for output: the admin
+// API's one rule (adminapi.Clean).
+func clean(s string) string { return adminapi.Clean(s) }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +76,8 @@ func TestTransparentSameRowsSameUpstreamCalls(t *testing.T) {
 		}
 	}
 
-	var doc OperationsDoc
-	if code := adminGet(t, p, PathOperations, &doc); code != 200 {
+	var doc adminapi.OperationsDoc
+	if code := adminGet(t, p, adminapi.PathOperations, &doc); code != 200 {
 		t.Fatalf("admin operations: HTTP %d", code)
 	}
 	if len(doc.Operations) != 1 {
@@ -134,8 +135,8 @@ func TestHealStatusOnFreshConnection(t *testing.T) {
 	if st.Healed == 0 || st.FreshConnections == 0 {
 		t.Errorf("stats %+v: want heals on fresh connections", st)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if len(doc.Operations) != 1 || doc.Operations[0].Heals == 0 {
 		t.Errorf("facts %+v: want heals counted", doc.Operations)
 	}
@@ -187,14 +188,14 @@ func TestClientCloseFailureQueuedUntilClosed(t *testing.T) {
 	if !errors.As(err, &he) || he.StatusCode != 503 {
 		t.Fatalf("client close: want the upstream's real 503, got %v", err)
 	}
-	var doc OperationsDoc
-	adminGet(t, p, PathOperations, &doc)
+	var doc adminapi.OperationsDoc
+	adminGet(t, p, adminapi.PathOperations, &doc)
 	if got := doc.Operations[0].Close; got.Outcome != sources.ProxyCloseFailed || !got.Queued || got.ClientError == nil || got.ClientError.HTTPStatus != 503 {
 		t.Fatalf("close account after the failure: %+v", got)
 	}
 	s.SetFaults(sim.Faults{})
 	waitFor(t, "the proxy's queue to close it", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		return doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 	})
 	for _, o := range s.Truth().Operations {
@@ -221,9 +222,9 @@ func TestCloseAbandonedCancelsThenCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc OperationsDoc
+	var doc adminapi.OperationsDoc
 	waitFor(t, "the abandoned operation to be closed", 20*time.Second, func() bool {
-		adminGet(t, p, PathOperations, &doc)
+		adminGet(t, p, adminapi.PathOperations, &doc)
 		return len(doc.Operations) == 1 && doc.Operations[0].Close.Outcome == sources.ProxyClosedByProxy
 	})
 	f := doc.Operations[0]
@@ -246,7 +247,7 @@ func TestCloseAbandonedCancelsThenCloses(t *testing.T) {
 
 func TestCleanIsOneSafeLine(t *testing.T) {
 	got := clean("app\x1b[31m/1\n\u202eevil Bearer dapi0123456789abcdef0123456789abcdef " + strings.Repeat("x", 3000))
-	if strings.ContainsAny(got, "\x1b\n\u202e") || strings.Contains(got, "dapi0123") || len(got) > maxText {
+	if strings.ContainsAny(got, "\x1b\n\u202e") || strings.Contains(got, "dapi0123") || len(got) > adminapi.MaxText {
 		t.Errorf("clean: %q", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
@@ -73,6 +74,7 @@ func (p *Proxy) tick(ctx context.Context) {
 	var jobs []job
 	p.st.mu.Lock()
 	p.st.age(now)
+	p.logEvictions()
 	for _, o := range p.st.due(now) {
 		if !o.open() {
 			continue
@@ -203,8 +205,7 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 		}
 		return err
 	}
-	info := retry.ErrorInfoOf(err)
-	info.Message = clean(info.Message)
+	info := cleanInfo(retry.ErrorInfoOf(err))
 	o.f.Close.LastError = info
 	o.closeFails++
 	if o.f.Close.Outcome == sources.ProxyOpen {
@@ -301,7 +302,7 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 	o := p.st.ops[statementID]
 	if o == nil {
 		p.st.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
+		return fmt.Errorf("%w: %s", ErrUnknownOperation, idText(statementID))
 	}
 	cctx, cred, cerr := p.creds(ctx, o)
 	ref := o.ref()
@@ -326,6 +327,24 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 	return err
 }
 
+// maxIDText bounds an id a caller gave that goes back in an answer or a
+// log line: a statement id is 36 characters.
+const maxIDText = 64
+
+// idText is a caller-given id made safe to repeat: cleaned, and cut to
+// maxIDText bytes.
+func idText(id string) string {
+	id = clean(id)
+	if len(id) <= maxIDText {
+		return id
+	}
+	id = id[:maxIDText]
+	for !utf8.ValidString(id) {
+		id = id[:len(id)-1]
+	}
+	return id + "…"
+}
+
 // claim marks o busy for a dbxtop action (waiting for a queue attempt in
 // flight would block the operator; refusing says why).
 func (p *Proxy) claim(id string) (*op, error) {
@@ -333,7 +352,7 @@ func (p *Proxy) claim(id string) (*op, error) {
 	defer p.st.mu.Unlock()
 	o := p.st.ops[id]
 	if o == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, id)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, idText(id))
 	}
 	if o.busy {
 		return nil, fmt.Errorf("a close of %s by the proxy is already in flight", id)

@@ -28,6 +28,10 @@ type ServeOptions struct {
 	// ReadTimeout bounds reading one client request, headers and body
 	// (default DefaultReadTimeout): a client trickling its body is cut.
 	ReadTimeout time.Duration
+	// PreAuthTimeout bounds a connection no credential was accepted on
+	// yet: each request read, and each idle wait (default
+	// DefaultPreAuthTimeout).
+	PreAuthTimeout time.Duration
 }
 
 // DefaultReadTimeout bounds reading a client's request: a Thrift request
@@ -107,9 +111,12 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if so.ReadTimeout <= 0 {
 		so.ReadTimeout = DefaultReadTimeout
 	}
-	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout, IdleTimeout: 5 * time.Minute,
-		ConnState: p.limits.connState}
-	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	s.srv = &http.Server{Handler: p, ReadHeaderTimeout: min(30*time.Second, so.ReadTimeout), ReadTimeout: so.ReadTimeout,
+		IdleTimeout: clientIdleTimeout, MaxHeaderBytes: clientMaxHeaderBytes}
+	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: adminIdleTimeout, MaxHeaderBytes: adminMaxHeaderBytes}
+	guardServer(s.srv)
+	guardServer(s.admin)
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -171,6 +178,11 @@ func listen(so ServeOptions, tcfg *tls.Config) (ln, aln net.Listener, err error)
 		_ = ln.Close()
 		return nil, nil, fmt.Errorf("proxy: admin API: listening on %s: %w", so.AdminListen, err)
 	}
+	preAuth := so.PreAuthTimeout
+	if preAuth <= 0 {
+		preAuth = DefaultPreAuthTimeout
+	}
+	ln, aln = guardedListener{ln, preAuth}, guardedListener{aln, preAuth}
 	if tcfg != nil {
 		ln = tls.NewListener(ln, tcfg)
 		aln = tls.NewListener(aln, tcfg.Clone())
@@ -190,16 +202,24 @@ func (s *Server) URL() string        { return s.url }
 func (s *Server) AdminURL() string   { return s.adminURL }
 func (s *Server) AdminToken() string { return s.token }
 
-// FirstLine is the proxy's first line of stdout.
-func (s *Server) FirstLine() string {
-	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, s.token)
+// FirstLine is the proxy's first line of stdout, with the admin token a
+// script reads when the proxy made the token itself.
+func (s *Server) FirstLine() string { return s.firstLine(s.token) }
+
+// FirstLineTokenFrom names where the token came from instead of printing
+// it: a token the operator gave (a file) stays out of stdout and the journal.
+func (s *Server) FirstLineTokenFrom(src string) string { return s.firstLine("(" + src + ")") }
+
+func (s *Server) firstLine(token string) string {
+	return fmt.Sprintf("listen=%s admin=%s admin_token=%s", s.url, s.adminURL, token)
 }
 
-// Close drains and stops the proxy: the client listener stops accepting
-// and in-flight requests finish (ctx bounds the wait: --drain-timeout),
-// the close queue runs once more, what it still holds is persisted, then
-// the admin listener and the close queue stop. It waits for every
-// goroutine the server started.
+// Close stops the proxy: the client listener stops accepting and the
+// requests in flight finish (ctx bounds the wait), the close queue runs
+// once more, what it still holds is persisted, then the admin listener
+// and the close queue stop. It waits for every goroutine the server
+// started. SIGTERM goes through Drain first, which keeps held sessions
+// and operations served until they end.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -222,8 +242,8 @@ func (s *Server) Close(ctx context.Context) error {
 // flushTimeout bounds the close queue's last run at drain.
 const flushTimeout = 10 * time.Second
 
-// DefaultDrainTimeout is how long a drain waits for in-flight requests
-// (--drain-timeout).
+// DefaultDrainTimeout is how long a drain serves held sessions and
+// operations before it leaves the open ones alone (--drain-timeout).
 const DefaultDrainTimeout = 30 * time.Second
 
 func shutdown(ctx context.Context, srv *http.Server) error {

@@ -28,6 +28,9 @@ type counters struct {
 	mismatched       atomic.Int64 // a successful call naming a held GUID with another secret
 	clientErrors     atomic.Int64 // the client's own framing error or slow body: answered 400
 	limited          atomic.Int64 // refused with 503 by --max-conns or --max-conns-per-client
+	waited           atomic.Int64 // waited in the queue for a slot
+	drainRefused     atomic.Int64 // OpenSession refused while draining
+	drainLeftOpen    atomic.Int64 // operations still open when the drain ended
 	closeAnswered    atomic.Int64 // a client's retried close answered as a success for the proxy's
 	unobserved       atomic.Int64 // answers in an encoding the proxy could not decode
 
@@ -78,6 +81,10 @@ type Stats struct {
 	Mismatched       int64            `json:"mismatched_secret"`
 	ClientErrors     int64            `json:"client_errors"`
 	Limited          int64            `json:"limited"`
+	Waited           int64            `json:"waited"`
+	Draining         bool             `json:"draining"`
+	DrainRefused     int64            `json:"drain_refused_sessions"`
+	DrainLeftOpen    int64            `json:"drain_left_open"`
 	CloseAnswered    int64            `json:"client_closes_answered"`
 	Unobserved       int64            `json:"unobserved_answers"`
 	Operations       int              `json:"operations"`
@@ -100,7 +107,8 @@ func (p *Proxy) Stats() Stats {
 		ClosesQueued: c.closesQueued.Load(), ClosedByProxy: c.closedByProxy.Load(),
 		AbandonActions: c.abandonActions.Load(), OwnCalls: c.ownCalls.Load(),
 		Refused: c.refused.Load(), ErrorAnswers: c.refusedCalls.Load(), Mismatched: c.mismatched.Load(),
-		ClientErrors: c.clientErrors.Load(), Limited: c.limited.Load(),
+		ClientErrors: c.clientErrors.Load(), Limited: c.limited.Load(), Waited: c.waited.Load(),
+		DrainRefused: c.drainRefused.Load(), DrainLeftOpen: c.drainLeftOpen.Load(), Draining: p.draining.Load(),
 		CloseAnswered: c.closeAnswered.Load(), Unobserved: c.unobserved.Load(),
 		Calls: map[string]int64{},
 	}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"container/heap"
-	"crypto/sha256"
 	"sort"
 	"strings"
 	"sync"
@@ -24,17 +23,6 @@ const (
 	// so no single RPC pays for a backlog.
 	maxEvictPerPass = 256
 )
-
-// authSum identifies a client by its Authorization header without
-// keeping the header: whose session or operation this is.
-type authSum [sha256.Size]byte
-
-func sumAuth(h string) authSum {
-	if h == "" {
-		return authSum{}
-	}
-	return sha256.Sum256([]byte(h))
-}
 
 // session is a client session the upstream confirmed (an OpenSession
 // answered with success, or a successful call on it).
@@ -166,9 +154,14 @@ type store struct {
 	timers           timers
 	queued           int
 	queuedSet        map[*op]struct{}
-	queueDirty       bool // the close queue changed since it was persisted
-	evicted          int64
-	notRecorded      int64
+	// awaiting: resumed closes waiting for their owner's credentials.
+	awaiting   map[authSum]map[*op]struct{}
+	queueDirty bool // the close queue changed since it was persisted
+	evicted    int64
+	// work counts the entries ageing and eviction stepped over: what an
+	// insert costs beyond its own O(1) (tests compare it per operation).
+	work        int64
+	notRecorded int64
 	// onEvict and onFull report (with the lock held; they must not block).
 	onEvict func(o *op, why string)
 	onFull  func(id string)
@@ -182,7 +175,8 @@ func newStore(retain time.Duration, max int) *store {
 		max = DefaultMaxOperations
 	}
 	return &store{retain: retain, max: max, sessions: map[string]*session{}, ops: map[string]*op{}, queuedSet: map[*op]struct{}{},
-		onEvict: func(*op, string) {}, onFull: func(string) {}}
+		awaiting: map[authSum]map[*op]struct{}{},
+		onEvict:  func(*op, string) {}, onFull: func(string) {}}
 }
 
 // warehouseFromPath reads <id> from /sql/1.0/warehouses/<id>.
@@ -242,6 +236,40 @@ func (s *store) setQueued(o *op, q bool) {
 		s.queued--
 		delete(s.queuedSet, o)
 		o.f.Close.NextTry = time.Time{}
+	}
+}
+
+// await files a resumed close under its owner until the owner returns.
+func (s *store) await(o *op) {
+	set := s.awaiting[o.owner]
+	if set == nil {
+		set = map[*op]struct{}{}
+		s.awaiting[o.owner] = set
+	}
+	set[o] = struct{}{}
+}
+
+// adopt takes the closes awaiting owner out of waiting.
+func (s *store) adopt(owner authSum) []*op {
+	set := s.awaiting[owner]
+	if set == nil {
+		return nil
+	}
+	delete(s.awaiting, owner)
+	out := make([]*op, 0, len(set))
+	for o := range set {
+		out = append(out, o)
+	}
+	return out
+}
+
+// unawait forgets o's wait (it ended another way).
+func (s *store) unawait(o *op) {
+	if set := s.awaiting[o.owner]; set != nil {
+		delete(set, o)
+		if len(set) == 0 {
+			delete(s.awaiting, o.owner)
+		}
 	}
 }
 
@@ -354,6 +382,7 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 	s.age(now)
 	if len(s.ops) >= s.max {
 		if old := s.finPopFront(); old != nil {
+			s.work++
 			delete(s.ops, old.f.StatementID)
 			s.evicted++
 			s.onEvict(old, "table full (--max-operations)")
@@ -378,10 +407,12 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 // work per call.
 func (s *store) age(now time.Time) {
 	for i := 0; i < maxEvictPerPass && s.finHead != nil && now.Sub(s.finHead.closedAt) > s.retain; i++ {
+		s.work++
 		o := s.finPopFront()
 		delete(s.ops, o.f.StatementID)
 	}
 	for i := 0; i < maxEvictPerPass && s.sesHead != nil && now.Sub(s.sesHead.listAt) > s.retain; i++ {
+		s.work++
 		ss := s.sesHead
 		if len(ss.open) > 0 || ss.inflight > 0 {
 			// Still has open operations: looked at again after another
@@ -407,6 +438,9 @@ func (s *store) setClosed(o *op, outcome string, now time.Time) {
 	o.auth = ""
 	if o.sess != nil {
 		delete(o.sess.open, o)
+	}
+	if len(s.awaiting) > 0 {
+		s.unawait(o)
 	}
 	s.arm(o, time.Time{})
 	s.finPushBack(o)

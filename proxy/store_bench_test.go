@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,82 @@ func TestAgeingKeepsActivity(t *testing.T) {
 	}
 	if s.sessions["idle"] != nil || idle.open != nil {
 		t.Error("the idle session with nothing open was not forgotten")
+	}
+}
+
+// At the cap every new operation evicts a finished one: each is counted,
+// and logged in one line a minute, not one line each.
+func TestEvictionsLoggedInAggregate(t *testing.T) {
+	var logs syncBuffer
+	p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: 100, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+	running := model.StateRunning
+	const n = 5000
+	for i := 0; i < n; i++ {
+		rq := request{call: "GetOperationStatus", opID: fmt.Sprintf("op-%d", i), auth: "Bearer x"}
+		p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
+		rq.call = "CloseOperation"
+		p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
+	}
+	if st := p.Stats(); st.Evicted < n-200 {
+		t.Fatalf("evicted %d, want about %d", st.Evicted, n-100)
+	}
+	if lines := strings.Count(logs.String(), "\n"); lines != 1 {
+		t.Errorf("%d log lines for %d evictions within a minute, want 1:\n%.500s", lines, p.Stats().Evicted, logs.String())
+	}
+}
+
+// stepClock advances a second at each reading: ageing is exact, whatever
+// the machine's speed.
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time                         { c.t = c.t.Add(time.Second); return c.t }
+func (c *stepClock) After(d time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// The cost of recording and closing an operation does not grow with
+// what the table holds: allocations and the entries ageing steps over
+// per operation are the same with 0 and 100,000 open operations held
+// (counts, not time: BenchmarkRecordAndClose shows the time).
+func TestRecordCostFlatWithHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds 100,000 operations")
+	}
+	type cost struct{ allocs, work float64 }
+	measure := func(held int) cost {
+		p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: held + 100_000, RetainFinished: time.Millisecond,
+			CloseAbandoned: time.Hour, Clock: &stepClock{t: time.Unix(1_000_000, 0)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+		running := model.StateRunning
+		secret := randomSecret()
+		for i := 0; i < held; i++ {
+			p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x", ua: "app/1.0"},
+				tracked{}, reply{ok: true, status: ok, state: &running}, true)
+		}
+		const runs = 2000
+		ids := make([]string, runs+1)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("op-%d", i)
+		}
+		i := 0
+		work0 := p.st.work
+		allocs := testing.AllocsPerRun(runs, func() {
+			rq := request{call: "GetOperationStatus", opID: ids[i], secret: secret, auth: "Bearer x", ua: "app/1.0"}
+			i++
+			p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
+			rq.call = "CloseOperation"
+			p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
+		})
+		return cost{allocs, float64(p.st.work-work0) / float64(i)}
+	}
+	empty, full := measure(0), measure(100_000)
+	t.Logf("per operation: %.0f allocations, %.2f ageing steps (0 held); %.0f, %.2f (100,000 held)", empty.allocs, empty.work, full.allocs, full.work)
+	if full.allocs > empty.allocs || full.work > empty.work+0.01 {
+		t.Errorf("cost grows with what is held: %+v with 0, %+v with 100,000", empty, full)
 	}
 }

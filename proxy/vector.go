@@ -17,9 +17,6 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// PathVector is the admin API's account of Vector Search index writes.
-const PathVector = "/v1/vector"
-
 // The REST leg's bounds (docs/proxy-vector.md).
 const (
 	// maxVectorAnswer: how much of an index data answer is read to count
@@ -95,6 +92,8 @@ type vectorState struct {
 	rest      atomic.Int64
 	undecoded atomic.Int64
 	dropped   atomic.Int64
+	// notRecorded: answers that confirmed nothing about their index.
+	notRecorded atomic.Int64
 
 	mu       sync.Mutex
 	indexes  map[string]*indexWrites
@@ -241,10 +240,38 @@ type vectorCount struct {
 	refusal      *sources.ProxyRefusal
 }
 
+// unconfirmed says whether an answer confirms nothing about the index:
+// the call was refused for its credentials or permissions, or the server
+// does not know the index. Made-up tokens and names never make rows.
+func unconfirmed(status int, c *vectorCount) bool {
+	if refused(status) || status == http.StatusNotFound {
+		return true
+	}
+	if c != nil && c.err != nil {
+		switch c.err.ErrorCode {
+		case "UNAUTHENTICATED", "PERMISSION_DENIED", "RESOURCE_DOES_NOT_EXIST", "NOT_FOUND":
+			return true
+		}
+	}
+	return false
+}
+
+// recordVector counts one answer on its index. Only server-confirmed
+// facts enter the table: an answer that confirms nothing about the index
+// records nothing (counted in not_recorded), and a server failure (5xx)
+// is counted only on an index the table already holds.
 func (p *Proxy) recordVector(index, op string, now time.Time, status int, c *vectorCount) {
 	v := &p.vec
+	if unconfirmed(status, c) {
+		v.notRecorded.Add(1)
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if status >= 500 && v.indexes[index] == nil {
+		v.notRecorded.Add(1)
+		return
+	}
 	w := v.index(index)
 	if w == nil {
 		return
@@ -302,7 +329,8 @@ func (p *Proxy) Vector() sources.ProxyVectorDoc {
 	v := &p.vec
 	now := p.clk.Now()
 	d := sources.ProxyVectorDoc{GeneratedAt: now.UTC(), FailFastExhausted: p.o.FailFastExhausted,
-		RESTRequests: v.rest.Load(), Undecoded: v.undecoded.Load(), IndexesDropped: v.dropped.Load()}
+		RESTRequests: v.rest.Load(), Undecoded: v.undecoded.Load(), IndexesDropped: v.dropped.Load(),
+		NotRecorded: v.notRecorded.Load()}
 	v.mu.Lock()
 	d.Indexes = make([]sources.ProxyIndexWrites, 0, len(v.indexes))
 	for _, w := range v.indexes {

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,8 +67,8 @@ func upsertBody(n int) string {
 func vectorDoc(t *testing.T, p *Server) sources.ProxyVectorDoc {
 	t.Helper()
 	var d sources.ProxyVectorDoc
-	if code := adminGet(t, p, PathVector, &d); code != http.StatusOK {
-		t.Fatalf("admin %s: HTTP %d", PathVector, code)
+	if code := adminGet(t, p, adminapi.PathVector, &d); code != http.StatusOK {
+		t.Fatalf("admin %s: HTTP %d", adminapi.PathVector, code)
 	}
 	return d
 }
@@ -224,12 +226,12 @@ func TestWithoutFailFastSDKUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rest.CloseIdleConnections()
-	admin, err := NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
+	admin, err := adminapi.NewAdminClient(p.AdminURL(), p.AdminToken(), "dbxtop/test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.CloseIdleConnections()
-	eps, err := MergeCapacity(admin, rest).Endpoints(context.Background(), nil)
+	eps, err := adminapi.MergeCapacity(admin, rest).Endpoints(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,32 +338,6 @@ func TestVectorDataPath(t *testing.T) {
 	}
 }
 
-// A refusal marks the endpoint holding the index until a later upsert to
-// any of its indexes succeeds; other endpoints are untouched.
-func TestApplyRefusals(t *testing.T) {
-	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	ref := &sources.ProxyRefusal{Index: "a", At: t0, Status: 429, ErrorCode: "RESOURCE_EXHAUSTED", Message: "Endpoint capacity has reached capacity limit.\x1b[2J", RequestID: "rid-1"}
-	doc := sources.ProxyVectorDoc{Indexes: []sources.ProxyIndexWrites{
-		{Index: "a", LastUpsertAt: t0.Add(-time.Minute), LastRefusal: ref},
-		{Index: "b", LastUpsertAt: t0.Add(-2 * time.Minute)},
-	}}
-	ep := model.Endpoint{Name: "e1", Indexes: []model.Index{{Name: "a"}, {Name: "b"}}}
-	other := model.Endpoint{Name: "e2", Indexes: []model.Index{{Name: "c"}}}
-	applyRefusals(&ep, &doc)
-	applyRefusals(&other, &doc)
-	if !ep.Exhausted || ep.ExhaustedVia != model.LearnedViaProxy || ep.LastError == nil || ep.LastError.RequestID != "rid-1" ||
-		strings.ContainsRune(ep.LastError.Message, 0x1b) || other.Exhausted {
-		t.Fatalf("after the refusal: %+v %+v", ep, other)
-	}
-	// A later accepted upsert to another index of the endpoint: it took rows again.
-	doc.Indexes[1].LastUpsertAt = t0.Add(time.Second)
-	ep2 := model.Endpoint{Name: "e1", Indexes: ep.Indexes}
-	applyRefusals(&ep2, &doc)
-	if ep2.Exhausted || ep2.LastError != nil {
-		t.Fatalf("after a later accepted upsert: %+v", ep2)
-	}
-}
-
 // sim --scenario vector-incident with the embedded proxy: the writer's
 // last writes go through the proxy, which reports the first refusal with
 // the server's words; the bulk fill stayed in-process.
@@ -456,5 +432,46 @@ func TestVectorAnswersEncodedOrLarge(t *testing.T) {
 	d := vectorDoc(t, p)
 	if d.Undecoded != 1 || len(d.Refusals) != 1 || d.Refusals[0].RequestID != "rid-gz" || indexOf(d, "a.b.big").Upserts != 1 {
 		t.Errorf("doc %+v", d)
+	}
+}
+
+// Only server-confirmed facts enter the index table: upserts refused for
+// their made-up token, or naming an index the server does not know,
+// record nothing, so they cannot push a real index out of it.
+func TestRefusedUpsertsRecordNothing(t *testing.T) {
+	s := startSim(t, "")
+	p := startProxy(t, s.URL(), Options{})
+	send := func(token, index string) int {
+		req, _ := http.NewRequest(http.MethodPost, p.URL()+"/api/2.0/vector-search/indexes/"+index+"/upsert-data", strings.NewReader(upsertBody(1)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const n = 300
+	for i := 0; i < n; i++ {
+		if code := send("dapi-made-up-"+strconv.Itoa(i), "cat.schema.idx"+strconv.Itoa(i)); code != http.StatusUnauthorized {
+			t.Fatalf("premise: a made-up token gets 401, got %d", code)
+		}
+		if i%10 == 0 {
+			if code := send(s.Token(), "no.such.idx"+strconv.Itoa(i)); code != http.StatusNotFound {
+				t.Fatalf("premise: an unknown index gets 404, got %d", code)
+			}
+		}
+	}
+	d := vectorDoc(t, p)
+	if len(d.Indexes) != 0 || d.NotRecorded != n+n/10 {
+		t.Fatalf("after %d refused upserts: %d indexes, not_recorded %d", n+n/10, len(d.Indexes), d.NotRecorded)
+	}
+	if code := send(s.Token(), directIdx); code != http.StatusOK {
+		t.Fatalf("real upsert: %d", code)
+	}
+	if ix := indexOf(vectorDoc(t, p), directIdx); ix.Upserts != 1 || ix.RowsWritten != 1 {
+		t.Errorf("the real upsert: %+v", ix)
 	}
 }

@@ -77,6 +77,29 @@ func TestAlertRulesMatchServe(t *testing.T) {
 	}
 }
 
+// TestEveryAlertCarriesAWorkspace: Alertmanager groups by workspace, so
+// every alert the promtool tests expect is labelled with one (an alert
+// without it would share a group {} with every other such alert and wait
+// on its interval).
+func TestEveryAlertCarriesAWorkspace(t *testing.T) {
+	b, err := os.ReadFile("../docs/alerts/dbxtop.rules.test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "- exp_labels:") {
+			n++
+			if !regexp.MustCompile(`[{ ]workspace: [a-z]`).MatchString(l) {
+				t.Errorf("an expected alert has no workspace: %s", l)
+			}
+		}
+	}
+	if n < 19 {
+		t.Errorf("%d expected alerts in the promtool tests: every alert should have one", n)
+	}
+}
+
 // TestDashboardMatchesServe: the Grafana dashboard (contrib/grafana)
 // queries only series serve exports, through its datasource variable,
 // with the workspace variable on every dbxtop_ selector. e2e's alerting

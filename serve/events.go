@@ -47,20 +47,22 @@ const subscriberBuffer = 1024
 
 // hub fans the fleet's single event stream out to every subscriber.
 type hub struct {
-	mu     sync.Mutex
-	subs   map[chan model.Event]struct{}
+	mu   sync.Mutex
+	subs map[chan model.Event]bool // true once the reader lost an event
+	// onDrop is told when a reader first loses events (serve's WARN).
+	onDrop func()
 	closed bool
 	done   chan struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[chan model.Event]struct{}{}, done: make(chan struct{})} }
+func newHub() *hub { return &hub{subs: map[chan model.Event]bool{}, done: make(chan struct{})} }
 
 func (h *hub) subscribe() (chan model.Event, func()) {
 	ch := make(chan model.Event, subscriberBuffer)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.closed {
-		h.subs[ch] = struct{}{}
+		h.subs[ch] = false
 	}
 	return ch, func() {
 		h.mu.Lock()
@@ -72,10 +74,16 @@ func (h *hub) subscribe() (chan model.Event, func()) {
 func (h *hub) publish(ev model.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs {
+	for ch, dropped := range h.subs {
 		select {
 		case ch <- ev:
 		default: // drop the oldest for this reader only
+			if !dropped {
+				h.subs[ch] = true
+				if h.onDrop != nil {
+					h.onDrop()
+				}
+			}
 			select {
 			case <-ch:
 			default:

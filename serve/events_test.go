@@ -26,3 +26,19 @@ func TestEncodeEventSanitisesServerText(t *testing.T) {
 		t.Errorf("encoding changed the engine's event: %q", ev.Flag.Detail)
 	}
 }
+
+// A reader too slow for its buffer loses its oldest events, and serve is
+// told once per reader (its log's WARN), not once per event lost.
+func TestHubTellsOnceWhenAReaderLosesEvents(t *testing.T) {
+	h := newHub()
+	drops := 0
+	h.onDrop = func() { drops++ }
+	ch, unsubscribe := h.subscribe()
+	defer unsubscribe()
+	for i := 0; i < subscriberBuffer+10; i++ {
+		h.publish(model.Event{Message: "m"})
+	}
+	if drops != 1 || len(ch) != subscriberBuffer {
+		t.Errorf("told %d times, %d events held; want once, %d held", drops, len(ch), subscriberBuffer)
+	}
+}

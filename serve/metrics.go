@@ -146,10 +146,10 @@ var gauges = []gauge{
 				}
 			}
 		}},
-	{"dbxtop_endpoint_write_rows_per_minute", "Net rows per minute written to a Vector Search endpoint over the last 5 min.", []string{"endpoint"},
+	{"dbxtop_endpoint_write_rows_per_second", "Net rows per second written to a Vector Search endpoint, averaged over the last 5 min.", []string{"endpoint"},
 		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
 			for _, e := range ws.Endpoints {
-				out(e.WriteRowsPerMin, label(e.Name))
+				out(e.WriteRowsPerMin/60, label(e.Name))
 			}
 		}},
 	{"dbxtop_endpoint_throughput_utilization_ratio", "A Vector Search endpoint's concurrency utilisation (throughput_info), 0..1+ (absent when the server does not report it).", []string{"endpoint"},
@@ -209,8 +209,8 @@ func buildInfo(version, revision string) prometheus.Collector {
 		revision = "unknown"
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dbxtop_build_info",
-		Help:        "A constant 1 labelled with the version, revision and Go version dbxtop serve was built from.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()}})
+		Help:        "A constant 1 labelled with the version, revision, Go version and platform dbxtop serve was built from.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version(), "goos": runtime.GOOS, "goarch": runtime.GOARCH}})
 	g.Set(1)
 	return g
 }
@@ -335,6 +335,15 @@ type Counters struct {
 	mu      sync.Mutex
 	counted map[string]map[string]bool // workspace → statement id + flag → counted
 	calls0  map[[2]string]bool         // (workspace, call) whose series are born
+	// proxyRead is told of every read of a workspace's proxy (serve's log).
+	proxyRead func(workspace string, ok bool, err error)
+}
+
+// onProxyRead sets the hook told of every read of a proxy.
+func (c *Counters) onProxyRead(f func(workspace string, ok bool, err error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proxyRead = f
 }
 
 // bornKinds are the error kinds a call can retry or give up with: each
@@ -424,7 +433,7 @@ func (c *Counters) Observer(workspace string) func(retry.Report) {
 	}
 }
 
-// proxyCall is the call proxy.Merged makes to the proxy's admin API once
+// proxyCall is the call adminapi.Merged makes to the proxy's admin API once
 // per discovery; its outcome is dbxtop_proxy_up.
 const proxyCall = "ProxyOperations"
 
@@ -447,6 +456,12 @@ func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
 		if call.Name == proxyCall {
 			c.proxyUp.WithLabelValues(workspace).Set(boolF(err == nil))
+			c.mu.Lock()
+			f := c.proxyRead
+			c.mu.Unlock()
+			if f != nil {
+				f(workspace, err == nil, err)
+			}
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 // Vector Search writes (--proxy, docs/proxy-vector.md): capacity
 // refusals as a counter (it restarts with the proxy, which Prometheus
 // reads as a counter reset) and the rows written through the proxy per
-// minute. Endpoints without a proxy's account have no series.
+// second. Endpoints without a proxy's account have no series.
 type proxiedCollector struct {
 	fleet             *poller.Fleet
 	refusals, written *prometheus.Desc
@@ -21,8 +21,8 @@ func newProxiedCollector(f *poller.Fleet) *proxiedCollector {
 		refusals: prometheus.NewDesc("dbxtop_endpoint_capacity_refusals_total",
 			"Client upserts refused for the Vector Search endpoint's capacity (429 RESOURCE_EXHAUSTED about capacity), as a dbxtop proxy saw them since it started.",
 			[]string{"workspace", "endpoint"}, nil),
-		written: prometheus.NewDesc("dbxtop_endpoint_proxied_written_rows_per_minute",
-			"Rows the clients wrote to a Vector Search endpoint's indexes through a dbxtop proxy over the last minute (from the server's answers).",
+		written: prometheus.NewDesc("dbxtop_endpoint_proxied_written_rows_per_second",
+			"Rows per second the clients wrote to a Vector Search endpoint's indexes through a dbxtop proxy, averaged over the last minute (from the server's answers).",
 			[]string{"workspace", "endpoint"}, nil),
 	}
 }
@@ -39,7 +39,7 @@ func (c *proxiedCollector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(e.Proxied.CapacityRefusals), ws.Name, label(e.Name))
-			ch <- prometheus.MustNewConstMetric(c.written, prometheus.GaugeValue, e.Proxied.WrittenPerMin, ws.Name, label(e.Name))
+			ch <- prometheus.MustNewConstMetric(c.written, prometheus.GaugeValue, e.Proxied.WrittenPerMin/60, ws.Name, label(e.Name))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -56,13 +57,13 @@ func TestServeExportsProxiedRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rest.CloseIdleConnections()
-	admin, err := proxy.NewAdminClient(px.AdminURL(), px.AdminToken(), "dbxtop/test")
+	admin, err := adminapi.NewAdminClient(px.AdminURL(), px.AdminToken(), "dbxtop/test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.CloseIdleConnections()
 	c := NewCounters()
-	eng := poller.NewEngine(poller.Options{Discoverer: rest, Status: rest, Capacity: proxy.MergeCapacity(admin, rest),
+	eng := poller.NewEngine(poller.Options{Discoverer: rest, Status: rest, Capacity: adminapi.MergeCapacity(admin, rest),
 		Refresh: 200 * time.Millisecond, ReadOnly: true, Workspace: model.Workspace{Host: srv.URL()},
 		Policy: retry.PolicyOptions{Observe: c.Observer("ws"), Done: c.Done("ws")}})
 	fleet := poller.NewFleet(time.Hour, poller.Member{Name: "ws", Engine: eng})
@@ -83,7 +84,7 @@ func TestServeExportsProxiedRefusals(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE dbxtop_endpoint_capacity_refusals_total counter",
 		`dbxtop_endpoint_capacity_refusals_total{endpoint="vs-analytics",workspace="ws"} 0`,
-		`dbxtop_endpoint_proxied_written_rows_per_minute{endpoint="vs-prod",workspace="ws"} `,
+		`dbxtop_endpoint_proxied_written_rows_per_second{endpoint="vs-prod",workspace="ws"} `,
 		`dbxtop_endpoint_exhausted{endpoint="vs-prod",workspace="ws"} 1`,
 	} {
 		if !strings.Contains(body, want) {

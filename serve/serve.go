@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -68,7 +69,9 @@ type Options struct {
 	// Refresh is the fleet's listing period (--refresh), told to attached
 	// TUIs; 0 → not told.
 	Refresh time.Duration
-	Logf    func(format string, args ...any)
+	// Logger is serve's log (levels that mean something: see log.go);
+	// nil → nothing is logged.
+	Logger *slog.Logger
 	// Version and Revision label dbxtop_build_info ("" → "unknown").
 	Version, Revision string
 	// InsecureListen allows plain HTTP on an address that is not loopback
@@ -124,6 +127,8 @@ type Server struct {
 	hub       *hub
 	reg       *prometheus.Registry
 	web       *webConfig // nil without --web.config.file
+	log       *slog.Logger
+	watch     *watch
 }
 
 // New listens and prepares the handlers; nothing is served until Run.
@@ -142,6 +147,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Counters == nil {
 		o.Counters = NewCounters()
+	}
+	if o.Logger == nil {
+		o.Logger = discardLogger
 	}
 	generated := o.Token == ""
 	if generated {
@@ -175,7 +183,12 @@ func New(o Options) (*Server, error) {
 		_ = ln.Close()
 		return nil, errors.New("serve: the act token and the read token are the same; give actions their own token")
 	}
-	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry(), web: wc}
+	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry(), web: wc,
+		log: o.Logger, watch: newWatch(o.Logger)}
+	o.Counters.onProxyRead(s.watch.proxyRead)
+	s.hub.onDrop = func() {
+		s.log.Warn("an /api/v1/events reader is too slow: it loses its oldest events", "buffer", subscriberBuffer)
+	}
 	if o.ActToken != "" {
 		s.act = []byte(o.ActToken)
 	}
@@ -288,7 +301,8 @@ func (s *Server) tick(ctx context.Context) {
 	t := time.NewTicker(s.o.Tick)
 	defer t.Stop()
 	for {
-		s.o.Counters.reconcile(s.o.Fleet.Snapshots())
+		snaps := s.o.Fleet.Snapshots()
+		s.o.Counters.reconcile(snaps)
 		select {
 		case <-ctx.Done():
 			return
@@ -309,9 +323,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/v1/health", s.auth(false, http.HandlerFunc(s.health)))
 	mux.Handle("GET /api/v1/events", s.auth(false, http.HandlerFunc(s.events)))
 	mux.Handle("POST /api/v1/operations/{id}/{action}", s.auth(true, http.HandlerFunc(s.action)))
+	logged := s.logRefused(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.web.setHeaders(w.Header())
-		mux.ServeHTTP(w, r)
+		logged.ServeHTTP(w, r)
 	})
 }
 
@@ -486,6 +501,13 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	err := fn(ctx, id)
+	attrs := []any{"call", act, "statement_id", id}
+	if err != nil {
+		// The operator's action did not happen: a WARN, with the cause.
+		s.log.Warn("action failed", append(attrs, "err", err)...)
+	} else {
+		s.log.Info("action done", attrs...)
+	}
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]string{"result": act + " done"})

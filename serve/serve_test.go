@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,24 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// liveAndDead starts a quiet simulator (closed when the test ends) and
+// names a loopback URL nothing listens on: a workspace up and one down.
+func liveAndDead(t *testing.T, ctx context.Context) (*sim.Server, string) {
+	t.Helper()
+	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + dead.Addr().String()
+	dead.Close()
+	return srv, deadURL
+}
+
 // await polls cond until it holds or a generous deadline passes.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -83,15 +102,7 @@ func await(t *testing.T, what string, cond func() bool) {
 func TestServeTwoWorkspacesOneDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Close(context.Background()) }()
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadURL := "http://" + dead.Addr().String()
-	dead.Close()
-
+	srv, deadURL := liveAndDead(t, ctx)
 	c := NewCounters()
 	fleet := poller.NewFleet(time.Hour, workspace(t, ctx, "live", srv.URL(), srv.Token(), c), workspace(t, ctx, "down", deadURL, "x", c))
 	s, err := New(Options{Listen: "127.0.0.1:0", Fleet: fleet, Counters: c, Tick: 50 * time.Millisecond})
@@ -164,12 +175,12 @@ func TestServeTwoWorkspacesOneDown(t *testing.T) {
 	}
 	for _, want := range []string{"dbxtop_retry_budget_tokens{workspace=\"live\"}",
 		// The exporter conventions: build info, process and Go runtime.
-		`dbxtop_build_info{goversion="go`, "process_cpu_seconds_total ", "go_goroutines ",
+		`dbxtop_build_info{goarch="` + runtime.GOARCH + `",goos="` + runtime.GOOS + `",goversion="go`, "process_cpu_seconds_total ", "go_goroutines ",
 		// Every endpoint flag is a series, 0 until raised.
 		`dbxtop_endpoint_flag{endpoint="vs-prod",flag="EXHAUSTED",severity="critical",workspace="live"} 0`,
 		// Capacity: the limit's source, throughput utilisation, write rate.
 		`dbxtop_endpoint_throughput_utilization_ratio{endpoint="vs-prod",workspace="live"} 0.23`,
-		`dbxtop_endpoint_write_rows_per_minute{endpoint="vs-prod",workspace="live"} 0`,
+		`dbxtop_endpoint_write_rows_per_second{endpoint="vs-prod",workspace="live"} 0`,
 		`dbxtop_endpoint_row_limit{endpoint="vs-prod",workspace="live"} 200000`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

@@ -22,6 +22,11 @@ type ProxyVectorDoc struct {
 	// IndexesDropped counts answers for indexes beyond the proxy's bound
 	// on distinct index names (counted nowhere else).
 	IndexesDropped int64 `json:"indexes_dropped"`
+	// NotRecorded counts index data answers that confirmed nothing about
+	// their index (refused credentials or permissions, an index the
+	// server does not know, a server failure on an index not yet held):
+	// forwarded, recorded nowhere else.
+	NotRecorded int64 `json:"not_recorded"`
 }
 
 // ProxyIndexWrites is the write account of one index.

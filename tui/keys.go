@@ -281,23 +281,58 @@ func (m *Model) showLastError() {
 var refreshSteps = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
 	2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
 
-// stepRefresh moves the screen's refresh period d steps (-1: more
-// often), within refreshSteps; the next tick uses it.
-func (m *Model) stepRefresh(d int) {
-	cur := m.ctx.screenRefresh()
+// RefreshSetter is what an engine that polls for itself offers: its
+// discovery and capacity period, which + and - change at run time
+// (*poller.Engine and the fleet do; an attached serve keeps its own
+// --refresh, so there + and - change only how often the screen reads it).
+type RefreshSetter interface {
+	Refresh() time.Duration
+	SetRefresh(time.Duration)
+}
+
+// engineRefreshSteps are the data refresh periods + and - step through
+// when the engine polls for itself: no faster than a second, as each
+// round lists every watched warehouse's operations.
+var engineRefreshSteps = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second,
+	10 * time.Second, 30 * time.Second, time.Minute}
+
+// stepDuration moves d steps (-1: shorter) from cur within steps; a cur
+// between two steps moves to the nearer one in d's direction.
+func stepDuration(steps []time.Duration, cur time.Duration, d int) time.Duration {
 	i := 0
-	for i < len(refreshSteps)-1 && refreshSteps[i] < cur {
+	for i < len(steps)-1 && steps[i] < cur {
 		i++
 	}
-	if d > 0 && refreshSteps[i] > cur {
+	if d > 0 && steps[i] > cur {
 		i-- // between two steps: slower is the step above, found next
 	}
-	i = max(0, min(len(refreshSteps)-1, i+d))
+	return steps[max(0, min(len(steps)-1, i+d))]
+}
+
+// stepRefresh moves the refresh period d steps (-1: more often): the
+// engine's own when it polls for itself (the screen then reads at least
+// as often as it did), else the screen's; the next tick uses it.
+func (m *Model) stepRefresh(d int) {
+	if rs, ok := m.eng.(RefreshSetter); ok {
+		cur := rs.Refresh()
+		lo, hi := engineRefreshSteps[0], engineRefreshSteps[len(engineRefreshSteps)-1]
+		next := stepDuration(engineRefreshSteps, cur, d)
+		if next == cur {
+			m.ctx.setStatus(fmt.Sprintf("refresh stays %s (from %s to %s)", cur, lo, hi), false)
+			return
+		}
+		rs.SetRefresh(next)
+		m.ctx.screenEvery = min(next, m.ctx.opts.Refresh)
+		m.ctx.setStatus(fmt.Sprintf("refresh %s (+ more often, - less often; %s to %s)", next, lo, hi), false)
+		return
+	}
+	cur := m.ctx.screenRefresh()
 	lo, hi := refreshSteps[0], refreshSteps[len(refreshSteps)-1]
-	if refreshSteps[i] == cur {
+	next := stepDuration(refreshSteps, cur, d)
+	if next == cur {
 		m.ctx.setStatus(fmt.Sprintf("screen refresh stays %s (from %s to %s)", cur, lo, hi), false)
 		return
 	}
-	m.ctx.screenEvery = refreshSteps[i]
-	m.ctx.setStatus(fmt.Sprintf("screen refresh %s (+ more often, - less often; %s to %s)", refreshSteps[i], lo, hi), false)
+	m.ctx.screenEvery = next
+	m.ctx.setStatus(fmt.Sprintf("screen refresh %s (+ more often, - less often; %s to %s)", next, lo, hi), false)
 }

@@ -225,7 +225,9 @@ func (m *opsModel) orderSpec() orderSpec {
 }
 
 func (o orderSpec) build(s *model.Snapshot) rowOrder {
-	return buildRows(s.Operations, s.Ordered(), o.filter, s.GeneratedAt, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
+	f := o.filter
+	f.Listing = s.Workspace.Listing // wh: matches names too
+	return buildRows(s.Operations, s.Ordered(), f, s.GeneratedAt, o.sort, o.desc, o.frozen, o.glyphs, o.cursorID)
 }
 
 // setRows takes a display order built for the current snapshot: what

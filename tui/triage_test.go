@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -468,4 +469,46 @@ func TestUpdatedGivesWayToTheFrozenBanner(t *testing.T) {
 	m := syncModel(t, e, testOptions(), 80, 24)
 	scr := plain(m)
 	must(t, !strings.Contains(scr, "updated") && strings.Contains(scr, "data as of 11:59:00"), "frozen:\n%s", scr)
+}
+
+// refreshingEngine is a fake engine that polls for itself: + and -
+// change its refresh (tui.RefreshSetter).
+type refreshingEngine struct {
+	*fakeEngine
+	mu      sync.Mutex
+	refresh time.Duration
+}
+
+func (r *refreshingEngine) Refresh() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refresh
+}
+
+func (r *refreshingEngine) SetRefresh(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refresh = d
+}
+
+// With an engine that polls for itself, + and - change the data's
+// refresh (the engine's period), within bounds, and the header says it.
+func TestPlusMinusChangeTheEngineRefresh(t *testing.T) {
+	eng := &refreshingEngine{fakeEngine: newFakeEngine(fixtureSnapshot()), refresh: 5 * time.Second}
+	o := testOptions()
+	o.Refresh = 5 * time.Second
+	m := newModel(eng, o)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	refresh(m)
+	press(m, "+")
+	must(t, eng.Refresh() == 2*time.Second, "+ set the engine's refresh to %s, want 2s", eng.Refresh())
+	must(t, strings.Contains(strings.Split(plain(m), "\n")[0], "refresh 2s"), "the header does not show the new refresh:\n%s", plain(m))
+	must(t, m.ctx.screenRefresh() <= 2*time.Second, "the screen reads every %s, less often than the data", m.ctx.screenRefresh())
+	press(m, "+", "+", "+")
+	must(t, eng.Refresh() == time.Second && strings.Contains(plain(m), "refresh stays 1s"), "+ past the bound gave %s:\n%s", eng.Refresh(), plain(m))
+	for range 10 {
+		press(m, "-")
+	}
+	must(t, eng.Refresh() == time.Minute, "- past the bound gave %s", eng.Refresh())
+	must(t, m.ctx.screenRefresh() == 5*time.Second, "a slower data refresh slowed the screen to %s", m.ctx.screenRefresh())
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -171,6 +172,17 @@ func btoi(b bool) int {
 
 // header: identity and badges; poller health; the last error; counts per
 // flag; tabs with the view's sort and filter.
+// dataRefresh is the engine's refresh period in force (+ and - change
+// it), else the one the TUI was started with.
+func (m *Model) dataRefresh() time.Duration {
+	if rs, ok := m.eng.(RefreshSetter); ok {
+		if d := rs.Refresh(); d > 0 {
+			return d
+		}
+	}
+	return m.ctx.opts.Refresh
+}
+
 func (m *Model) header() []string {
 	st, g, w := &m.ctx.styles, m.ctx.glyphs, m.ctx.width
 	cut := st.Dim.Render(g.Cut)
@@ -224,9 +236,9 @@ func (m *Model) identityLine() []seg {
 	if r := m.ctx.opts.SourceRefresh; r > 0 {
 		l1 = append(l1, seg{"refresh " + r.String() + " (serve)", prioHigh})
 	} else {
-		l1 = append(l1, seg{"refresh " + m.ctx.opts.Refresh.String(), prioHigh})
+		l1 = append(l1, seg{"refresh " + m.dataRefresh().String(), prioHigh})
 	}
-	if s := m.ctx.screenRefresh(); s != m.ctx.opts.Refresh {
+	if s := m.ctx.screenRefresh(); s != m.dataRefresh() {
 		l1 = append(l1, seg{"screen " + s.String(), prioHigh})
 	}
 	if m.ctx.loaded && m.ctx.frozen == nil {

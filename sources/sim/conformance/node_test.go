@@ -120,7 +120,7 @@ func TestProxyNodeDrivers(t *testing.T) {
 			}
 			log := &proxyLog{}
 			p, err := proxy.Start(context.Background(), proxy.Options{Upstream: hop, Heal: true, UserAgent: "dbxtop-proxy/conformance",
-				Logf: log.logf, CloseDefer: 3 * time.Second}, so)
+				Logger: log.logger(), CloseDefer: 3 * time.Second}, so)
 			if err != nil {
 				t.Fatal(err)
 			}

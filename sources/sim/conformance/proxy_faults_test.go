@@ -62,7 +62,7 @@ func TestProxyDriverThroughFaultsAndGzip(t *testing.T) {
 	hop := gzipHop(t, s.URL(), &gzipped)
 	log := &proxyLog{}
 	p, err := proxy.Start(context.Background(), proxy.Options{Upstream: hop, Heal: true, UserAgent: "dbxtop-proxy/conformance",
-		Logf: log.logf, CloseDefer: 2 * time.Second}, proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
+		Logger: log.logger(), CloseDefer: 2 * time.Second}, proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

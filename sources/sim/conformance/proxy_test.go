@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/cmd"
 	"github.com/dbxtop/dbxtop/proxy"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -37,11 +39,14 @@ type proxyLog struct {
 	b  strings.Builder
 }
 
-func (l *proxyLog) logf(f string, a ...any) {
+func (l *proxyLog) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(&l.b, f+"\n", a...)
+	return l.b.Write(b)
 }
+
+// logger is the proxy's logger writing into l.
+func (l *proxyLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 func (l *proxyLog) String() string {
 	l.mu.Lock()
@@ -54,7 +59,7 @@ func startProxy(t testing.TB, s *sim.Server, log *proxyLog) *proxy.Server {
 	t.Helper()
 	o := proxy.Options{Upstream: s.URL(), Heal: true, UserAgent: "dbxtop-proxy/conformance"}
 	if log != nil {
-		o.Logf = log.logf
+		o.Logger = log.logger()
 	}
 	p, err := proxy.Start(context.Background(), o, proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
 	if err != nil {
@@ -105,14 +110,14 @@ func openViaProxy(t testing.TB, s *sim.Server, p *proxy.Server, extra ...dbsql.C
 
 func proxyOps(t testing.TB, p *proxy.Server) []sources.ProxyOperation {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+proxy.PathOperations, nil)
+	req, _ := http.NewRequest(http.MethodGet, p.AdminURL()+adminapi.PathOperations, nil)
 	req.Header.Set("Authorization", "Bearer "+p.AdminToken())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("proxy admin: %v", err)
 	}
 	defer resp.Body.Close()
-	var doc proxy.OperationsDoc
+	var doc adminapi.OperationsDoc
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatalf("proxy admin JSON: %v", err)
 	}

@@ -1,5 +1,5 @@
 // @databricks/sql through dbxtop proxy (TLS with customCaCert): runs
-// DBX_N statements of SELECT 1 and prints one JSON line
+// DBX_N statements of DBX_SQL (default SELECT 1) and prints one JSON line
 // {"ok": n, "failed": n, "errors": [...]}. Each statement is bounded.
 const fs = require('fs');
 const { DBSQLClient } = require('@databricks/sql');
@@ -16,10 +16,11 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
     customCaCert: fs.readFileSync(env.DBX_CA),
   });
   const session = await client.openSession();
+  const sql = env.DBX_SQL || 'SELECT 1';
   for (let i = 0; i < n; i++) {
     try {
       await bound((async () => {
-        const op = await session.executeStatement('SELECT 1', { runAsync: true });
+        const op = await session.executeStatement(sql, { runAsync: true });
         const rows = await op.fetchAll();
         await op.close();
         if (rows.length !== 1) throw new Error(`${rows.length} rows`);

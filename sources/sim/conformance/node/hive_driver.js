@@ -1,5 +1,6 @@
 // hive-driver over HTTP with Basic login (user "token", the token as
-// password) through dbxtop proxy: runs DBX_N statements of SELECT 1 and
+// password) through dbxtop proxy: runs DBX_N statements of DBX_SQL
+// (default SELECT 1) and
 // prints one JSON line {"ok": n, "failed": n, "errors": [...]}. The
 // driver retries nothing and can hang on a failure: each statement is
 // bounded.
@@ -17,10 +18,11 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
   await client.connect({ host: env.DBX_HOST, port: Number(env.DBX_PORT), options: { path: env.DBX_PATH, https: false } },
     new hive.connections.HttpConnection(), new hive.auth.PlainHttpAuthentication({ username: 'token', password: env.DBX_TOKEN }));
   const session = await client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 });
+  const sql = env.DBX_SQL || 'SELECT 1';
   for (let i = 0; i < n; i++) {
     try {
       await bound((async () => {
-        const op = await session.executeStatement('SELECT 1', { runAsync: true });
+        const op = await session.executeStatement(sql, { runAsync: true });
         await utils.waitUntilReady(op, false, () => {});
         await utils.fetchAll(op);
         const rows = utils.getResult(op).getValue();

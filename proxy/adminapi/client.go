@@ -1,4 +1,4 @@
-package proxy
+package adminapi
 
 import (
 	"bytes"
@@ -94,6 +94,7 @@ func (c *AdminClient) Operations(ctx context.Context) ([]sources.ProxyOperation,
 	if err := c.do(ctx, "ProxyOperations", http.MethodGet, PathOperations, &doc); err != nil {
 		return nil, err
 	}
+	cleanStrings(&doc)
 	return doc.Operations, nil
 }
 
@@ -224,7 +225,7 @@ func Account(f sources.ProxyOperation) *model.ProxyAccount {
 		if e.Credentials != "" {
 			line += " (" + e.Credentials + " credentials)"
 		}
-		a.Actions = append(a.Actions, clean(line))
+		a.Actions = append(a.Actions, Clean(line))
 	}
 	return a
 }

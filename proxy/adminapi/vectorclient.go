@@ -1,4 +1,4 @@
-package proxy
+package adminapi
 
 import (
 	"context"
@@ -17,6 +17,7 @@ const CallProxyVector = "ProxyVector"
 func (c *AdminClient) Vector(ctx context.Context) (sources.ProxyVectorDoc, error) {
 	var d sources.ProxyVectorDoc
 	err := c.do(ctx, CallProxyVector, http.MethodGet, PathVector, &d)
+	cleanStrings(&d)
 	return d, err
 }
 
@@ -110,11 +111,11 @@ func applyRefusals(ep *model.Endpoint, d *sources.ProxyVectorDoc) {
 	ep.Exhausted, ep.ExhaustedVia = true, model.LearnedViaProxy
 	ep.LastError = &model.ErrorInfo{
 		Kind:       model.KindPermanent,
-		Call:       "UpsertDataVectorIndex (" + clean(refusal.Index) + ", a client's call seen by dbxtop proxy)",
-		ErrorCode:  clean(refusal.ErrorCode),
+		Call:       "UpsertDataVectorIndex (" + Clean(refusal.Index) + ", a client's call seen by dbxtop proxy)",
+		ErrorCode:  Clean(refusal.ErrorCode),
 		HTTPStatus: refusal.Status,
-		Message:    clean(refusal.Message),
-		RequestID:  clean(refusal.RequestID),
+		Message:    Clean(refusal.Message),
+		RequestID:  Clean(refusal.RequestID),
 		Attempts:   1,
 	}
 }
