@@ -49,6 +49,7 @@ var skipGuard = map[skipReason]string{
 // under CI=true instead of skipping.
 var skipsAllowed = map[string]skipReason{
 	"proxy/store_bench_test.go TestMemoryPerHeldOperation":        skipShort,
+	"proxy/store_bench_test.go TestRecordCostFlatWithHeld":        skipShort,
 	"sources/sim/conformance/proxy_test.go TestProxyHelperDriver": skipHelper,
 }
 
