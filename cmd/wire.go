@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -41,7 +42,7 @@ func oneCore() {
 // simulator.
 const shutdownGrace = 5 * time.Second
 
-func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
+func simOptions(c SimConfig, logger *slog.Logger) sim.Options {
 	return sim.Options{
 		Listen:      c.Listen,
 		Token:       c.Token,
@@ -55,7 +56,7 @@ func simOptions(c SimConfig, logf func(string, ...any)) sim.Options {
 		Latency:     c.Latency,
 		HistoryLag:  c.HistoryLag,
 		LoadRun:     c.LoadRun,
-		Logf:        logf,
+		Logger:      logger,
 
 		LenientHandles:        !c.CheckHandleSecrets,
 		StatementAPIForThrift: c.StatementAPIForThrift,

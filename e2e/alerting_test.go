@@ -275,6 +275,7 @@ func (r *alertRig) untilSentinel(t *testing.T, pick func(amNotification) bool) [
 //   - every notification carries a non-empty workspace, and every query
 //     of every dashboard panel returns data from that Prometheus.
 func TestAlertsReachAlertmanager(t *testing.T) {
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	r := startAlertmanager(t, ctx)
@@ -525,6 +526,7 @@ func httpIsOK(u string) bool {
 // proxied client to give up is the one checked: its reap cannot come
 // before its last call plus the server's idle timeout.
 func TestProxyUnitWarnsBeforeReap(t *testing.T) {
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	r := startAlertmanager(t, ctx)

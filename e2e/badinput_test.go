@@ -33,6 +33,7 @@ const nonTTY = "standard output is not a terminal; for scripts use `dbxtop snaps
 // with no stack trace. The table is docs/reliability.md "Bad input".
 func TestBadInput(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	s := startSim(t, t.TempDir(), "--scenario", "quiet", "--token", "dapiRIGHT0123456789abcdef")
 	closed := closedPort(t)
 	held := heldPort(t)

@@ -37,6 +37,7 @@ var demoFlagDeadlines = []struct {
 // (STALE, the shortest) and the screen is redrawn every refresh.
 func TestDemoShowsEveryFlagUnattended(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	start := time.Now()
 	s := startTmux(t, 240, 40, home, home, "demo", "--no-color")

@@ -10,5 +10,11 @@
 // Set DBXTOP_BIN to a prebuilt binary to skip the build, and DBXTOP_LONG=1
 // for the long variants. See docs/reliability.md for the figures.
 //
+// Every test starts with budget(t): it may take 60 s on an idle machine
+// unless overBudget (budget_test.go) gives it more and says why, and the
+// package 12 minutes; a test or the package fails only past 4 times its
+// budget (DBXTOP_E2E_SLACK), the allowance for a loaded machine, and the
+// watchdog then names the tests still running.
+//
 // Tests only: it may import any package, and none imports it.
 package e2e

@@ -158,6 +158,7 @@ type fmResult struct {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	budget(t)
 	dur := 35 * time.Second
 	if longRun() {
 		dur = 90 * time.Second
@@ -729,6 +730,7 @@ func fmTable(rs []fmResult, dur time.Duration) string {
 // canonical host is now resolved once in databricks.New; under -race (CI)
 // this test fails if that comes back.
 func TestRESTHostNoRace(t *testing.T) {
+	budget(t)
 	// Every call answers 503: discovery and capacity fail at once, as
 	// they did in the fault matrix under -race.
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "unavailable=1"})

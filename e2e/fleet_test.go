@@ -19,6 +19,7 @@ import (
 // not see everything) without hiding what it saw.
 func TestSnapshotSeveralContextsOneDown(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	a := startSim(t, home, "--seed", "3")
 	b := startSim(t, home, "--seed", "9")

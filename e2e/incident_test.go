@@ -47,9 +47,10 @@ type incidentRun struct {
 // RESOURCE_EXHAUSTED; after it, the learned limit (1,984,112, persisted)
 // replaces the published one. The lead times go to docs/capacity.md.
 func TestVectorIncidentLeadTime(t *testing.T) {
+	budget(t)
 	start := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	clk := sim.NewManualClock(start)
-	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioVectorIncident, Clock: clk, Logf: func(string, ...any) {}})
+	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioVectorIncident, Clock: clk})
 	statePath := filepath.Join(t.TempDir(), "dbxtop", capstore.FileName)
 	var warnings []string
 	store := capstore.Open(statePath, func(l string) { warnings = append(warnings, l) })
@@ -158,7 +159,8 @@ func TestVectorIncidentLeadTime(t *testing.T) {
 // unwritable state directory is one warning line and the limit is still
 // used (in memory).
 func TestLearnedLimitStateFileThroughTheBinary(t *testing.T) {
-	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "exhausted=vs-staging", Logf: func(string, ...any) {}})
+	budget(t)
+	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Faults: "exhausted=vs-staging"})
 	args := []string{"snapshot", "--host", s.URL(), "--json", "--capacity-probe", "--timeout", "20s"}
 	env := func(state string) []string {
 		return []string{"DATABRICKS_TOKEN=" + s.Token(), "XDG_STATE_HOME=" + state}

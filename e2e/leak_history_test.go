@@ -22,6 +22,7 @@ import (
 // would tell (TestStrictServerOpennessIsUnknown).
 func TestSnapshotFlagsALeakWhoseEndCameFromHistory(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	// Lenient handles: the leak is seen through rebuilt handles, not the proxy.
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, LenientHandles: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

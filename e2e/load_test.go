@@ -79,6 +79,7 @@ func engineGoroutines() int {
 const maxEngineGoroutines = 1 + 64 + 1 + 1 + 1
 
 func TestLoad(t *testing.T) {
+	budget(t)
 	// warmup bounds the wait for every operation to be followed.
 	plan := loadPlan{ops: 1000, speed: 4, warmup: 90 * time.Second, steady: 8 * time.Second,
 		outage: 6 * time.Second, recovery: 2 * time.Second, every: 2 * time.Second}

@@ -72,23 +72,26 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// watchdog ends the run shortly before go test's -timeout would, naming
-// the tests still running and where they wait (this package's frames of
-// every goroutine that has any). A timed-out package otherwise ends in a
-// dump of every goroutine whose end, all a CI log may keep, shows only
-// net/http's idle connections. The returned func disarms it.
+// watchdog ends the run when the package passes its budget
+// (packageBudget × budgetSlack, budget_test.go) or shortly before go
+// test's -timeout would, whichever comes first, naming the tests still
+// running, how long each has run, and where they wait (this package's
+// frames of every goroutine that has any). A timed-out package otherwise
+// ends in a dump of every goroutine whose end, all a CI log may keep,
+// shows only net/http's idle connections. The returned func disarms it.
 func watchdog(w io.Writer) (stop func()) {
-	f := flag.Lookup("test.timeout")
-	if f == nil {
-		return func() {}
+	limit := time.Duration(float64(packageBudget) * budgetSlack())
+	why := fmt.Sprintf("the package's budget, %s idle × %.0f for a loaded machine (e2e/budget_test.go)", packageBudget, budgetSlack())
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if timeout, err := time.ParseDuration(f.Value.String()); err == nil && timeout > 0 {
+			if at := timeout - min(timeout/10, 30*time.Second); at < limit {
+				limit, why = at, fmt.Sprintf("go test -timeout %s", timeout)
+			}
+		}
 	}
-	timeout, err := time.ParseDuration(f.Value.String())
-	if err != nil || timeout <= 0 {
-		return func() {}
-	}
-	lead := min(timeout/10, 30*time.Second)
-	t := time.AfterFunc(timeout-lead, func() {
-		fmt.Fprintf(w, "e2e: watchdog: still running %s after the start (go test -timeout %s); ending the run:\n%s", timeout-lead, timeout, ownStacks())
+	t := time.AfterFunc(limit, func() {
+		fmt.Fprintf(w, "e2e: watchdog: still running %s after the start (%s); ending the run.\ntests still running:\n%s\nwhere they wait:\n%s",
+			limit, why, stillRunning(), ownStacks())
 		os.Exit(3)
 	})
 	return func() { t.Stop() }

@@ -22,6 +22,7 @@ import (
 // proxy), instead of a bare INVALID_HANDLE; and they change nothing.
 func TestActionWithoutAHandleSaysSo(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet})

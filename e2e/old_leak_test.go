@@ -21,6 +21,7 @@ import (
 // it stands still, so its reapers do not close them.
 func TestSnapshotFlagsALeakThatEndedLongBeforeItStarted(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	clk := sim.NewManualClock(time.Now().Add(-20 * time.Minute))
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, LenientHandles: true, Clock: clk})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

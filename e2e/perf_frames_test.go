@@ -92,6 +92,7 @@ func BenchmarkFramesSideBySide(b *testing.B) {
 // through the public API. (20,000 keeps the test short under -race; the
 // benchmark goes to 100,000.)
 func TestFrameSizeDoesNotGrowWithOperations(t *testing.T) {
+	budget(t)
 	small := perfFrameModel(t, 1000, 120, 40).View()
 	large := perfFrameModel(t, 20000, 120, 40).View()
 	if d := len(large) - len(small); d > len(small)/10 || d < -len(small)/10 {

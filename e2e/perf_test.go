@@ -227,7 +227,7 @@ func perfRunPolling(tb testing.TB, w perfWorkload) perfPollingRun {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, IdleTimeout: time.Hour, Seed: 9, Logf: func(string, ...any) {}})
+	s, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, IdleTimeout: time.Hour, Seed: 9})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -582,6 +582,7 @@ func BenchmarkPollingCost(b *testing.B) {
 // three contenders detect every FINISHED, never before the server's
 // completion time, and their counts add up to the simulator's.
 func TestPollingCostSmoke(t *testing.T) {
+	budget(t)
 	run := perfRunPolling(t, perfSmokeWorkload)
 	perfCheckRun(t, run)
 	t.Log("\n" + run.table())

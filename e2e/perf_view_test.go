@@ -218,6 +218,7 @@ func BenchmarkTerminalBytes(b *testing.B) {
 // holds statement ids of the churning engine), and the program refreshed
 // from the engine while it was measured.
 func TestTerminalTrafficDrawsTheTable(t *testing.T) {
+	budget(t)
 	tr := perfTerminalTraffic(t, 1000, 120, 40, 1500*time.Millisecond, 1500*time.Millisecond)
 	if tr.snapshots == 0 {
 		t.Fatalf("the program took no snapshot in 1.5 s of steady state")

@@ -28,6 +28,7 @@ import (
 // Prometheus's /api/v1/alerts while the simulator still runs the
 // statement (its reaper has not failed it yet).
 func TestPrometheusOrphanAlertFiresBeforeTheReaper(t *testing.T) {
+	budget(t)
 	promBin := testenv.Tool(t, "prometheus")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

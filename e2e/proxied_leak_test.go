@@ -23,6 +23,7 @@ import (
 // long ago without waiting, and stands still, so its reapers do not act.
 func TestSnapshotFlagsAProxiedLeakPastTheIdleTimeout(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	clk := sim.NewManualClock(time.Now().Add(-10 * time.Minute))
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, Clock: clk})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -24,6 +24,7 @@ import (
 // shown on screen is checked there too.)
 func TestReadOnlyRefusesActions(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Token: "dapiRO0123456789abcdef"})

@@ -50,8 +50,7 @@ func startScaleWorld(t testing.TB, n int, latency time.Duration, lag time.Durati
 	// poll their statements every 20 s (LoadPoll is divided by Speed too).
 	speed := 10.0
 	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioLoad, Ops: n, Seed: 16,
-		Latency: latency, HistoryLag: lag, Speed: speed, LoadPoll: time.Duration(speed) * 20 * time.Second,
-		Logf: func(string, ...any) {}})
+		Latency: latency, HistoryLag: lag, Speed: speed, LoadPoll: time.Duration(speed) * 20 * time.Second})
 	if err != nil {
 		t.Fatalf("sim.Start: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 // slowness alone. The refresh cost's shape is asserted in tui
 // (TestRefreshCostShape).
 func TestScaleShape(t *testing.T) {
+	budget(t)
 	const latency = 50 * time.Millisecond
 	var res []scaleResult
 	for _, n := range []int{250, 1000} {

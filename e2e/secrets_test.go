@@ -93,6 +93,7 @@ func stopSim(t *testing.T, s *simProc) {
 // exported files and the TUI's screen — for it.
 func TestSecretsNeverPrinted(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	var outs outputs
 	home := t.TempDir()
 	env := []string{"DATABRICKS_TOKEN=" + secretToken}

@@ -58,6 +58,7 @@ func readUnit(t *testing.T, path, command string) (execStart []string, env []str
 // a configuration error, bounded memory, tasks and descriptors), and the
 // proxy's stop timeout outlasts its drain.
 func TestSystemdUnitsVerify(t *testing.T) {
+	budget(t)
 	sa := testenv.Tool(t, "systemd-analyze") // Debian: systemd
 	common := []string{"DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes", "RestartPreventExitStatus=2",
 		"MemoryMax=", "TasksMax=", "LimitNOFILE=", "Environment=GOMEMLIMIT="}
@@ -135,6 +136,7 @@ func unitArgs(execStart []string, creds string, swap map[string]string) []string
 // token, the read token cannot cancel, the act token can act, neither log
 // carries a secret, and SIGTERM drains both to exit 0.
 func TestServeAsTheUnitRunsIt(t *testing.T) {
+	budget(t)
 	serveStart, serveEnv, _ := readUnit(t, serveUnitPath, "serve")
 	proxyStart, proxyEnv, _ := readUnit(t, proxyUnitPath, "proxy")
 	home := t.TempDir()

@@ -24,6 +24,7 @@ var hostRe = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 // still open on the server.
 func TestDemoQuitNamesAdoptedStillOpen(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	const token = "dapiADOPT0123456789abcdef"
 	home := t.TempDir()
 	s := startTmux(t, 140, 30, home, home, "demo", "--scenario", "quiet", "--token", token,

@@ -17,6 +17,7 @@ const shutdownBound = 5 * time.Second
 // "slow" cases: every request takes 400 ms, so a round is in flight).
 func TestSnapshotWatchSignals(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	cases := []struct {
 		name   string
 		sig    syscall.Signal
@@ -76,6 +77,7 @@ func TestSnapshotWatchSignals(t *testing.T) {
 // says so; clients see the port closed afterwards.
 func TestSimSignals(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
@@ -117,6 +119,7 @@ func tail(s string, n int) string {
 // cmd/wire.go signalSafeUIContext).
 func TestDemoSignals(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()

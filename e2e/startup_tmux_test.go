@@ -38,6 +38,7 @@ func quitFast(t *testing.T, s *tmuxSession) (int, string) {
 // while retries run; q exits at once.
 func TestStartupWithADeadHostInTmux(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmuxEnv(t, 80, 24, home, home, "", []string{"DATABRICKS_TOKEN=dapi-e2e-dead-host"},
 		"--host", fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)), "--no-color")
@@ -60,6 +61,7 @@ func TestStartupWithADeadHostInTmux(t *testing.T) {
 // once, and stderr says the same.
 func TestStartupWithoutCredentialsInTmux(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmuxEnv(t, 80, 24, home, home, "", nil, "--host", fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)), "--auth-timeout", "3s", "--no-color")
 	scr := startupScreens(t, s, "the credential failure", 20*time.Second, func(scr string) bool {

@@ -21,6 +21,7 @@ import (
 // operation stays running, not gone.
 func TestStrictServerOpennessIsUnknown(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

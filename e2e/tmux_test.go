@@ -187,6 +187,7 @@ func shellJoin(args []string) string {
 // tested in tui.TestGoldenTooSmall.)
 func TestTerminalTooSmall(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmux(t, 59, 20, home, home, "demo", "--scenario", "quiet", "--no-color")
 	want := "terminal too small: 59×20, dbxtop needs at least 60×20"

@@ -22,6 +22,7 @@ import (
 // at these sizes in tui.TestGolden.)
 func TestEveryViewInSmallPanes(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	for _, sz := range [][2]int{{80, 23}, {60, 20}} {
 		home := t.TempDir()
 		s := startTmux(t, sz[0], sz[1], home, home, "demo", "--no-color")
@@ -63,6 +64,7 @@ func checkSmallScreen(t *testing.T, sz [2]int, what, scr string) {
 // "Whose credentials"), so no re-close could succeed there.
 func TestTriageInTmux(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	const token = "dapiTRIAGE0123456789abcdef"
 	home := t.TempDir()
 	s := startTmux(t, 80, 23, home, home, "demo", "--scenario", "quiet", "--check-handle-secrets=false", "--token", token,

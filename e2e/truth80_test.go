@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -20,6 +22,7 @@ import (
 // exits 3 (UNKNOWN).
 func TestNoWorkspaceFailsFast(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	s := startTmux(t, 80, 24, home, home)
 	code, stderr := s.waitExit(20 * time.Second)
@@ -42,6 +45,7 @@ func TestNoWorkspaceFailsFast(t *testing.T) {
 // frozen ages as if they were live.
 func TestAttachSaysServeIsDown(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
 	sim := startSim(t, home, "--scenario", "quiet")
 	srv := start(t, home, []string{"DATABRICKS_TOKEN=" + sim.token}, "serve", "--host", sim.host,
@@ -69,11 +73,14 @@ func TestAttachSaysServeIsDown(t *testing.T) {
 	}
 }
 
-// TestCopyUnderTmuxDefaults: with tmux's own defaults (set-clipboard
-// external, which ignores programs' copies) y at 80×24 says tmux drops it
-// and how to enable it, and no tmux buffer appears.
+// TestCopyUnderTmuxDefaults: with tmux's default set-clipboard external
+// (which ignores programs' copies) y at 80×24 says tmux drops it and how
+// to enable it, and no tmux buffer appears. The option is set in the
+// server's config rather than read from this tmux's defaults, so the test
+// runs whatever version is installed.
 func TestCopyUnderTmuxDefaults(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Token: "dapiCOPY0123456789abcdef"})
@@ -96,9 +103,13 @@ func TestCopyUnderTmuxDefaults(t *testing.T) {
 	}
 	defer func() { _ = owner.CancelOperation(context.Background(), op.Ref) }()
 	home := t.TempDir()
-	s := startTmuxEnv(t, 80, 24, home, home, "", []string{"DATABRICKS_HOST=" + srv.URL(), "DATABRICKS_TOKEN=" + srv.Token()}, "--no-color", "--refresh", "1s")
+	conf := filepath.Join(home, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g set-clipboard external\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startTmuxEnv(t, 80, 24, home, home, conf, []string{"DATABRICKS_HOST=" + srv.URL(), "DATABRICKS_TOKEN=" + srv.Token()}, "--no-color", "--refresh", "1s")
 	if v := strings.TrimSpace(s.tmux("show-options", "-gv", "set-clipboard")); v != "external" {
-		t.Skipf("this tmux's default set-clipboard is %q, not external", v)
+		t.Fatalf("tmux set-clipboard is %q after the config set it to external", v)
 	}
 	s.waitScreen("the running statement selected", 30*time.Second, func(scr string) bool { return strings.Contains(scr, "❯ ") && strings.Contains(scr, "RUNNING") })
 	s.keys("y")
@@ -115,16 +126,24 @@ func TestCopyUnderTmuxDefaults(t *testing.T) {
 }
 
 // TestDemoActsOnlyThroughItsClients: `dbxtop demo` left alone at 80×24
-// for the first minute (the scripted closes of old happened at 30–35 s)
-// never records an operator action: only its simulated clients act.
+// past its first minute (the scripted closes of old happened at 30–35 s)
+// never records an operator action: only its simulated clients act. The
+// demo's own timeline says when the window is over: vs-prod fills to
+// EXHAUSTED after it (about 65 s in), so the test waits for that event
+// instead of sleeping for a fixed time.
 func TestDemoActsOnlyThroughItsClients(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	home := t.TempDir()
-	start := time.Now()
 	s := startTmux(t, 80, 24, home, home, "demo", "--no-color")
 	s.waitScreen("the demo's first flags", 60*time.Second, func(scr string) bool { return strings.Contains(scr, "UNCLOSED") })
-	time.Sleep(time.Until(start.Add(50 * time.Second))) // the window in which the old script acted
-	s.keys("Tab", "Tab")                                // Events
+	s.keys("Tab", "Tab") // Events
+	s.keys("-l", "/EXHAUSTED")
+	s.waitScreen("the EXHAUSTED event, past the window in which the old script acted", 3*time.Minute, func(scr string) bool {
+		return strings.Contains(scr, "/EXHAUSTED_") && !strings.Contains(scr, "no event matches")
+	})
+	s.keys("Escape")
+	s.waitScreen("the filter cleared", 10*time.Second, func(scr string) bool { return !strings.Contains(scr, "/EXHAUSTED_") })
 	s.keys("-l", "/requested by")
 	scr := s.waitScreen("the Events filter", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "/requested by_") })
 	if !strings.Contains(scr, `no event matches "requested by"`) {

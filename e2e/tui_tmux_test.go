@@ -26,6 +26,7 @@ const hostileSQL = "SELECT 'x' /* \x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x
 // the wrong-token banner are visible at 80×24.
 func TestTUIOperatorInTmux(t *testing.T) {
 	t.Parallel()
+	budget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	srv, err := sim.Start(ctx, sim.Options{Scenario: sim.ScenarioQuiet, Token: "dapiTUI0123456789abcdef"})

@@ -24,6 +24,7 @@ import (
 // knows no Thrift-run statement, then query history — with the reason on
 // the row.
 func TestNoObserverStartsAWarehouse(t *testing.T) {
+	budget(t)
 	s := startSimServer(t, sim.Options{Scenario: sim.ScenarioDemo, Speed: 6})
 	stopped := s.StoppedWarehouseIDs()
 	if len(stopped) != 1 {
@@ -121,6 +122,7 @@ func TestNoObserverStartsAWarehouse(t *testing.T) {
 // observe (exit ≤ 2) for every seed from 1 to 50 of the demo scenario. The
 // simulators run in this process (fast); the snapshots are the binary.
 func TestThrottledDiscoveryNeverUnknown(t *testing.T) {
+	budget(t)
 	const seeds = 50
 	type outcome struct {
 		seed int

@@ -125,8 +125,9 @@ type Summary struct {
 
 // NewSnapshot evaluates everything at now: each operation's inactivity,
 // reaper countdown and flags, each endpoint's capacity figures and flags.
-// Operations come most severe first (ties by statement id), endpoints by
-// name; the inputs are copied, never aliased.
+// Operations come in SortOperations' severity order (most severe first,
+// ties as it says), endpoints by name; the inputs are copied, never
+// aliased.
 func NewSnapshot(now time.Time, ws Workspace, ops []Operation, eps []Endpoint, errs []ErrorInfo, th Thresholds) Snapshot {
 	var views []*OperationView
 	if len(ops) > 0 {

@@ -131,6 +131,15 @@ func TestSnapshotIsInModelsOrder(t *testing.T) {
 	if got := ids(s.Operations); !slices.Equal(got, ids(want)) || !s.Ordered() {
 		t.Errorf("snapshot order %v (says in order: %v), SortOperations' %v", got, s.Ordered(), ids(want))
 	}
+	// The engine's path: views gathered with their entries as they come.
+	vs := MakeViews(len(views))
+	for _, v := range views {
+		vs.Add(v)
+	}
+	e := SnapshotOfViews(t0, Workspace{}, vs, nil, nil)
+	if got := ids(e.Operations); !slices.Equal(got, ids(want)) || !e.Ordered() {
+		t.Errorf("SnapshotOfViews order %v (says in order: %v), SortOperations' %v", got, e.Ordered(), ids(want))
+	}
 	// Merged, and decoded from a peer that sent another order: model's
 	// order, and saying so (the TUI then keeps it without sorting).
 	m := Merge([]NamedSnapshot{{Name: "a", Snapshot: s}})

@@ -8,7 +8,7 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
 )
 
-// BenchmarkRefusalCost prints what one capacity refusal costs a stock
+// BenchmarkRefusalCost measures what one capacity refusal costs a stock
 // databricks-sdk-go v0.182.0 client with its default retry window:
 // directly against the simulator, and through the proxy with
 // --fail-fast-exhausted. The direct side takes the SDK's five minutes, so
@@ -25,6 +25,14 @@ func BenchmarkRefusalCost(b *testing.B) {
 		b.ReportMetric(direct.elapsed.Seconds(), "direct-s")
 		b.ReportMetric(float64(proxied.requests), "proxied-requests")
 		b.ReportMetric(proxied.elapsed.Seconds(), "proxied-s")
+		// What docs/proxy-vector.md claims of the figures: the proxy ends
+		// the refusal at the first answer; the SDK alone retries it.
+		if proxied.requests != 1 {
+			b.Errorf("through the proxy: %d upsert requests reached the server, want 1", proxied.requests)
+		}
+		if direct.requests < 2 {
+			b.Errorf("directly: %d upsert requests, want the SDK's retries (more than 1)", direct.requests)
+		}
 	}
 }
 

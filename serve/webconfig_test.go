@@ -110,7 +110,8 @@ http_server_config:
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	// Generous: bcrypt under -race on a loaded machine takes seconds.
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 	do := func(method, path string, auth func(*http.Request)) (int, http.Header) {
 		req, _ := http.NewRequest(method, s.URL()+path, nil)
 		if auth != nil {

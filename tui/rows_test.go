@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -102,9 +103,10 @@ func checkRowOrder(t *testing.T, name string, ops []*model.OperationView, f mode
 }
 
 // TestTableOrderIsModels: for every sort key and direction, the TUI's
-// order of one snapshot is model.SortOperations' order of it: one order,
-// model's (docs/model.md, "Order"). Many ties (same state, user, start
-// time) make the ties' order count.
+// order of one snapshot is the order docs/model.md ("Order") describes,
+// as docOrder writes it without model's comparator; model.SortOperations
+// gives the same. Many ties (same state, user, start time) make the ties'
+// order count.
 func TestTableOrderIsModels(t *testing.T) {
 	s := fixtureSnapshot()
 	big := bigSnapshot(300)
@@ -137,10 +139,14 @@ func TestTableOrderIsModels(t *testing.T) {
 				for i, r := range o.rows {
 					got[i] = ops[r]
 				}
-				want := slices.Clone(ops)
-				model.SortOperations(want, k, desc)
+				want := docOrder(ops, k, desc)
 				if !slices.Equal(got, want) {
-					t.Fatalf("%s, sort %s desc=%v: the table's order differs from model's", c.name, k, desc)
+					t.Fatalf("%s, sort %s desc=%v: the table's order differs from docs/model.md's", c.name, k, desc)
+				}
+				sorted := slices.Clone(ops)
+				model.SortOperations(sorted, k, desc)
+				if !slices.Equal(sorted, want) {
+					t.Fatalf("%s, sort %s desc=%v: model.SortOperations differs from docs/model.md's order", c.name, k, desc)
 				}
 			}
 		}
@@ -181,4 +187,77 @@ func TestCursorMovedDuringAFetchStaysPut(t *testing.T) {
 	got := m.selected()
 	must(t, got != nil && got.StatementID == want.StatementID && m.ops.cursorRow == 2,
 		"cursor on %v (row %d) after the snapshot, want %s at row 2", got, m.ops.cursorRow, want.StatementID)
+}
+
+// docOrder is the order of docs/model.md ("Order and filter"), written
+// from its table and its rule for unknowns and ties, independently of
+// model's SortEntry and CompareEntries.
+func docOrder(ops []*model.OperationView, key model.SortKey, desc bool) []*model.OperationView {
+	lifecycle := []model.State{model.StatePending, model.StateRunning, model.StateFinished,
+		model.StateFailed, model.StateCanceled, model.StateClosed}
+	// figure is the key's value of v: a number or a text, or unknown.
+	figure := func(v *model.OperationView) (known bool, n int64, s string) {
+		switch key {
+		case model.SortSeverity:
+			return true, int64(model.MaxSeverity(v.Flags).Rank())*1000 + int64(len(v.Flags)), ""
+		case model.SortState:
+			i := slices.Index(lifecycle, v.State)
+			if i < 0 {
+				i = len(lifecycle) // UNKNOWN last
+			}
+			return true, int64(i), ""
+		case model.SortAge: // youngest first: the latest start
+			return !v.StartedAt.IsZero(), -v.StartedAt.UnixNano(), ""
+		case model.SortInactivity:
+			if v.InactiveFor == nil {
+				return false, 0, ""
+			}
+			return true, int64(*v.InactiveFor), ""
+		case model.SortUser:
+			return true, 0, strings.ToLower(v.User)
+		case model.SortWarehouse:
+			return true, 0, v.WarehouseID
+		case model.SortRetries:
+			return true, int64(v.Poll.Retries), ""
+		default: // model.SortStatementID
+			return true, 0, v.StatementID
+		}
+	}
+	out := slices.Clone(ops)
+	slices.SortStableFunc(out, func(a, b *model.OperationView) int {
+		ka, na, sa := figure(a)
+		kb, nb, sb := figure(b)
+		if ka != kb { // unknown last, in both directions
+			if ka {
+				return -1
+			}
+			return 1
+		}
+		c := cmp.Compare(na, nb)
+		if c == 0 {
+			c = strings.Compare(sa, sb)
+		}
+		if desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		// Ties: newest start first (unknown last), statement id,
+		// workspace, then input position (the sort is stable).
+		if za, zb := a.StartedAt.IsZero(), b.StartedAt.IsZero(); za != zb {
+			if za {
+				return 1
+			}
+			return -1
+		}
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.StatementID, b.StatementID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Workspace, b.Workspace)
+	})
+	return out
 }

@@ -29,6 +29,17 @@ func Tool(t testing.TB, name string) string {
 	return ""
 }
 
+// Missing skips the test, or fails it under CI=true, because something
+// outside Go that it needs is missing or too old: what says which, and
+// install how .ci/run (or the reader) gets it.
+func Missing(t testing.TB, what, install string) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("%s, and CI=true requires it: %s", what, install)
+	}
+	t.Skipf("skipped: %s (%s; CI=true makes this a failure)", what, install)
+}
+
 // Long skips the test under `go test -short`: what takes real time (a
 // demo timeline, a real server's reaper) is left for the full run.
 func Long(t testing.TB, why string) {

@@ -48,7 +48,6 @@ func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Disco
 			out = append(out, d)
 		}
 	}
-	defer resp.release()
 	next := ""
 	if resp.HasNextPage {
 		next = resp.NextPageToken
@@ -96,6 +95,5 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 		}
 		out[strings.ToLower(d.Ref.StatementID)] = sources.ListedStatus(&d.Op)
 	}
-	resp.release()
 	return out, nil
 }

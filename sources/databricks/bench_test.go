@@ -44,7 +44,6 @@ func BenchmarkDecodeLivePage999Rows(b *testing.B) {
 	for _, r := range p0.Res {
 		ids[r.QueryID] = r.QueryID
 	}
-	p0.release()
 	all := func(id []byte) (string, bool) { s, ok := ids[string(id)]; return s, ok }
 	for _, tc := range []struct {
 		name     string
@@ -61,7 +60,6 @@ func BenchmarkDecodeLivePage999Rows(b *testing.B) {
 				if len(p.Res) != 999 || p.Res[0].partial != (tc.followed != nil) {
 					b.Fatalf("%d rows, first partial %v", len(p.Res), p.Res[0].partial)
 				}
-				p.release()
 			}
 		})
 	}

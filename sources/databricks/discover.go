@@ -149,7 +149,6 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 		if !resp.HasNextPage {
 			token = ""
 		}
-		resp.release()
 		more, trunc := pager.Next(token, seen)
 		if trunc != nil {
 			return trunc

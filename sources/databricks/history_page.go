@@ -29,31 +29,6 @@ type historyPage struct {
 	HasNextPage   bool         `json:"has_next_page"`
 	NextPageToken string       `json:"next_page_token"`
 	Res           []historyRow `json:"res"`
-
-	rows *[]historyRow // Res's array, from rowArrays (release)
-}
-
-// rowArrays keep the row arrays of decoded pages from one page to the
-// next: decoded into an array with room, the decoder does not allocate a
-// new one per page. Nothing keeps a row once its page is read: callers
-// copy what they need, then release the page.
-var rowArrays = sync.Pool{New: func() any { return new([]historyRow) }}
-
-// maxPooledRows: an array grown past it by an outsized answer is left to
-// the collector.
-const maxPooledRows = 2000
-
-// release gives Res's array back for the next page; p is not read after.
-func (p *historyPage) release() {
-	if p == nil || p.rows == nil {
-		return
-	}
-	clear(p.Res) // no statement's strings kept in the pool
-	if cap(p.Res) <= maxPooledRows {
-		*p.rows = p.Res[:0]
-		rowArrays.Put(p.rows)
-	}
-	p.rows, p.Res = nil, nil
 }
 
 type historyRow struct {
@@ -199,15 +174,12 @@ func historyQuery(req sql.ListQueryHistoryRequest) (string, error) {
 //
 // followed is decodePageFast's; encoding/json's rows are whole.
 func decodeHistoryPage(b []byte, followed sources.Followed) (*historyPage, error) {
-	rows := rowArrays.Get().(*[]historyRow)
-	p := historyPage{Res: (*rows)[:0], rows: rows}
+	var p historyPage
 	if decodePageFast(b, &p, followed) {
 		return &p, nil
 	}
-	clear(p.Res[:cap(p.Res)]) // what the fast decoder decoded before it gave up
-	p = historyPage{Res: p.Res[:0], rows: rows}
+	p = historyPage{} // what the fast decoder decoded before it gave up
 	if err := json.Unmarshal(b, &p); err != nil {
-		p.release()
 		return nil, fmt.Errorf("failed to unmarshal response body: %w", err) // the SDK's words for it
 	}
 	return &p, nil

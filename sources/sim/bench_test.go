@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 //
 //	go test -run '^$' -bench GetOperationStatus -benchtime 3s ./sources/sim/
 func BenchmarkGetOperationStatus(b *testing.B) {
-	s := startSim(b, Options{Logf: func(string, ...any) {}})
+	s := startSim(b, Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,8 +27,8 @@ func startSim(t testing.TB, o Options) *Server {
 	if o.Scenario == "" {
 		o.Scenario = ScenarioQuiet
 	}
-	if o.Logf == nil {
-		o.Logf = t.Logf
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	s, err := Start(context.Background(), o)
 	if err != nil {
@@ -40,6 +42,15 @@ func startSim(t testing.TB, o Options) *Server {
 		}
 	})
 	return s
+}
+
+// testLog writes the simulator's log lines into the test's log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Helper()
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // httpClient is a plain net/http client whose idle connections are closed
@@ -124,4 +135,33 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// The simulator reports through its Options.Logger, with attributes: the
+// serving line at info names the scenario and the warehouses.
+func TestLogsThroughItsLogger(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	h := slog.NewJSONHandler(lockedWriter{&mu, &buf}, nil)
+	startSim(t, Options{Logger: slog.New(h), Warehouses: 2})
+	mu.Lock()
+	defer mu.Unlock()
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(buf.String(), "\n", 2)[0]), &rec); err != nil {
+		t.Fatalf("the first log line is not one JSON record: %v\n%s", err, buf.String())
+	}
+	if rec["level"] != "INFO" || rec["msg"] != "sim: serving" || rec["scenario"] != string(ScenarioQuiet) || rec["warehouses"] != float64(2) {
+		t.Errorf("first record %v; want INFO sim: serving with scenario and warehouses", rec)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

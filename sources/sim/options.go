@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"log/slog"
 	"time"
 )
 
@@ -31,7 +32,10 @@ type Options struct {
 	// StartDelay is how long a started warehouse stays STARTING (default
 	// 5s, divided by Speed in the demo).
 	StartDelay time.Duration
-	Logf       func(string, ...any)
+	// Logger receives what the simulator reports of itself (serving,
+	// warehouses started and stopped) at info, and its scripted clients'
+	// failures at debug; nil discards it.
+	Logger *slog.Logger
 
 	// Clock drives every server-side timestamp, the state machine and the
 	// reaper; nil is the wall clock. Tests inject a ManualClock.
@@ -150,8 +154,8 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = WallClock{}
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

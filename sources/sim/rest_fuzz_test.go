@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,7 +11,7 @@ import (
 // page_token: remote input) to the Query History handler: it answers 200
 // or 400, never panics.
 func FuzzListQueries(f *testing.F) {
-	s := startSim(f, Options{Logf: func(string, ...any) {}})
+	s := startSim(f, Options{Logger: slog.New(slog.DiscardHandler)})
 	ss := s.store.openSession(s.WarehouseIDs()[0], "alice@example.com", "Tableau", KindExternal, true)
 	for i := 0; i < 3; i++ {
 		s.store.execute(ss, "SELECT 1", planStatement("SELECT 1", 0, 1), true, nil)

@@ -32,7 +32,7 @@ type Server struct {
 	inj        *injector
 	warehouses []*warehouse
 	starts     warehouseStarts
-	started    time.Time // wall time, for the demo's scripted timeline
+	started    time.Time // on the Clock, for the demo's scripted timeline
 
 	// Counters are sync.Maps of *atomic.Int64: the request path takes no
 	// shared lock to count (a lock there collapses throughput when the
@@ -86,7 +86,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		store:   newStore(o.Clock, o.IdleTimeout, o.LeakTimeout, o.Retention),
 		vec:     newVectors(o.Clock, o.Scenario, o.Speed),
 		inj:     newInjector(o.Seed, faults),
-		started: time.Now(),
+		started: o.Clock.Now(),
 		latRNG:  rand.New(rand.NewPCG(uint64(o.Seed), 0x1a7e)),
 	}
 	s.warehouses = makeWarehouses(o.Seed, o.Warehouses, o.StoppedWarehouses, o.Clock.Now())
@@ -107,7 +107,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.run(ln, w)
-	o.Logf("sim: serving %s scenario on %s with %d warehouses", o.Scenario, s.url, len(s.warehouses))
+	o.Logger.Info("sim: serving", "scenario", o.Scenario, "url", s.url, "warehouses", len(s.warehouses))
 	return s, nil
 }
 
@@ -149,7 +149,7 @@ func (s *Server) run(ln net.Listener, w *workload) {
 	go func() {
 		defer s.wg.Done()
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			o.Logf("sim: serve: %v", err)
+			o.Logger.Error("sim: serve", "err", err)
 		}
 	}()
 	go func() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -30,7 +31,7 @@ func emptyArgs(name string) []byte {
 // endpoint, with its real token: it answers (200 with a reply or an
 // exception, or 400), never panics.
 func FuzzThriftServer(f *testing.F) {
-	s := startSim(f, Options{Logf: func(string, ...any) {}})
+	s := startSim(f, Options{Logger: slog.New(slog.DiscardHandler)})
 	path := thrift.DefaultHTTPPath(s.WarehouseIDs()[0])
 	for _, n := range []string{"OpenSession", "CloseSession", "ExecuteStatement", "GetOperationStatus", "CancelOperation",
 		"CloseOperation", "GetResultSetMetadata", "FetchResults", "GetInfo"} {

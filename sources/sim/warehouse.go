@@ -91,7 +91,7 @@ func (s *Server) admitThrift(w http.ResponseWriter, ci *callInfo) bool {
 		} else {
 			s.starts.Clients.Add(1)
 		}
-		s.o.Logf("sim: warehouse %s started by %s (%s)", wh.id, who, ci.call)
+		s.o.Logger.Info("sim: warehouse started", "warehouse", wh.id, "by", who, "call", ci.call)
 	}
 	if st == WarehouseRunning {
 		if !ci.observer {
@@ -133,7 +133,7 @@ func (s *Server) autoStop() {
 				wh.lastActive = now
 			} else if now.Sub(wh.lastActive) >= s.o.AutoStop {
 				wh.state = WarehouseStopped
-				s.o.Logf("sim: warehouse %s stopped after %s idle", wh.id, s.o.AutoStop)
+				s.o.Logger.Info("sim: warehouse stopped", "warehouse", wh.id, "idle", s.o.AutoStop)
 			}
 		}
 		wh.mu.Unlock()

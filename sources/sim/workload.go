@@ -270,7 +270,7 @@ func (w *workload) pollUntilDone(ctx context.Context, c *thrift.Client, ref sour
 func (w *workload) healthy(ctx context.Context, key, wh, user, app, sql string, run time.Duration, fail string) {
 	c, sess, op, err := w.start(ctx, key, wh, user, app, sql, run, fail)
 	if err != nil {
-		w.logf("healthy client on %s: %v", wh, err)
+		w.debug("healthy client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	defer w.bestEffort(ctx, func(ctx context.Context) error { return c.CloseSession(ctx, sess) })
@@ -281,7 +281,7 @@ func (w *workload) healthy(ctx context.Context, key, wh, user, app, sql string, 
 			break
 		}
 		if tries++; tries > 5 {
-			w.logf("healthy client gave up polling %s: %v", op.Ref.StatementID, err)
+			w.debug("healthy client gave up polling", "statement", op.Ref.StatementID, "err", err)
 			return
 		}
 	}
@@ -307,11 +307,11 @@ func (w *workload) abandons(ctx context.Context, wh string) {
 		fmt.Sprintf("SELECT o.*, c.segment FROM sales.orders o JOIN crm.customers c ON o.customer_id = c.id WHERE o.order_date BETWEEN '2025-01-01' AND '2026-%02d-30'", 1+w.intn(12)),
 		10*time.Minute, "")
 	if err != nil {
-		w.logf("abandons client on %s: %v", wh, err)
+		w.debug("abandons client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	if _, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err != nil {
-		w.logf("abandons client: poll of %s failed (%v); giving up without cancel or close", op.Ref.StatementID, err)
+		w.debug("abandons client: a poll failed; giving up without cancel or close", "statement", op.Ref.StatementID, "err", err)
 	}
 }
 
@@ -323,14 +323,14 @@ func (w *workload) closeFails(ctx context.Context, wh string) {
 		fmt.Sprintf("SELECT count(*) FROM web.sessions WHERE session_date = current_date() - %d", 1+w.intn(30)),
 		4*time.Second, "")
 	if err != nil {
-		w.logf("close_fails client on %s: %v", wh, err)
+		w.debug("close_fails client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
 		_, _ = c.FetchResults(ctx, op.Ref, 10000)
 	}
 	if err := c.CloseOperation(ctx, op.Ref); err != nil {
-		w.logf("close_fails client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
+		w.debug("close_fails client: CloseOperation failed; swallowed", "statement", op.Ref.StatementID, "err", err)
 	}
 }
 
@@ -342,13 +342,13 @@ func (w *workload) givesUp(ctx context.Context, wh string) {
 		fmt.Sprintf("SELECT * FROM finance.ledger l JOIN finance.accounts a ON l.account_id = a.id WHERE l.posted_date > '2026-%02d-01'", 1+w.intn(12)),
 		10*time.Minute, "")
 	if err != nil {
-		w.logf("gives_up client on %s: %v", wh, err)
+		w.debug("gives_up client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, w.d(5*time.Second))
 	defer cancel()
 	_, _ = w.pollUntilDone(pctx, c, op.Ref, w.d(time.Second))
-	w.logf("gives_up client: stopped following %s after its own 5 s timeout; no cancel, no close", op.Ref.StatementID)
+	w.debug("gives_up client: stopped following after its own 5 s timeout; no cancel, no close", "statement", op.Ref.StatementID)
 }
 
 // closeFailsProxied (through the proxy): the statement finishes and the
@@ -360,14 +360,14 @@ func (w *workload) closeFailsProxied(ctx context.Context, wh string) {
 		fmt.Sprintf("SELECT sku, sum(qty) FROM inventory.movements WHERE day = current_date() - %d GROUP BY sku", 1+w.intn(30)),
 		4*time.Second, "")
 	if err != nil {
-		w.logf("close_fails_proxied client on %s: %v", wh, err)
+		w.debug("close_fails_proxied client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
 		_, _ = c.FetchResults(ctx, op.Ref, 10000)
 	}
 	if err := c.CloseOperation(ctx, op.Ref); err != nil {
-		w.logf("close_fails_proxied client: CloseOperation of %s failed (%v); swallowed", op.Ref.StatementID, err)
+		w.debug("close_fails_proxied client: CloseOperation failed; swallowed", "statement", op.Ref.StatementID, "err", err)
 	}
 }
 
@@ -382,7 +382,7 @@ func (w *workload) leaksProxied(ctx context.Context, wh string) {
 		fmt.Sprintf("SELECT region, sum(amount) FROM sales.refunds WHERE month = %d GROUP BY region", 1+w.intn(12)),
 		4*time.Second, "")
 	if err != nil {
-		w.logf("leaks_proxied client on %s: %v", wh, err)
+		w.debug("leaks_proxied client could not start", "warehouse", wh, "err", err)
 		return
 	}
 	if st, err := w.pollUntilDone(ctx, c, op.Ref, w.d(time.Second)); err == nil && st.State == "FINISHED" {
@@ -402,7 +402,11 @@ func (w *workload) bestEffort(ctx context.Context, f func(context.Context) error
 	_ = f(ctx)
 }
 
-func (w *workload) logf(format string, a ...any) { w.s.o.Logf("sim workload: "+format, a...) }
+// debug reports what a scripted client did or suffered, at debug: the
+// workload's clients fail on purpose.
+func (w *workload) debug(msg string, attrs ...any) {
+	w.s.o.Logger.Debug("sim workload: "+msg, attrs...)
+}
 
 // ingest upserts batches into one index of IngestEndpoint every second
 // until the endpoint answers RESOURCE_EXHAUSTED (full in about a minute).
@@ -461,7 +465,7 @@ func (w *workload) ingest(ctx context.Context) {
 			rb, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusTooManyRequests && bytes.Contains(rb, []byte("RESOURCE_EXHAUSTED")) {
-				w.logf("ingest client: %s is full (%s); stopping", IngestEndpoint, strings.TrimSpace(string(rb)))
+				w.debug("ingest client: the endpoint is full; stopping", "endpoint", IngestEndpoint, "answer", strings.TrimSpace(string(rb)))
 				return
 			}
 		}
@@ -500,7 +504,7 @@ func (w *workload) demoRules() []rule {
 			if !ci.observer {
 				return ""
 			}
-			if t := time.Since(w.s.started); t < from || t >= to {
+			if t := w.s.o.Clock.Now().Sub(w.s.started); t < from || t >= to {
 				return ""
 			}
 			switch {

@@ -87,7 +87,7 @@ func (s *Server) incidentWriter(ctx context.Context) {
 			// Refused for capacity (429 RESOURCE_EXHAUSTED, or 400
 			// QUOTA_EXCEEDED from the proxy's --fail-fast-exhausted);
 			// anything else is tried again at the next tick.
-			s.o.Logf("sim incident writer: %s refused: %s", index, strings.TrimSpace(string(rb)))
+			s.o.Logger.Info("sim incident writer: refused", "index", index, "answer", strings.TrimSpace(string(rb)))
 			s.vec.writerDone(0, true)
 			return
 		}

@@ -220,6 +220,22 @@ func waitFor(t testing.TB, s *sim.Server, within time.Duration, what string, con
 	}
 }
 
+// waitForStats is waitFor on the simulator's request and fault counts.
+func waitForStats(t testing.TB, s *sim.Server, within time.Duration, what string, cond func(stats) bool) stats {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := getStats(t, s)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s never held; requests %v, faults %v", within, what, st.Requests, st.Faults)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // isTerminal reports the terminal states of docs/model.md (States).
 func isTerminal(state string) bool {
 	switch state {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"github.com/dbxtop/dbxtop/internal/testenv"
 	"math/big"
 	"net"
@@ -32,18 +33,14 @@ func nodeModules(t *testing.T) string {
 	dir, _ := filepath.Abs(filepath.Join("node", "node_modules"))
 	testenv.Tool(t, "node")
 	if _, modErr := os.Stat(filepath.Join(dir, "@databricks", "sql")); modErr != nil {
-		if testenv.CI() {
-			t.Fatalf("the pinned Node drivers are missing in CI (.ci/run installs them): %v", modErr)
-		}
-		t.Skip("skipped: the Node drivers are missing (npm install --no-save --prefix sources/sim/conformance/node)")
+		testenv.Missing(t, fmt.Sprintf("the pinned Node drivers are missing (%v)", modErr),
+			".ci/run installs them: npm install --no-save --prefix sources/sim/conformance/node")
 	}
 	out, err := exec.Command("node", "--version").Output()
 	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".", 2)[0])
 	if err != nil || major < 20 {
-		if testenv.CI() {
-			t.Fatalf("node %q: @databricks/sql 2.1.0 needs Node 20 or later", strings.TrimSpace(string(out)))
-		}
-		t.Skip("skipped: @databricks/sql 2.1.0 needs Node 20 or later")
+		testenv.Missing(t, fmt.Sprintf("node %q: @databricks/sql 2.1.0 needs Node 20 or later", strings.TrimSpace(string(out))),
+			"install Node 20 or later")
 	}
 	return dir
 }

@@ -262,9 +262,10 @@ func opFlag(op map[string]any, kind string) (map[string]any, bool) {
 	return nil, false
 }
 
-// Proof 3: every upstream CloseOperation fails for 30 s. The client's close
-// gets the real error, `snapshot --proxy` shows CLOSE_FAILED naming the
-// client, and once the fault ends the proxy's queue closes the operation.
+// Proof 3: every upstream CloseOperation fails until the proxy's own queue
+// has tried the close and failed too. The client's close gets the real
+// error, `snapshot --proxy` shows CLOSE_FAILED naming the client, and once
+// the fault ends the proxy's queue closes the operation.
 func TestProxyClientCloseFailureNotLeaked(t *testing.T) {
 	s := startSim(t, "")
 	log := &proxyLog{}
@@ -283,7 +284,6 @@ func TestProxyClientCloseFailureNotLeaked(t *testing.T) {
 	// The driver closes the operation when it reads the last page: the
 	// outage starts before.
 	setFaults(t, s, "unavailable=1@CloseOperation")
-	outage := time.Now()
 	n := 0
 	for rows.Next() {
 		n++
@@ -308,8 +308,16 @@ func TestProxyClientCloseFailureNotLeaked(t *testing.T) {
 	if op == nil || !ok || !strings.Contains(fmt.Sprint(cf["detail"]), "client's close failed") || code != 2 {
 		t.Fatalf("snapshot --proxy: exit %d, operation %v", code, op)
 	}
-	// The outage length is the experiment's parameter, not a guess.
-	time.Sleep(30*time.Second - time.Since(outage))
+	// The outage lasts until the proxy's queue has made a close attempt
+	// of its own (refused like the client's), so the queue is proven to
+	// retry rather than to have been lucky.
+	clientCloses := getStats(t, s).Requests["CloseOperation"]
+	waitForStats(t, s, 90*time.Second, "the proxy's queue to try the close during the outage", func(st stats) bool {
+		return st.Requests["CloseOperation"] > clientCloses
+	})
+	if o, ok := getTruth(t, s).op(id); !ok || !o.Open {
+		t.Fatalf("closed during the outage: %+v", o)
+	}
 	setFaults(t, s, "")
 	tr := waitFor(t, s, 90*time.Second, "the proxy's queue to close the operation", func(tr truth) bool {
 		o, ok := tr.op(id)
@@ -321,7 +329,7 @@ func TestProxyClientCloseFailureNotLeaked(t *testing.T) {
 			t.Errorf("proxy account after the fault: %+v", pf.Close)
 		}
 	}
-	t.Logf("PROXY leak prevention: client close error %v; truth %s open=%v after the 30 s outage; proxy closes %+v",
+	t.Logf("PROXY leak prevention: client close error %v; truth %s open=%v after the outage; proxy closes %+v",
 		f.Close.ClientError, o.State, o.Open, p.Stats().ClosedByProxy)
 	noSecret(t, s, "proxy log", log.String())
 }

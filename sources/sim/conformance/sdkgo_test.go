@@ -391,10 +391,9 @@ func checkExhausted(t testing.TB, s *sim.Server, r upsertResult) {
 	noSecret(t, s, "SDK error text", r.err.Error())
 }
 
-// TestSDKUpsertExhausted: the normal suite's variant. RetryTimeoutSeconds=1
-// is the smallest budget the stock SDK accepts; it makes exactly one
-// attempt, so the suite stays fast. The 20 s and 300 s anchors are in
-// TestSDKUpsertExhaustedAnchor behind DBXTOP_LONG=1.
+// TestSDKUpsertExhausted: RetryTimeoutSeconds=1 is the smallest budget
+// the stock SDK accepts; it makes exactly one attempt. The anchors with
+// retries are in TestSDKUpsertExhaustedAnchor.
 func TestSDKUpsertExhausted(t *testing.T) {
 	t.Parallel()
 	s, ep, index := exhaustedIndex(t)
@@ -412,18 +411,72 @@ func TestSDKUpsertExhausted(t *testing.T) {
 	}
 }
 
-// TestSDKUpsertExhaustedAnchor measures the anchor of issue 9 item 1: the
-// stock SDK with its default budget (300 s) and with RetryTimeoutSeconds=20
-// against one permanent 429 RESOURCE_EXHAUSTED. ~5.5 minutes.
-func TestSDKUpsertExhaustedAnchor(t *testing.T) {
-	if !longRuns() {
-		t.Skip("DBXTOP_LONG=1 runs the 20 s and 300 s anchors")
+// The stock SDK's retry schedule (retries.Retrier.Run in
+// databricks-sdk-go v0.182.0): after its k-th failed attempt it waits
+// min(k, 10) s plus a jitter of 50–750 ms, until the request's retry
+// budget (RetryTimeoutSeconds, 300 s by default: httpclient's
+// defaultRetryTimeout) ends.
+const (
+	sdkMinJitter = 50 * time.Millisecond
+	sdkMaxJitter = 750 * time.Millisecond
+)
+
+// sdkRequestsWithin is how many attempts the SDK's schedule fits in
+// budget when every wait carries extra (a jitter, plus the time a request
+// takes).
+func sdkRequestsWithin(budget, extra time.Duration) int64 {
+	n, at := int64(1), time.Duration(0)
+	for k := 1; ; k++ {
+		at += min(time.Duration(k)*time.Second, 10*time.Second) + extra
+		if at >= budget {
+			return n
+		}
+		n++
 	}
+}
+
+// sdkRequestBounds is the fewest and the most attempts the SDK makes in
+// budget: every jitter the largest plus slack per request (a loaded
+// machine), or every jitter the smallest and requests instant.
+func sdkRequestBounds(budget time.Duration) (lo, hi int64) {
+	const slack = 250 * time.Millisecond
+	return sdkRequestsWithin(budget, sdkMaxJitter+slack), sdkRequestsWithin(budget, sdkMinJitter)
+}
+
+// TestSDKRetryScheduleFitsTheAnchor: the README's anchor (the stock SDK
+// retries a permanent RESOURCE_EXHAUSTED for five minutes, 34 requests)
+// follows from the SDK's schedule; TestSDKUpsertExhaustedAnchor checks the
+// SDK keeps that schedule against the simulator.
+func TestSDKRetryScheduleFitsTheAnchor(t *testing.T) {
+	lo, hi := sdkRequestsWithin(300*time.Second, sdkMaxJitter), sdkRequestsWithin(300*time.Second, sdkMinJitter)
+	if lo > 34 || hi < 34 {
+		t.Errorf("the SDK's schedule fits %d–%d requests in 300 s; README and docs/conformance.md say 34", lo, hi)
+	}
+	if lo, hi := sdkRequestBounds(20 * time.Second); lo < 2 || hi > 6 {
+		t.Errorf("20 s budget: %d–%d requests; want a retry and no more than the schedule's 6", lo, hi)
+	}
+}
+
+// TestSDKUpsertExhaustedAnchor is the anchor behind --fail-fast-exhausted:
+// the stock SDK against one permanent 429 RESOURCE_EXHAUSTED retries until
+// its budget is spent, on the schedule above. CI runs it with the SDK's
+// own setting RetryTimeoutSeconds=20 (the schedule's first 6 requests);
+// DBXTOP_LONG=1 adds the default budget (300 s, 33–35 requests).
+func TestSDKUpsertExhaustedAnchor(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		retry int
-	}{{"retry-timeout-20s", 20}, {"default-300s", 0}} {
+	cases := []struct {
+		name   string
+		retry  int
+		budget time.Duration
+	}{{"retry-timeout-20s", 20, 20 * time.Second}}
+	if longRuns() {
+		cases = append(cases, struct {
+			name   string
+			retry  int
+			budget time.Duration
+		}{"default-300s", 0, 300 * time.Second})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s, ep, index := exhaustedIndex(t)
@@ -431,6 +484,14 @@ func TestSDKUpsertExhaustedAnchor(t *testing.T) {
 			checkExhausted(t, s, r)
 			t.Logf("ANCHOR stock databricks-sdk-go %s: endpoint %s: %d requests, %.2f s, error %q",
 				tc.name, ep, r.requests, r.elapsed.Seconds(), r.err)
+			if lo, hi := sdkRequestBounds(tc.budget); r.requests < lo || r.requests > hi {
+				t.Errorf("%d upsert requests in a %s budget; the SDK's schedule fits %d–%d", r.requests, tc.budget, lo, hi)
+			}
+			// The SDK spends its whole budget on an error that retrying
+			// cannot fix: the lie the README describes.
+			if r.elapsed < tc.budget {
+				t.Errorf("the SDK returned after %s, before its %s budget", r.elapsed, tc.budget)
+			}
 		})
 	}
 }
