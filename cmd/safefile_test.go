@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 // TestNamedFilesNeverHangOnAFIFO: a FIFO (or any file that is not a
@@ -17,9 +18,7 @@ import (
 func TestNamedFilesNeverHangOnAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatalf("mkfifo: %v (a FIFO in a fresh temporary directory must be possible on this platform)", err)
-	}
+	testenv.FIFO(t, fifo)
 	tok := filepath.Join(dir, "token")
 	if err := os.WriteFile(tok, []byte("read-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)

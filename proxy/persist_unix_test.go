@@ -6,18 +6,17 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 // A FIFO at the close queue's path is refused at start, at once: the
 // open never waits for a writer.
 func TestCloseQueueFIFORefusedAtStart(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "q.json")
-	if err := syscall.Mkfifo(state, 0o600); err != nil {
-		t.Fatalf("mkfifo: %v (a FIFO in a fresh temporary directory must be possible on this platform)", err)
-	}
+	testenv.FIFO(t, state)
 	done := make(chan error, 1)
 	go func() {
 		s, err := Start(context.Background(), Options{Upstream: "http://127.0.0.1:1", StateFile: state, Logger: testLogger(t)},

@@ -4,11 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dbxtop/dbxtop/poller"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 // TestServeFilesNeverHangOnAFIFO: the web configuration and the TLS files
@@ -17,9 +18,7 @@ import (
 func TestServeFilesNeverHangOnAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatalf("mkfifo: %v (a FIFO in a fresh temporary directory must be possible on this platform)", err)
-	}
+	testenv.FIFO(t, fifo)
 	conf := filepath.Join(dir, "web.yml")
 	if err := os.WriteFile(conf, []byte("tls_server_config:\n  cert_file: fifo\n  key_file: fifo\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -6,16 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/testenv"
 )
 
 func TestReadRefusesAFIFOWithoutBlocking(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatalf("mkfifo %s: %v (a FIFO in a fresh temporary directory must be possible on this platform)", p, err)
-	}
+	testenv.FIFO(t, p)
 	done := make(chan error, 1)
 	go func() { _, _, err := Read(p, 1<<20); done <- err }()
 	select {
@@ -86,9 +85,7 @@ func TestWriteAtomicReplacesWithItsMode(t *testing.T) {
 
 func TestCheckAndOpenAppendRefuseAFIFOWithoutBlocking(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatalf("mkfifo: %v (a FIFO in a fresh temporary directory must be possible on this platform)", err)
-	}
+	testenv.FIFO(t, p)
 	for name, open := range map[string]func() error{
 		"Check":      func() error { _, err := Check(p, 1<<20); return err },
 		"OpenAppend": func() error { f, err := OpenAppend(p, 0o600); f.Close(); return err },
