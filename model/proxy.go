@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/textfmt"
@@ -28,6 +29,13 @@ type ProxyAccount struct {
 	Heals   int
 	// Actions are the proxy's own actions, oldest first, as one line each.
 	Actions []string
+	// SeenBy names the proxies (host:port) whose admin API reported the
+	// operation, sorted; several when a load balancer spread its calls.
+	SeenBy []string
+	// Unknown says why part of this account is not current: a proxy that
+	// saw the operation does not answer, so what it saw since its last
+	// answer is unknown ("" when every proxy that saw it answered).
+	Unknown string
 }
 
 // ProxyCloseFailed is the outcome of a client close that failed upstream.
@@ -57,6 +65,8 @@ type proxyWire struct {
 	NextTryAt           jsonTime   `json:"next_try_at"`
 	Heals               int        `json:"heals"`
 	Actions             []string   `json:"actions"`
+	SeenBy              []string   `json:"seen_by,omitempty"`
+	Unknown             string     `json:"unknown,omitempty"`
 }
 
 func (p *ProxyAccount) wire() *proxyWire {
@@ -66,7 +76,8 @@ func (p *ProxyAccount) wire() *proxyWire {
 	return &proxyWire{LastClientRPCAt: jsonTime{p.LastClientRPC}, CloseOutcome: p.CloseOutcome,
 		ClientCloseAttempts: p.ClientCloseAttempts, ProxyCloseAttempts: p.ProxyCloseAttempts,
 		ClientCloseError: p.ClientCloseError, LastCloseError: p.LastCloseError,
-		NextTryAt: jsonTime{p.NextTry}, Heals: p.Heals, Actions: nonNil(p.Actions)}
+		NextTryAt: jsonTime{p.NextTry}, Heals: p.Heals, Actions: nonNil(p.Actions),
+		SeenBy: p.SeenBy, Unknown: p.Unknown}
 }
 
 func (w *proxyWire) account() *ProxyAccount {
@@ -77,5 +88,68 @@ func (w *proxyWire) account() *ProxyAccount {
 	return &ProxyAccount{LastClientRPC: w.LastClientRPCAt.Time, CloseOutcome: textfmt.Line(w.CloseOutcome),
 		ClientCloseAttempts: w.ClientCloseAttempts, ProxyCloseAttempts: w.ProxyCloseAttempts,
 		ClientCloseError: w.ClientCloseError, LastCloseError: w.LastCloseError,
-		NextTry: w.NextTryAt.Time, Heals: w.Heals, Actions: nilIfEmpty(lines(w.Actions))}
+		NextTry: w.NextTryAt.Time, Heals: w.Heals, Actions: nilIfEmpty(lines(w.Actions)),
+		SeenBy: nilIfEmpty(lines(w.SeenBy)), Unknown: textfmt.Line(w.Unknown)}
+}
+
+// ProxyStatus is one `dbxtop proxy` a workspace reads (--proxy, proxies,
+// discovery): whether its admin API answered the last refresh, and the
+// version its health endpoint reported.
+type ProxyStatus struct {
+	// Name is the proxy's host:port: its label (no scheme, path or token).
+	Name string `json:"name"`
+	// Up: its admin API answered the last refresh.
+	Up bool `json:"up"`
+	// Reason says why it is not up (the call's error), "" when up.
+	Reason string `json:"reason,omitempty"`
+	// Version is what its /v1/health said ("" until it answered once).
+	Version string `json:"version"`
+	// Upstream is its health's status: "ok", "upstream_unreachable" or
+	// "" when unknown.
+	Upstream string `json:"upstream,omitempty"`
+	// LastOK is when its admin API last answered (zero: never).
+	LastOK time.Time `json:"last_ok"`
+	// Operations counts the operations its last answer held.
+	Operations int `json:"operations"`
+	// Workspace names the watched workspace (its context) when several
+	// are watched; "" otherwise.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// ProxyVersionSkew says which versions the proxies that answered run,
+// when they differ ("" when they agree or fewer than two answered):
+// replicas of different versions may disagree on what they record.
+func ProxyVersionSkew(ps []ProxyStatus) string {
+	seen := map[string][]string{}
+	var order []string
+	for _, p := range ps {
+		if p.Version == "" {
+			continue
+		}
+		if _, ok := seen[p.Version]; !ok {
+			order = append(order, p.Version)
+		}
+		seen[p.Version] = append(seen[p.Version], p.Name)
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	s := "proxy versions differ:"
+	for i, v := range order {
+		if i > 0 {
+			s += ";"
+		}
+		s += fmt.Sprintf(" %s on %s", v, strings.Join(seen[v], ", "))
+	}
+	return s
+}
+
+func cleanProxyStatuses(ps []ProxyStatus) []ProxyStatus {
+	out := nilIfEmpty(ps)
+	for i := range out {
+		p := &out[i]
+		p.Name, p.Reason, p.Version, p.Upstream = textfmt.Line(p.Name), textfmt.Line(p.Reason), textfmt.Line(p.Version), textfmt.Line(p.Upstream)
+		p.Workspace = textfmt.Line(p.Workspace)
+	}
+	return out
 }

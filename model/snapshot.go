@@ -13,6 +13,9 @@ type Workspace struct {
 	// the sources do not list warehouses or none has succeeded yet. Not
 	// in the snapshot JSON: it only explains an empty Operations view.
 	Listing *WarehouseListing `json:"-"`
+	// Proxies are the dbxtop proxies read (--proxy), in name order; nil
+	// without any. In the snapshot JSON as the top-level "proxies".
+	Proxies []ProxyStatus `json:"-"`
 }
 
 // WarehouseListing is what the last successful ListWarehouses said: how

@@ -22,6 +22,8 @@ type snapshotWire struct {
 	Clients     []ClientStats   `json:"clients"`
 	// Workspaces is present when several workspaces are watched.
 	Workspaces []WorkspaceStatus `json:"workspaces,omitempty"`
+	// Proxies is present when dbxtop proxies are read (--proxy).
+	Proxies []ProxyStatus `json:"proxies,omitempty"`
 }
 
 type workspaceWire struct {
@@ -129,6 +131,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 		Errors:      nonNil(s.Errors),
 		Clients:     nonNil(s.Clients),
 		Workspaces:  s.Workspaces,
+		Proxies:     s.Workspace.Proxies,
 	}
 	for _, o := range s.Operations {
 		w.Operations = append(w.Operations, o.wire())
@@ -157,10 +160,11 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	// TestDecodedSnapshotStringsAreClean fails on a field that is not.
 	out := Snapshot{
 		GeneratedAt: w.GeneratedAt.Time,
-		Workspace:   Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses))},
-		Errors:      nilIfEmpty(w.Errors),
-		Clients:     nilIfEmpty(w.Clients),
-		Workspaces:  nilIfEmpty(w.Workspaces),
+		Workspace: Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses)),
+			Proxies: cleanProxyStatuses(w.Proxies)},
+		Errors:     nilIfEmpty(w.Errors),
+		Clients:    nilIfEmpty(w.Clients),
+		Workspaces: nilIfEmpty(w.Workspaces),
 	}
 	for i := range out.Workspaces {
 		ws := &out.Workspaces[i]
