@@ -58,6 +58,9 @@ type Options struct {
 	// snapshot's Workspace.Listing says how many warehouses were listed,
 	// which explains an empty Operations view (nil: not said).
 	Warehouses sources.WarehouseLister
+	// Proxies, when set, is read for each snapshot: how each dbxtop proxy
+	// fared (Workspace.Proxies).
+	Proxies sources.ProxyLister
 	// MaxInFlight is the ceiling of calls in flight (per-operation polls
 	// and batch requests); 0 → 64. Below it the limiter sizes concurrency
 	// from latency and demand (limit.go).

@@ -105,6 +105,8 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	}
 	if st.ClientLastActivity != nil {
 		op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
+	} else if st.ClientActivityUnknown {
+		op.ClientActivityKnown, op.ClientLastActivity = false, time.Time{}
 	}
 	e.ageProxyOpen(en, &st, now)
 	if st.Open != nil {

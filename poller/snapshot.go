@@ -42,6 +42,9 @@ func (e *Engine) snapshot() model.Snapshot {
 	ws := e.o.Workspace
 	ws.Listing = e.disc.listing
 	e.mu.Unlock()
+	if e.o.Proxies != nil {
+		ws.Proxies = e.o.Proxies.ProxyStatuses()
+	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
 	return model.SnapshotOfViews(now, ws, views, eps, uniqueErrors(errs))
 }

@@ -32,6 +32,10 @@ type Status struct {
 	// ClientLastActivity is when the owning client last called the server;
 	// nil when the source cannot tell.
 	ClientLastActivity *time.Time
+	// ClientActivityUnknown: what was known of the client's activity no
+	// longer holds (the proxy that saw its calls does not answer), so it
+	// becomes unknown; Note says why.
+	ClientActivityUnknown bool
 	// Open reports whether the server still holds the operation; nil when
 	// unknown. A nil Open leaves what an earlier answer said, unless
 	// OpenUnknown: what was known no longer holds (the proxy's evidence
@@ -117,6 +121,12 @@ func DiscoverIn(ctx context.Context, d Discoverer, retry Retry, scope Scope) ([]
 // into the snapshot, where an empty Operations view is explained by it.
 type WarehouseLister interface {
 	WarehouseListing() (model.WarehouseListing, bool)
+}
+
+// ProxyLister says how each dbxtop proxy read (--proxy) fared at its last
+// refresh; the poller carries it into the snapshot (Workspace.Proxies).
+type ProxyLister interface {
+	ProxyStatuses() []model.ProxyStatus
 }
 
 // Discovered is one operation found by discovery, with how to reach it.
