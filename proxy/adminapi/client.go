@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -125,95 +124,6 @@ func (c *AdminClient) Cancel(ctx context.Context, id string) error {
 	return c.act(ctx, "CancelOperation", id, "cancel")
 }
 
-// Merged adds a proxy's facts to dbxtop's sources: discovery gains the
-// open operations only the proxy saw, each status carries the proxy's
-// account (the client's last call, its close outcome, heals), and close
-// and cancel of an operation the proxy saw go through the proxy, which
-// holds the real handle. It implements sources.Discoverer, StatusSource,
-// ActionSource and IdleCloser.
-type Merged struct {
-	admin   *AdminClient
-	disc    sources.Discoverer
-	status  sources.StatusSource
-	actions sources.ActionSource
-	mu      sync.Mutex
-	facts   map[string]sources.ProxyOperation
-}
-
-// Merge wraps dbxtop's sources with the proxy's facts.
-func Merge(admin *AdminClient, disc sources.Discoverer, status sources.StatusSource, actions sources.ActionSource) *Merged {
-	return &Merged{admin: admin, disc: disc, status: status, actions: actions, facts: map[string]sources.ProxyOperation{}}
-}
-
-// Discover lists dbxtop's discovery plus what only the proxy saw, with
-// the proxy's account on every operation it saw. The proxy's facts are
-// read once per discovery (through the caller's retry); when the admin
-// API fails, discovery's own result is kept with the last facts, and the
-// failure is reported as a *sources.PartialError (nothing silent).
-func (m *Merged) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
-	ds, err := m.disc.Discover(ctx, retry)
-	var partial *sources.PartialError
-	if err != nil && !errors.As(err, &partial) {
-		return nil, err
-	}
-	var facts []sources.ProxyOperation
-	ferr := retry(ctx, "ProxyOperations", func(ctx context.Context) error {
-		var err error
-		facts, err = m.admin.Operations(ctx)
-		return err
-	})
-	m.mu.Lock()
-	if ferr == nil {
-		m.facts = make(map[string]sources.ProxyOperation, len(facts))
-		for _, f := range facts {
-			m.facts[f.StatementID] = f
-		}
-	}
-	byID := m.facts
-	m.mu.Unlock()
-	if ferr != nil {
-		if partial == nil {
-			partial = &sources.PartialError{}
-		}
-		partial.Errs = append(partial.Errs, fmt.Errorf("proxy %s: %w", m.admin.URL(), ferr))
-	}
-	listed := make(map[string]bool, len(ds))
-	for i := range ds {
-		id := ds[i].Op.StatementID
-		if id == "" {
-			id = ds[i].Ref.StatementID
-		}
-		listed[id] = true
-		if f, ok := byID[id]; ok {
-			overlay(&ds[i].Op, f)
-		}
-	}
-	for _, f := range byID {
-		if listed[f.StatementID] || (f.Close.Outcome != sources.ProxyOpen && f.Close.Outcome != sources.ProxyCloseFailed) {
-			continue
-		}
-		// Only the proxy saw it (another warehouse, or query history lags):
-		// followed like any other. Its state is left unknown here: what the
-		// proxy last relayed is not a confirmation by dbxtop.
-		op := model.Operation{StatementID: f.StatementID, WarehouseID: f.WarehouseID,
-			ClientApplication: f.ClientApplication, StartedAt: f.StartedAt}
-		overlay(&op, f)
-		ds = append(ds, sources.Discovered{Op: op, Ref: sources.Ref{StatementID: f.StatementID, WarehouseID: f.WarehouseID}})
-	}
-	if partial != nil {
-		return ds, partial
-	}
-	return ds, nil
-}
-
-// overlay puts a proxy's facts on an operation dbxtop is about to follow.
-func overlay(op *model.Operation, f sources.ProxyOperation) {
-	op.Proxy = Account(f)
-	if t := f.LastClientActivity(); !t.IsZero() && !op.ClientActivityKnown {
-		op.ClientActivityKnown, op.ClientLastActivity = true, t
-	}
-}
-
 // Account converts the admin API's facts into the model's proxy account.
 func Account(f sources.ProxyOperation) *model.ProxyAccount {
 	a := &model.ProxyAccount{LastClientRPC: f.LastClientActivity(), CloseOutcome: f.Close.Outcome,
@@ -228,47 +138,6 @@ func Account(f sources.ProxyOperation) *model.ProxyAccount {
 		a.Actions = append(a.Actions, Clean(line))
 	}
 	return a
-}
-
-func (m *Merged) fact(id string) (sources.ProxyOperation, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, ok := m.facts[id]
-	return f, ok
-}
-
-// Status is dbxtop's status call with the proxy's account added. The
-// client's last call comes from the proxy unless the server itself said
-// (only the simulator's opt-in extension does).
-func (m *Merged) Status(ctx context.Context, ref sources.Ref) (sources.Status, error) {
-	st, err := m.status.Status(ctx, ref)
-	if err != nil {
-		return st, err
-	}
-	f, ok := m.fact(ref.StatementID)
-	if !ok {
-		return st, nil
-	}
-	st.Proxy = Account(f)
-	if t := f.LastClientActivity(); st.ClientLastActivity == nil && !t.IsZero() {
-		st.ClientLastActivity = &t
-	}
-	switch f.Close.Outcome {
-	case sources.ProxyClosed, sources.ProxyClosedByServer, sources.ProxyClosedByProxy, sources.ProxyGone:
-		if st.Open == nil {
-			closed := false
-			st.Open = &closed
-		}
-	case sources.ProxyOpen, sources.ProxyCloseFailed:
-		if why, ok := provenOpen(f); ok && st.Open == nil && st.State != model.StateClosed {
-			// The proof, not the server's answer: the poller ages it
-			// (the proxy cannot see the server's reaper).
-			open := true
-			st.Open, st.OpenByProxy = &open, true
-			st.Note = sources.JoinNotes(st.Note, why)
-		}
-	}
-	return st, nil
 }
 
 // provenOpen says whether the proxy's account proves f still open on the
@@ -294,42 +163,3 @@ func provenOpen(f sources.ProxyOperation) (string, bool) {
 	return "open per dbxtop proxy: it relayed the server's handle for this statement and saw " + since +
 		" (a close it cannot see, by the server's reaper or over another connection, would not show here)", true
 }
-
-// Close closes through the proxy (the real handle) when it saw the
-// operation, else with dbxtop's own source.
-func (m *Merged) Close(ctx context.Context, ref sources.Ref) error {
-	if _, ok := m.fact(ref.StatementID); ok {
-		return m.admin.Close(ctx, ref.StatementID)
-	}
-	if m.actions == nil {
-		return errors.New("no action source")
-	}
-	return m.actions.Close(ctx, ref)
-}
-
-// Cancel cancels through the proxy when it saw the operation.
-func (m *Merged) Cancel(ctx context.Context, ref sources.Ref) error {
-	if _, ok := m.fact(ref.StatementID); ok {
-		return m.admin.Cancel(ctx, ref.StatementID)
-	}
-	if m.actions == nil {
-		return errors.New("no action source")
-	}
-	return m.actions.Cancel(ctx, ref)
-}
-
-// ActionCalls names the calls made for ref (sources.ActionNamer): the
-// proxy's CancelOperation/CloseOperation with the real handle, or those of
-// dbxtop's own action source.
-func (m *Merged) ActionCalls(ref sources.Ref) (cancel, close string) {
-	if _, ok := m.fact(ref.StatementID); ok {
-		return "CancelOperation", "CloseOperation"
-	}
-	if n, ok := m.actions.(sources.ActionNamer); ok {
-		return n.ActionCalls(ref)
-	}
-	return "CancelOperation", "CloseOperation"
-}
-
-// CloseIdleConnections drops the admin client's pooled connections.
-func (m *Merged) CloseIdleConnections() { m.admin.CloseIdleConnections() }
