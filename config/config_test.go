@@ -159,6 +159,7 @@ func TestInvalid(t *testing.T) {
 		{"row limit", "[endpoints.\"e 1\"]\nrow_limit = 0\n", "line 2: endpoints.\"e 1\".row_limit: must be a positive"},
 		{"colour", "[colors]\nwarning = \"yellowish\"\n", "line 2: colors.warning"},
 		{"syntax", "refresh = \n", "line 1"},
+		{"bad proxies", "[contexts.a]\nprofile = \"p\"\nproxies = [\"http://127.0.0.1:1\", \"dns+ftp://x:1\"]\n", "line 3: contexts.a.proxies: \"dns+ftp://x:1\""},
 		{"reserved name", "[contexts.all]\nprofile = \"p\"\n", "contexts.all"},
 		{"two errors both named", "[ui]\nview = \"x\"\nsort = \"y\"\n", "line 3: ui.sort"},
 	}
@@ -248,5 +249,41 @@ func TestRowLimits(t *testing.T) {
 	}
 	if got := (&File{}).RowLimits("x"); got != nil {
 		t.Errorf("empty: %v", got)
+	}
+}
+
+// TestProxies: a context's proxy and proxies add up (proxy first); every
+// --proxy replaces them; config show prints the list.
+func TestProxies(t *testing.T) {
+	f := parse(t, `[contexts.p]
+profile = "p"
+proxy = "http://127.0.0.1:8445"
+proxies = ["dns+http://proxies.example:8445", "file:///etc/dbxtop/proxies.json"]
+[contexts.q]
+profile = "q"
+proxies = ["http://127.0.0.1:1", "http://127.0.0.1:2"]
+`)
+	ss, err := f.Resolve([]string{"p"}, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ss[0].Value("proxy"), "http://127.0.0.1:8445,dns+http://proxies.example:8445,file:///etc/dbxtop/proxies.json"; got != want {
+		t.Errorf("proxy = %q, want %q", got, want)
+	}
+	if got := ss[0].Origins["proxy"]; got != "file line 3 (contexts.p.proxy)" {
+		t.Errorf("origin %q", got)
+	}
+	ss, _ = f.Resolve([]string{"q"}, Overrides{})
+	if len(ss[0].Proxies) != 2 || ss[0].Origins["proxy"] != "file line 7 (contexts.q.proxies)" {
+		t.Errorf("proxies alone: %v from %q", ss[0].Proxies, ss[0].Origins["proxy"])
+	}
+	ss, _ = f.Resolve([]string{"p"}, Overrides{Proxies: []string{"http://127.0.0.1:9"}})
+	if len(ss[0].Proxies) != 1 || ss[0].Origins["proxy"] != "flag --proxy" {
+		t.Errorf("--proxy over the context: %v from %q", ss[0].Proxies, ss[0].Origins["proxy"])
+	}
+	for _, bad := range []string{"dns+http://name", "file://host/x", "ftp://x:1", "dns+http://u@n:1"} {
+		if CheckProxySpec(bad) == nil {
+			t.Errorf("CheckProxySpec(%q) accepted", bad)
+		}
 	}
 }

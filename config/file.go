@@ -87,12 +87,15 @@ type Endpoint struct {
 
 // Context is one named workspace, a table [contexts.NAME].
 type Context struct {
-	Host       string    `toml:"host"`
-	Profile    string    `toml:"profile"`
-	Warehouses []string  `toml:"warehouses"`
-	HTTPPath   string    `toml:"http_path"`
-	Proxy      string    `toml:"proxy"` // the proxy's admin URL (token in DBXTOP_PROXY_TOKEN)
-	Refresh    *Duration `toml:"refresh"`
+	Host       string   `toml:"host"`
+	Profile    string   `toml:"profile"`
+	Warehouses []string `toml:"warehouses"`
+	HTTPPath   string   `toml:"http_path"`
+	Proxy      string   `toml:"proxy"` // the proxy's admin URL (token in DBXTOP_PROXY_TOKEN)
+	// Proxies are more proxies, or discovery specs (dns+http://name:port,
+	// file://path): docs/proxy.md "Many proxies". Read with proxy.
+	Proxies []string  `toml:"proxies"`
+	Refresh *Duration `toml:"refresh"`
 	// Thresholds of this workspace (its server's reaper may differ).
 	InactivityWarn    *Duration           `toml:"inactivity_warn"`
 	ServerIdleTimeout *Duration           `toml:"server_idle_timeout"`

@@ -21,11 +21,13 @@ const (
 // Overrides are the flags the operator gave explicitly; nil (or a nil
 // slice) means "not given", so the file or the default applies.
 type Overrides struct {
-	Host, Profile, HTTPPath, Proxy, ExportDir *string
-	Warehouses                                []string
-	Refresh, Window                           *time.Duration
-	InactivityWarn, ServerIdleTimeout         *time.Duration
-	LeakAfter                                 *time.Duration
+	Host, Profile, HTTPPath, ExportDir *string
+	Warehouses                         []string
+	// Proxies are the --proxy values (repeatable).
+	Proxies                           []string
+	Refresh, Window                   *time.Duration
+	InactivityWarn, ServerIdleTimeout *time.Duration
+	LeakAfter                         *time.Duration
 }
 
 // Settings are the effective settings of one workspace.
@@ -35,7 +37,9 @@ type Settings struct {
 	Profile    string
 	HTTPPath   string
 	Warehouses []string
-	Proxy      string
+	// Proxies are the dbxtop proxies to read: admin URLs or discovery
+	// specs (the context's proxy, then its proxies, or every --proxy).
+	Proxies    []string
 	Refresh    time.Duration
 	Window     time.Duration
 	Thresholds model.Thresholds
@@ -108,7 +112,7 @@ func (f *File) Resolve(contexts []string, ov Overrides) ([]Settings, error) {
 	}
 	if len(names) > 1 {
 		for flag, set := range map[string]bool{"--host": ov.Host != nil, "--profile": ov.Profile != nil,
-			"--http-path": ov.HTTPPath != nil, "--proxy": ov.Proxy != nil, "--warehouse": ov.Warehouses != nil} {
+			"--http-path": ov.HTTPPath != nil, "--proxy": ov.Proxies != nil, "--warehouse": ov.Warehouses != nil} {
 			if set {
 				return nil, fmt.Errorf("%s names one workspace but %d contexts are selected (%s): set it in each context of the config file instead",
 					flag, len(names), strings.Join(names, ", "))
@@ -159,7 +163,22 @@ func (f *File) resolveOne(name string, ov Overrides) Settings {
 	str("host", &s.Host, ov.Host, "--host", c.Host, cp+"host", "", "", "")
 	str("profile", &s.Profile, ov.Profile, "--profile", c.Profile, cp+"profile", "", "", "")
 	str("http_path", &s.HTTPPath, ov.HTTPPath, "--http-path", c.HTTPPath, cp+"http_path", "", "", "")
-	str("proxy", &s.Proxy, ov.Proxy, "--proxy", c.Proxy, cp+"proxy", "", "", "")
+	switch {
+	case ov.Proxies != nil:
+		s.Proxies, s.Origins["proxy"] = slices.Clone(ov.Proxies), "flag --proxy"
+	case c.Proxy != "" || len(c.Proxies) > 0:
+		if c.Proxy != "" {
+			s.Proxies = append(s.Proxies, c.Proxy)
+		}
+		s.Proxies = append(s.Proxies, c.Proxies...)
+		key := cp + "proxy"
+		if c.Proxy == "" {
+			key = cp + "proxies"
+		}
+		s.Origins["proxy"] = f.origin(key)
+	default:
+		s.Origins["proxy"] = "default"
+	}
 	switch {
 	case ov.Warehouses != nil:
 		s.Warehouses, s.Origins["warehouses"] = slices.Clone(ov.Warehouses), "flag --warehouse"
@@ -231,7 +250,7 @@ func (s Settings) Value(name string) string {
 		}
 		return strings.Join(s.Warehouses, ",")
 	case "proxy":
-		return s.Proxy
+		return strings.Join(s.Proxies, ",")
 	case "refresh":
 		return s.Refresh.String()
 	case "window":

@@ -167,6 +167,11 @@ func (v *validator) context(name string, c Context) {
 			v.bad(p+"proxy", "%q: %s", c.Proxy, err)
 		}
 	}
+	for _, spec := range c.Proxies {
+		if err := CheckProxySpec(spec); err != nil {
+			v.bad(p+"proxies", "%q: %s", spec, err)
+		}
+	}
 	v.dur(p+"refresh", c.Refresh, model.MinRefresh)
 	v.dur(p+"inactivity_warn", c.InactivityWarn, model.MinThreshold)
 	v.dur(p+"server_idle_timeout", c.ServerIdleTimeout, model.MinThreshold)
@@ -390,4 +395,27 @@ func knownContexts(f *File) string {
 		return "the file defines no context"
 	}
 	return "contexts: " + strings.Join(names, ", ")
+}
+
+// CheckProxySpec checks one proxy of `proxies` or --proxy: an admin URL
+// http(s)://host:port, a name to resolve each refresh
+// dns+http(s)://name:port, or a Prometheus file_sd file file:///path
+// (docs/proxy.md, "Many proxies").
+func CheckProxySpec(s string) error {
+	switch {
+	case strings.HasPrefix(s, "dns+"):
+		u, err := url.Parse(strings.TrimPrefix(s, "dns+"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Port() == "" ||
+			u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return errors.New("want dns+http(s)://NAME:PORT: every address NAME resolves to, on PORT")
+		}
+		return nil
+	case strings.HasPrefix(s, "file:"):
+		u, err := url.Parse(s)
+		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.Fragment != "" {
+			return errors.New("want file:///PATH of a Prometheus file_sd JSON or YAML file")
+		}
+		return nil
+	}
+	return CheckHost(s)
 }
