@@ -28,9 +28,11 @@ type WorkspaceConfig struct {
 	// (--auth-timeout): past it dbxtop says which credentials it looked
 	// for and what to set, instead of waiting on the SDK's chain.
 	AuthTimeout time.Duration
-	// Proxy is a `dbxtop proxy` admin URL (--proxy); ProxyToken its admin
-	// token, from DBXTOP_PROXY_TOKEN (never a flag, never printed).
-	Proxy      string
+	// Proxies are the `dbxtop proxy`s to read: admin URLs or discovery
+	// specs (--proxy, repeatable; proxy and proxies in the config file);
+	// ProxyToken is their admin token, from DBXTOP_PROXY_TOKEN (never a
+	// flag, never printed), unless a discovered target names a token file.
+	Proxies    []string
 	ProxyToken string
 	// CapacityProbe: one empty upsert per vector endpoint per refresh
 	// (--capacity-probe; snapshot and serve).

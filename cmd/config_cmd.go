@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -161,6 +162,7 @@ type contextRow struct {
 	Profile    string   `json:"profile,omitempty"`
 	Warehouses []string `json:"warehouses,omitempty"`
 	Proxy      string   `json:"proxy,omitempty"`
+	Proxies    []string `json:"proxies,omitempty"`
 }
 
 func (a *app) newConfigGetContextsCmd(path *string) *cobra.Command {
@@ -176,7 +178,7 @@ func (a *app) newConfigGetContextsCmd(path *string) *cobra.Command {
 			for _, n := range f.ContextNames() {
 				ctx := f.Contexts[n]
 				rows = append(rows, contextRow{Name: n, Current: n == f.CurrentContext, Host: ctx.Host,
-					Profile: ctx.Profile, Warehouses: ctx.Warehouses, Proxy: ctx.Proxy})
+					Profile: ctx.Profile, Warehouses: ctx.Warehouses, Proxy: ctx.Proxy, Proxies: ctx.Proxies})
 			}
 			if output != outputTable {
 				return a.printData(output, rows)
@@ -197,7 +199,7 @@ func (a *app) newConfigGetContextsCmd(path *string) *cobra.Command {
 					cur = "*"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cur, textfmt.Line(r.Name), dash(r.Host), dash(r.Profile),
-					dash(strings.Join(r.Warehouses, ",")), dash(r.Proxy))
+					dash(strings.Join(r.Warehouses, ",")), dash(strings.Join(slices.DeleteFunc(append([]string{r.Proxy}, r.Proxies...), func(s string) bool { return s == "" }), ",")))
 			}
 			return tw.Flush()
 		},

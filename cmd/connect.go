@@ -33,6 +33,8 @@ type conn struct {
 	// capacity lists Vector Search endpoints: the REST client, or with
 	// --proxy the refusals the proxy saw merged in (adminapi.MergeCapacity).
 	capacity sources.CapacitySource
+	// proxies says how each proxy fared (nil without --proxy).
+	proxies sources.ProxyLister
 }
 
 // defaultAuthTimeout bounds connect's auth resolution (an OAuth token
@@ -105,7 +107,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	}
 	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}
 	defer func() {
-		if ws.Proxy != "" && err == nil {
+		if len(ws.Proxies) > 0 && err == nil {
 			err = c.withProxy(ws, ua)
 		}
 	}()
@@ -127,20 +129,28 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	return c, nil
 }
 
-// withProxy merges a proxy's facts into the sources (--proxy): INACTIVE
+// withProxy merges the proxies' facts into the sources (--proxy): INACTIVE
 // from the client's last call, CLOSE_FAILED for a client's failed close,
-// operations only the proxy saw, close/cancel with the real handle, and
-// EXHAUSTED from a client's refused upsert (adminapi.MergeCapacity).
+// operations only a proxy saw, close/cancel with the real handle, and
+// EXHAUSTED from a client's refused upsert (adminapi.MergeCapacity, from
+// the proxies given by admin URL).
 func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
-	admin, err := adminapi.NewAdminClient(ws.Proxy, ws.ProxyToken, ua)
+	targets, static, err := proxyTargets(ws.Proxies, ws.ProxyToken)
 	if err != nil {
 		return err
 	}
-	m := adminapi.Merge(admin, c.disc, c.status, c.actions)
-	c.disc, c.status, c.actions = m, m, m
-	mc := adminapi.MergeCapacity(admin, c.capacity)
-	c.capacity = mc
-	c.idle = append(c.idle, m, mc)
+	m := adminapi.MergeAll(targets, ua, c.disc, c.status, c.actions)
+	c.disc, c.status, c.actions, c.proxies = m, m, m, m
+	c.idle = append(c.idle, m)
+	for _, t := range static {
+		admin, err := adminapi.NewAdminClient(t.URL, t.Token, ua)
+		if err != nil {
+			return err
+		}
+		mc := adminapi.MergeCapacity(admin, c.capacity)
+		c.capacity = mc
+		c.idle = append(c.idle, mc)
+	}
 	return nil
 }
 
@@ -169,6 +179,7 @@ func (c *conn) engineOptions(ws WorkspaceConfig, logf func(string, ...any)) poll
 		ReadOnly:   ws.ReadOnly,
 		Workspace:  model.Workspace{Host: c.rest.Host(), Warehouses: ws.Warehouses},
 		Warehouses: c.rest, // explains an empty Operations view
+		Proxies:    c.proxies,
 		Idle:       c.idle,
 		Logger:     ws.engineLogger(logf),
 		RowLimits:  ws.RowLimits,

@@ -39,7 +39,7 @@ func TestDemoProxiedShare(t *testing.T) {
 	if px.srv == nil {
 		t.Fatal("the demo ran no embedded proxy")
 	}
-	ws := WorkspaceConfig{Host: srv.URL(), Token: srv.Token(), Proxy: px.srv.AdminURL(), ProxyToken: px.srv.AdminToken()}
+	ws := WorkspaceConfig{Host: srv.URL(), Token: srv.Token(), Proxies: []string{px.srv.AdminURL()}, ProxyToken: px.srv.AdminToken()}
 	c, err := connect(ctx, ws, t.Logf)
 	if err != nil {
 		t.Fatal(err)

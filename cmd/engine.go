@@ -28,7 +28,7 @@ func workspaceEngine(ctx context.Context, t target, simulated bool, logf func(st
 	if hooks != nil {
 		opts.Policy = hooks(label)
 	}
-	if simulated && c.thrift != nil && !ws.simStrictHandles && ws.Proxy == "" {
+	if simulated && c.thrift != nil && !ws.simStrictHandles && len(ws.Proxies) == 0 {
 		// A simulator that looks operations up by GUID alone (demo with
 		// --check-handle-secrets=false): Thrift actions are exact there
 		// and exercise the same path as status. Never to a warehouse that
@@ -139,6 +139,6 @@ func (ws *WorkspaceConfig) apply(s config.Settings, f *config.File) {
 	ws.Refresh, ws.Window, ws.Thresholds = s.Refresh, s.Window, s.Thresholds
 	ws.Thresholds.ServerLeakTimeout = leak
 	ws.ExportDir = s.ExportDir
-	ws.Proxy = s.Proxy
+	ws.Proxies = s.Proxies
 	ws.RowLimits = f.RowLimits(s.Context)
 }

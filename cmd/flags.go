@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbxtop/dbxtop/config"
 )
 
 // The flag value types below validate as they parse, so that a bad value
@@ -123,6 +125,22 @@ func (v *checkedString) Set(s string) error {
 		return err
 	}
 	*v.p = s
+	return nil
+}
+
+// proxySpecs collects --proxy, repeatable: admin URLs or discovery specs.
+type proxySpecs struct{ p *[]string }
+
+func (v *proxySpecs) String() string { return strings.Join(*v.p, ",") }
+
+func (v *proxySpecs) Type() string { return "url" }
+
+func (v *proxySpecs) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if err := config.CheckProxySpec(s); err != nil {
+		return err
+	}
+	*v.p = append(*v.p, s)
 	return nil
 }
 

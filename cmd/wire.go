@@ -134,7 +134,7 @@ func demo(ctx context.Context, ws WorkspaceConfig, sc SimConfig, stdout, stderr 
 	}()
 	ws.Host, ws.Token = srv.URL(), srv.Token()
 	if px.srv != nil {
-		ws.Proxy, ws.ProxyToken = px.srv.AdminURL(), px.srv.AdminToken()
+		ws.Proxies, ws.ProxyToken = []string{px.srv.AdminURL()}, px.srv.AdminToken()
 	}
 	ws.simStrictHandles = sc.CheckHandleSecrets
 	return runWorkspaceTUI(ctx, ws, true, stdout, stderr, "dbxtop demo")

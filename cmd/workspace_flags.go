@@ -72,9 +72,10 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 	}
 	// No back-quotes in this usage: pflag would read them as the
 	// argument's placeholder name.
-	fs.Var(&checkedString{p: &cfg.Proxy, typ: "url", check: checkProxyURL}, "proxy",
+	fs.Var(&proxySpecs{p: &cfg.Proxies}, "proxy",
 		"admin URL of a dbxtop proxy the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
-			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw")
+			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw; repeat for\n"+
+			"several, or discover them: dns+http://NAME:PORT (every address, each refresh), file:///PATH (Prometheus file_sd)")
 	if use&useTUI != 0 {
 		fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects (off: terminal text selection keeps working)")
 	}
@@ -138,7 +139,9 @@ func (a *app) resolveConfig(fs *pflag.FlagSet, cfg *WorkspaceConfig) error {
 	}
 	ov.Host, ov.Profile, ov.HTTPPath = str("host", cfg.Host), str("profile", cfg.Profile), str("http-path", cfg.HTTPPath)
 	ov.ExportDir = str("export-dir", cfg.ExportDir)
-	ov.Proxy = str("proxy", cfg.Proxy)
+	if fs.Changed("proxy") {
+		ov.Proxies = cfg.Proxies
+	}
 	if fs.Changed("warehouse") {
 		ov.Warehouses = cfg.Warehouses
 	}
@@ -205,9 +208,9 @@ func (a *app) finishWorkspace(fs *pflag.FlagSet, cfg *WorkspaceConfig, simulated
 // DBXTOP_PROXY_TOKEN holds it, or DBXTOP_PROXY_TOKEN_FILE names the file
 // that does (a systemd credential: contrib/systemd/dbxtop-serve.service).
 func (a *app) proxyToken(cfg *WorkspaceConfig) error {
-	set := cfg.Proxy != ""
+	set := len(cfg.Proxies) > 0
 	for _, s := range cfg.Resolved {
-		set = set || s.Proxy != ""
+		set = set || len(s.Proxies) > 0
 	}
 	if !set {
 		return nil
