@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -200,6 +201,13 @@ func (m *detailModel) pollsAndCloses(d *detailLines, op *model.OperationView, no
 // proxyAccount is what `dbxtop proxy` saw on the wire (docs/proxy.md).
 func proxyAccount(d *detailLines, p *model.ProxyAccount, now time.Time) {
 	d.section("Proxy's account")
+	if len(p.SeenBy) > 0 {
+		d.field("seen by", strings.Join(p.SeenBy, ", "))
+	}
+	if p.Unknown != "" {
+		// A proxy that saw it does not answer: what it saw since is "?".
+		d.wrapped("? " + p.Unknown)
+	}
 	rpc := "never"
 	if !p.LastClientRPC.IsZero() {
 		rpc = timeAgo(p.LastClientRPC, now)

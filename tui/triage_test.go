@@ -512,3 +512,41 @@ func TestPlusMinusChangeTheEngineRefresh(t *testing.T) {
 	must(t, eng.Refresh() == time.Minute, "- past the bound gave %s", eng.Refresh())
 	must(t, m.ctx.screenRefresh() == 5*time.Second, "a slower data refresh slowed the screen to %s", m.ctx.screenRefresh())
 }
+
+// TestProxiesInWarehousesView: with --proxy, the Warehouses view lists
+// each proxy read, its version and whether it answered; one that does
+// not shows "?" with the reason, and differing versions are warned of.
+// The drill-down names the proxies that saw an operation and what is
+// unknown of it.
+func TestProxiesInWarehousesView(t *testing.T) {
+	s := fixtureSnapshot()
+	s.Workspace.Proxies = []model.ProxyStatus{
+		{Name: "127.0.0.2:8445", Up: true, Version: "1.4.0", Upstream: "ok", LastOK: fixedNow.Add(-2 * time.Second), Operations: 12},
+		{Name: "127.0.0.3:8445", Up: false, Version: "1.5.0", Reason: "connection refused", LastOK: fixedNow.Add(-40 * time.Second)},
+	}
+	e := newFakeEngine(s)
+	for _, w := range []int{120, 80} {
+		m := syncModel(t, e, testOptions(), w, 24)
+		for m.view != viewWarehouses {
+			press(m, "tab")
+		}
+		scr := plain(m)
+		must(t, regexp.MustCompile(`127\.0\.0\.2:8445 +up +1\.4\.0 +ok +12 `).MatchString(scr), "%d: the proxy that answers:\n%s", w, scr)
+		must(t, regexp.MustCompile(`127\.0\.0\.3:8445 +DOWN +1\.5\.0 .* \? +\? since 40s: conn`).MatchString(scr), "%d: the proxy down:\n%s", w, scr)
+		must(t, strings.Contains(scr, "proxy versions differ: 1.4.0 on 127.0.0.2:8445; 1.5.0 on 127.0.0.3:8445"), "%d: version skew:\n%s", w, scr)
+		must(t, strings.Contains(scr, "wh-1"), "%d: the warehouses stay:\n%s", w, scr)
+	}
+	for i := range s.Operations {
+		v := *s.Operations[i]
+		op := *v.Operation
+		op.Proxy = &model.ProxyAccount{CloseOutcome: "open", SeenBy: []string{"127.0.0.2:8445", "127.0.0.3:8445"},
+			Unknown: "proxy 127.0.0.3:8445 (not answering since 11:59:20: connection refused; its part is as of 11:59:19)"}
+		v.Operation = &op
+		s.Operations[i] = &v
+	}
+	m := syncModel(t, newFakeEngine(s), testOptions(), 120, 70)
+	press(m, "enter")
+	scr := strings.Join(strings.Fields(plain(m)), " ")
+	must(t, strings.Contains(scr, "seen by 127.0.0.2:8445, 127.0.0.3:8445"), "drill-down names the proxies:\n%s", plain(m))
+	must(t, strings.Contains(scr, "? proxy 127.0.0.3:8445 (not answering since 11:59:20: connection refused"), "drill-down says what is unknown:\n%s", plain(m))
+}

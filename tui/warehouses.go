@@ -16,7 +16,9 @@ import (
 
 // warehousesModel is the Warehouses view: each warehouse as the last
 // listing described it (name, id, state, size, clusters), dbxtop's
-// running and queued counts on it and its operations' flags by kind.
+// running and queued counts on it and its operations' flags by kind;
+// below them, with --proxy, each dbxtop proxy read: whether it answered,
+// its version and what it last said (docs/proxy.md, "Many proxies").
 // Warehouses that operations name but the listing did not are shown with
 // an unknown state. The view only reads the snapshot: it never calls a
 // warehouse, so a stopped one is shown stopped and stays stopped.
@@ -24,6 +26,9 @@ type warehousesModel struct {
 	ctx           *programContext
 	width, height int
 	rows          []whRow // built per snapshot, never per frame
+	// proxies are the proxy section's lines, built per snapshot (and
+	// per size); none without --proxy.
+	proxies []string
 	listCursor
 	box filterBox // name, id or state
 }
@@ -52,7 +57,7 @@ type whRow struct {
 	flags           map[model.FlagKind][2]int // kind → warning, critical counts
 }
 
-func (m *warehousesModel) SetSize(w, h int) { m.width, m.height = w, h; m.clamp() }
+func (m *warehousesModel) SetSize(w, h int) { m.width, m.height = w, h; m.buildProxies(); m.clamp() }
 
 func (m *warehousesModel) ShortHelp() []key.Binding {
 	k := &m.ctx.keys
@@ -68,6 +73,7 @@ func (m *warehousesModel) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case snapMsg:
 		m.build()
+		m.buildProxies()
 	case tea.KeyMsg:
 		if m.box.active {
 			if m.box.key(msg) {
@@ -142,7 +148,60 @@ func (m *warehousesModel) selected() *whRow {
 	return &rs[m.cursor]
 }
 
-func (m *warehousesModel) rowsShown() int { return max(1, m.height-1) }
+func (m *warehousesModel) rowsShown() int { return max(1, m.height-1-len(m.proxies)) }
+
+// buildProxies renders the proxy section: a blank line, a warning when
+// the proxies run different versions, a heading and one line per proxy
+// (at most half the view: the rest is counted).
+func (m *warehousesModel) buildProxies() {
+	m.proxies = m.proxies[:0]
+	ps := m.ctx.snap.Workspace.Proxies
+	if len(ps) == 0 {
+		return
+	}
+	st, g := &m.ctx.styles, m.ctx.glyphs
+	out := []string{""}
+	if skew := model.ProxyVersionSkew(ps); skew != "" {
+		out = append(out, st.Warn.Render(fit(g.Warn+" "+skew, m.width, g.Ellipsis)))
+	}
+	nameW := 22
+	if m.width < 80 {
+		nameW = 16
+	}
+	out = append(out, st.ColHead.Render(fit("  "+fit("PROXY", nameW, "")+" "+fit("STATE", 5, "")+" "+fit("VERSION", 10, "")+" "+
+		fit("UPSTREAM", 9, "")+" "+rjust("OPS", 6)+" LAST ANSWER", m.width, "")))
+	room := max(1, m.height/2-len(out))
+	now := m.ctx.snap.GeneratedAt
+	for i, p := range ps {
+		if i == room-1 && len(ps) > room {
+			out = append(out, st.Dim.Render(fmt.Sprintf("  … %d more proxies (snapshot --json lists them)", len(ps)-i)))
+			break
+		}
+		name := p.Name
+		if p.Workspace != "" {
+			name = p.Workspace + "/" + name
+		}
+		state, last, ops := "up", "-", strconv.Itoa(p.Operations)
+		if !p.LastOK.IsZero() {
+			last = textfmt.Age(now, p.LastOK) + " ago"
+		}
+		if !p.Up {
+			// What it saw since its last answer is unknown: "?" with why.
+			state, ops, last = "DOWN", "?", "? "+p.Reason
+			if !p.LastOK.IsZero() {
+				last = "? since " + textfmt.Age(now, p.LastOK) + ": " + p.Reason
+			}
+		}
+		line := "  " + fit(name, nameW, g.Ellipsis) + " " + fit(state, 5, "") + " " + fit(textfmt.OrDash(p.Version), 10, g.Ellipsis) + " " +
+			fit(textfmt.OrDash(p.Upstream), 9, g.Ellipsis) + " " + rjust(ops, 6) + " "
+		line += fit(last, max(1, m.width-ansi.StringWidth(line)), g.Ellipsis)
+		if !p.Up {
+			line = st.Crit.Render(line)
+		}
+		out = append(out, line)
+	}
+	m.proxies = out
+}
 
 func (m *warehousesModel) clamp() { m.listCursor.clamp(len(m.visible()), m.rowsShown()) }
 
@@ -181,9 +240,9 @@ func (m *warehousesModel) View() string {
 	rows := m.visible()
 	switch {
 	case len(rows) == 0 && m.box.text != "":
-		return lines(append(out, st.Dim.Render("  no warehouse matches the filter (esc clears)")))
+		return lines(append(append(out, st.Dim.Render("  no warehouse matches the filter (esc clears)")), m.proxies...))
 	case len(rows) == 0:
-		return lines(append(out, st.Dim.Render("  no warehouse listed yet, and no operation names one")))
+		return lines(append(append(out, st.Dim.Render("  no warehouse listed yet, and no operation names one")), m.proxies...))
 	}
 	end := min(len(rows), m.offset+m.rowsShown())
 	for i := m.offset; i < end; i++ {
@@ -213,7 +272,7 @@ func (m *warehousesModel) View() string {
 		}
 		out = append(out, line)
 	}
-	return lines(out)
+	return lines(append(out, m.proxies...))
 }
 
 // clustersCell is "current/min-max", "?" for a count the listing left out.
