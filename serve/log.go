@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+
+	"github.com/dbxtop/dbxtop/model"
 )
 
 // discardLogger is the logger of a Server given none.
@@ -18,26 +20,60 @@ var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 type watch struct {
 	log *slog.Logger
 
-	mu      sync.Mutex // the policies of several workspaces report
-	proxyUp map[string]bool
+	mu      sync.Mutex
+	proxyUp map[[2]string]bool // (workspace, proxy) → answered
+	skew    map[string]string  // workspace → the version skew last logged
 }
 
 func newWatch(log *slog.Logger) *watch {
-	return &watch{log: log, proxyUp: map[string]bool{}}
+	return &watch{log: log, proxyUp: map[[2]string]bool{}, skew: map[string]string{}}
 }
 
-// proxyRead records one read of a workspace's proxy (the counters' Done
-// hook for its call): a failure after success, or at first, is a WARN.
-func (w *watch) proxyRead(workspace string, ok bool, err error) {
+// proxyCall is the call adminapi.Merged makes to each proxy's admin API
+// once per discovery.
+const proxyCall = "ProxyOperations"
+
+// proxies records how each workspace's proxies fared (serve's tick): a
+// proxy that stops answering, or never did, is a WARN once; one that
+// answers again an INFO; proxies whose versions differ a WARN when that
+// changes. A proxy no longer listed is forgotten.
+func (w *watch) proxies(snaps []model.NamedSnapshot) {
 	w.mu.Lock()
-	was, seen := w.proxyUp[workspace]
-	w.proxyUp[workspace] = ok
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	listed := map[[2]string]bool{}
+	for _, ws := range snaps {
+		for _, p := range ws.Workspace.Proxies {
+			k := [2]string{ws.Name, p.Name}
+			listed[k] = true
+			if p.Reason == "not read yet" {
+				continue
+			}
+			w.proxyRead(k, p.Up, p.Reason)
+		}
+		if skew := model.ProxyVersionSkew(ws.Workspace.Proxies); skew != w.skew[ws.Name] {
+			w.skew[ws.Name] = skew
+			if skew != "" {
+				w.log.Warn(skew+": replicas of different versions may record operations differently", "workspace", ws.Name)
+			}
+		}
+	}
+	for k := range w.proxyUp {
+		if !listed[k] {
+			delete(w.proxyUp, k)
+		}
+	}
+}
+
+// proxyRead records one read of a proxy: a failure after success, or at
+// first, is a WARN. The caller holds w.mu.
+func (w *watch) proxyRead(k [2]string, ok bool, reason string) {
+	was, seen := w.proxyUp[k]
+	w.proxyUp[k] = ok
 	switch {
 	case !ok && (!seen || was):
-		w.log.Warn("cannot read the dbxtop proxy: the evidence only it sees is missing", "workspace", workspace, "call", proxyCall, "err", err)
+		w.log.Warn("cannot read the dbxtop proxy: the evidence only it sees is missing", "workspace", k[0], "proxy", k[1], "call", proxyCall, "err", reason)
 	case ok && seen && !was:
-		w.log.Info("reading the dbxtop proxy again", "workspace", workspace, "call", proxyCall)
+		w.log.Info("reading the dbxtop proxy again", "workspace", k[0], "proxy", k[1], "call", proxyCall)
 	}
 }
 

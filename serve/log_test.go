@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 )
 
@@ -63,11 +63,25 @@ func TestServeLogLevels(t *testing.T) {
 	go func() { _ = s.Run(ctx); runDone <- struct{}{} }()
 	defer func() { cancel(); <-runDone; <-runDone }()
 
-	s.watch.proxyRead("live", false, errors.New("connection refused"))
-	s.watch.proxyRead("live", false, errors.New("connection refused"))
-	s.watch.proxyRead("live", true, nil)
-	if w, i := logs.records("cannot read the dbxtop proxy"), logs.records("reading the dbxtop proxy again"); len(w) != 1 || w[0]["level"] != "WARN" || w[0]["workspace"] != "live" || len(i) != 1 {
+	px := func(up bool, version string) []model.NamedSnapshot {
+		p := model.ProxyStatus{Name: "127.0.0.2:8445", Up: up, Version: "1.0"}
+		if !up {
+			p.Reason = "connection refused"
+		}
+		q := model.ProxyStatus{Name: "127.0.0.3:8445", Up: true, Version: version}
+		return []model.NamedSnapshot{{Name: "live", Snapshot: model.Snapshot{Workspace: model.Workspace{Proxies: []model.ProxyStatus{p, q}}}}}
+	}
+	s.watch.proxies(px(false, "1.0"))
+	s.watch.proxies(px(false, "1.0"))
+	s.watch.proxies(px(true, "1.0"))
+	if w, i := logs.records("cannot read the dbxtop proxy"), logs.records("reading the dbxtop proxy again"); len(w) != 1 || w[0]["level"] != "WARN" ||
+		w[0]["workspace"] != "live" || w[0]["proxy"] != "127.0.0.2:8445" || len(i) != 1 {
 		t.Errorf("proxy: %v then %v; want one WARN when it stops answering, one INFO when it answers again", w, i)
+	}
+	s.watch.proxies(px(true, "1.1"))
+	s.watch.proxies(px(true, "1.1"))
+	if w := logs.records("proxy versions differ"); len(w) != 1 || w[0]["level"] != "WARN" {
+		t.Errorf("versions differ: %v; want one WARN", w)
 	}
 	if code, _ := get(t, s.URL()+"/metrics", "wrong-token-4242"); code != http.StatusUnauthorized {
 		t.Fatalf("a wrong token: HTTP %d", code)

@@ -17,8 +17,8 @@ import (
 
 // Every series is named dbxtop_…, and no label ever holds a statement id
 // or SQL text: labels are workspace (context), warehouse, state, flag,
-// severity, endpoint, call, outcome/kind and client application — each a
-// small set. Client applications are server text: sanitised, truncated,
+// severity, endpoint, call, outcome/kind, client application and proxy
+// (host:port, at most adminapi.MaxProxies per workspace) — each a small set. Client applications are server text: sanitised, truncated,
 // and capped (maxClientLabels distinct values, then "other").
 const (
 	maxLabelLen     = 96
@@ -55,6 +55,38 @@ var endpointFlags = []model.Flag{
 }
 
 var gauges = []gauge{
+	// The proxies: one series per proxy read, from the snapshot, so a
+	// proxy discovery no longer lists loses its series at the next scrape.
+	// Their number is bounded by adminapi.MaxProxies.
+	{"dbxtop_proxy_up", "With --proxy, per proxy (host:port): 1 when its admin API answered dbxtop's last read, 0 when it did not (what only it saw is then unknown).", []string{"proxy"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, p := range ws.Workspace.Proxies {
+				out(boolF(p.Up), label(p.Name))
+			}
+		}},
+	{"dbxtop_proxy_info", "With --proxy, per proxy: 1, labelled with the version its /v1/health reported (\"unknown\" before one answered).", []string{"proxy", "version"},
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			for _, p := range ws.Workspace.Proxies {
+				v := p.Version
+				if v == "" {
+					v = "unknown"
+				}
+				out(1, label(p.Name), label(v))
+			}
+		}},
+	{"dbxtop_proxy_versions", "With --proxy, how many different versions the proxies run (more than 1: replicas of different versions).", nil,
+		func(ws model.NamedSnapshot, _ poller.Health, out func(float64, ...string)) {
+			if len(ws.Workspace.Proxies) == 0 {
+				return
+			}
+			vs := map[string]bool{}
+			for _, p := range ws.Workspace.Proxies {
+				if p.Version != "" {
+					vs[p.Version] = true
+				}
+			}
+			out(float64(len(vs)))
+		}},
 	{"dbxtop_observe_up", "1 when dbxtop's last discovery of the workspace succeeded, 0 when it cannot observe it.", nil,
 		func(ws model.NamedSnapshot, h poller.Health, out func(float64, ...string)) {
 			out(boolF(ws.Up))
@@ -329,21 +361,11 @@ func (l *clientLimiter) label(workspace, app string) string {
 type Counters struct {
 	calls, retries, giveUps *prometheus.CounterVec
 	orphans, leaks          *prometheus.CounterVec
-	proxyUp                 *prometheus.GaugeVec
 	clLimit                 *clientLimiter
 
 	mu      sync.Mutex
 	counted map[string]map[string]bool // workspace → statement id + flag → counted
 	calls0  map[[2]string]bool         // (workspace, call) whose series are born
-	// proxyRead is told of every read of a workspace's proxy (serve's log).
-	proxyRead func(workspace string, ok bool, err error)
-}
-
-// onProxyRead sets the hook told of every read of a proxy.
-func (c *Counters) onProxyRead(f func(workspace string, ok bool, err error)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.proxyRead = f
 }
 
 // bornKinds are the error kinds a call can retry or give up with: each
@@ -391,9 +413,6 @@ func NewCounters() *Counters {
 		leaks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dbxtop_leaks_total",
 			Help: "Operations left open after finishing (UNCLOSED) or whose close failed (CLOSE_FAILED), counted once per operation and flag, by client application."},
 			[]string{"workspace", "client_application", "flag"}),
-		proxyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dbxtop_proxy_up",
-			Help: "1 when serve's last read of the workspace's dbxtop proxy (--proxy) succeeded, 0 when it failed; absent without --proxy."},
-			[]string{"workspace"}),
 		clLimit: newClientLimiter(),
 		counted: map[string]map[string]bool{},
 	}
@@ -404,7 +423,6 @@ func (c *Counters) Describe(ch chan<- *prometheus.Desc) {
 	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
 		v.Describe(ch)
 	}
-	c.proxyUp.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -412,7 +430,6 @@ func (c *Counters) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []*prometheus.CounterVec{c.calls, c.retries, c.giveUps, c.orphans, c.leaks} {
 		v.Collect(ch)
 	}
-	c.proxyUp.Collect(ch)
 }
 
 // Observer counts one workspace's retries and give-ups (PolicyOptions.Observe).
@@ -433,10 +450,6 @@ func (c *Counters) Observer(workspace string) func(retry.Report) {
 	}
 }
 
-// proxyCall is the call adminapi.Merged makes to the proxy's admin API once
-// per discovery; its outcome is dbxtop_proxy_up.
-const proxyCall = "ProxyOperations"
-
 // Done counts one workspace's finished calls by outcome (PolicyOptions.Done).
 func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 	return func(call retry.Call, _ int, err error) {
@@ -454,15 +467,6 @@ func (c *Counters) Done(workspace string) func(retry.Call, int, error) {
 		}
 		c.bear(workspace, call.Name)
 		c.calls.WithLabelValues(workspace, call.Name, outcome).Inc()
-		if call.Name == proxyCall {
-			c.proxyUp.WithLabelValues(workspace).Set(boolF(err == nil))
-			c.mu.Lock()
-			f := c.proxyRead
-			c.mu.Unlock()
-			if f != nil {
-				f(workspace, err == nil, err)
-			}
-		}
 	}
 }
 

@@ -185,7 +185,6 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, ln: ln, token: []byte(o.Token), generated: generated, hub: newHub(), reg: prometheus.NewRegistry(), web: wc,
 		log: o.Logger, watch: newWatch(o.Logger)}
-	o.Counters.onProxyRead(s.watch.proxyRead)
 	s.hub.onDrop = func() {
 		s.log.Warn("an /api/v1/events reader is too slow: it loses its oldest events", "buffer", subscriberBuffer)
 	}
@@ -303,6 +302,7 @@ func (s *Server) tick(ctx context.Context) {
 	for {
 		snaps := s.o.Fleet.Snapshots()
 		s.o.Counters.reconcile(snaps)
+		s.watch.proxies(snaps)
 		select {
 		case <-ctx.Done():
 			return

@@ -286,7 +286,6 @@ func TestAttachClient(t *testing.T) {
 // TestCountersBornAtZero: a client's orphan and leak counters exist at 0
 // from the first time dbxtop sees one of its statements, so the
 // increase() of its first orphan is 1, not lost in a series born at 1.
-// dbxtop_proxy_up follows the proxy reads.
 func TestCountersBornAtZero(t *testing.T) {
 	c := NewCounters()
 	op := &model.Operation{StatementID: "s1", WarehouseID: "w1", ClientApplication: "Databricks JDBC 2.6.36"}
@@ -307,20 +306,9 @@ func TestCountersBornAtZero(t *testing.T) {
 		t.Fatalf("one reaped statement counted %v times", v)
 	}
 
-	if n := testutil.CollectAndCount(c.proxyUp); n != 0 {
-		t.Fatalf("dbxtop_proxy_up without a proxy: %d series", n)
-	}
-	c.Done("prod")(retry.Call{Name: proxyCall}, 1, nil)
-	if v := testutil.ToFloat64(c.proxyUp.WithLabelValues("prod")); v != 1 {
-		t.Fatalf("proxy read ok: dbxtop_proxy_up %v", v)
-	}
-	c.Done("prod")(retry.Call{Name: proxyCall}, 3, errors.New("connection refused"))
-	if v := testutil.ToFloat64(c.proxyUp.WithLabelValues("prod")); v != 0 {
-		t.Fatalf("proxy read failed: dbxtop_proxy_up %v", v)
-	}
-
 	// A call's give-up and retry series are born at 0 with its first
 	// call, so the first failure is an increase.
+	c.Done("prod")(retry.Call{Name: "ProxyOperations"}, 1, nil)
 	c.Done("prod")(retry.Call{Name: "ListQueries"}, 1, nil)
 	// Two calls made so far (the proxy's and ListQueries), none failed.
 	if n := testutil.CollectAndCount(c.giveUps); n != 2*len(bornKinds) {
@@ -460,5 +448,45 @@ func TestTokens(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "--act-token-file") {
 		t.Errorf("action on a serve without an act token: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestProxyGauges: with several proxies, each has its dbxtop_proxy_up and
+// dbxtop_proxy_info series, labelled by host:port; a proxy no longer
+// listed has none; dbxtop_proxy_versions counts the versions; without
+// proxies no proxy series exist.
+func TestProxyGauges(t *testing.T) {
+	emit := func(name string, ws model.NamedSnapshot) map[string]float64 {
+		out := map[string]float64{}
+		for _, g := range gauges {
+			if g.name == name {
+				g.emit(ws, poller.Health{}, func(v float64, labels ...string) { out[strings.Join(labels, ",")] = v })
+			}
+		}
+		return out
+	}
+	ws := model.NamedSnapshot{Name: "prod", Snapshot: model.Snapshot{Workspace: model.Workspace{Proxies: []model.ProxyStatus{
+		{Name: "127.0.0.2:8445", Up: true, Version: "1.4.0"},
+		{Name: "127.0.0.3:8445", Up: false, Reason: "connection refused", Version: "1.5.0"},
+		{Name: "127.0.0.4:8445", Up: false, Reason: "not read yet"},
+	}}}}
+	if got := emit("dbxtop_proxy_up", ws); len(got) != 3 || got["127.0.0.2:8445"] != 1 || got["127.0.0.3:8445"] != 0 || got["127.0.0.4:8445"] != 0 {
+		t.Errorf("dbxtop_proxy_up: %v", got)
+	}
+	if got := emit("dbxtop_proxy_info", ws); len(got) != 3 || got["127.0.0.3:8445,1.5.0"] != 1 || got["127.0.0.4:8445,unknown"] != 1 {
+		t.Errorf("dbxtop_proxy_info: %v", got)
+	}
+	if got := emit("dbxtop_proxy_versions", ws); got[""] != 2 {
+		t.Errorf("dbxtop_proxy_versions: %v", got)
+	}
+	ws.Workspace.Proxies = ws.Workspace.Proxies[:1]
+	if got := emit("dbxtop_proxy_up", ws); len(got) != 1 {
+		t.Errorf("a proxy no longer listed keeps its series: %v", got)
+	}
+	ws.Workspace.Proxies = nil
+	for _, n := range []string{"dbxtop_proxy_up", "dbxtop_proxy_info", "dbxtop_proxy_versions"} {
+		if got := emit(n, ws); len(got) != 0 {
+			t.Errorf("%s without --proxy: %v", n, got)
+		}
 	}
 }
