@@ -3,6 +3,7 @@ package adminapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,16 @@ func NewAdminClient(adminURL, token, userAgent string) (*AdminClient, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	return &AdminClient{base: u, token: token, ua: userAgent, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// verifyAs makes an https admin API's certificate be checked against
+// name (its URL holds an address the name resolved to).
+func (c *AdminClient) verifyAs(name string) {
+	tr := c.hc.Transport.(*http.Transport)
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tr.TLSClientConfig.ServerName = name
 }
 
 // URL is the admin API's base URL.

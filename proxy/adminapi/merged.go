@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,12 @@ const MaxProxies = 64
 type Target struct {
 	URL   string
 	Token string
+	// ServerName is the name to verify an https proxy's certificate
+	// against when URL holds an address a name resolved to ("": URL's).
+	ServerName string
+	// Err says why this target cannot be read (its token file, say): it
+	// is listed, and shown down with this reason.
+	Err error
 }
 
 // Targets lists the proxies to read, asked once per refresh: a fixed
@@ -66,11 +73,13 @@ type Merged struct {
 
 // member is one proxy read: its client and what it said last.
 type member struct {
-	name   string // host:port, its label
-	url    string
-	token  string
-	admin  *AdminClient
-	badURL error // the target could not become a client
+	name  string // host:port, its label
+	url   string
+	token string
+	// serverName is the target's ServerName.
+	serverName string
+	admin      *AdminClient
+	badURL     error // the target could not become a client
 
 	up       bool
 	read     bool // answered at least once
@@ -115,7 +124,12 @@ func (m *Merged) newMember(t Target, admin *AdminClient, err error) *member {
 	if admin != nil {
 		name = admin.base.Host
 	}
-	return &member{name: Clean(sources.Redact(name)), url: t.URL, token: t.Token, admin: admin, badURL: err,
+	if admin == nil {
+		if u, perr := url.Parse(t.URL); perr == nil && u.Host != "" {
+			name = u.Host
+		}
+	}
+	return &member{name: Clean(sources.Redact(name)), url: t.URL, token: t.Token, serverName: t.ServerName, admin: admin, badURL: err,
 		facts: map[string]sources.ProxyOperation{}}
 }
 
@@ -140,13 +154,20 @@ func (m *Merged) sync(ts []Target) (list []*member, cut int) {
 	want := map[string]bool{}
 	for _, t := range keep {
 		want[t.URL] = true
-		if old, ok := m.members[t.URL]; ok && old.token == t.Token {
+		if old, ok := m.members[t.URL]; ok && old.token == t.Token && old.serverName == t.ServerName && (old.badURL == nil) == (t.Err == nil) {
 			list = append(list, old)
 			continue
 		} else if ok && old.admin != nil {
 			old.admin.CloseIdleConnections()
 		}
-		admin, err := NewAdminClient(t.URL, t.Token, m.ua)
+		var admin *AdminClient
+		err := t.Err
+		if err == nil {
+			admin, err = NewAdminClient(t.URL, t.Token, m.ua)
+		}
+		if admin != nil && t.ServerName != "" {
+			admin.verifyAs(t.ServerName)
+		}
 		mb := m.newMember(t, admin, err)
 		m.members[t.URL] = mb
 		list = append(list, mb)

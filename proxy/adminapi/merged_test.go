@@ -71,7 +71,9 @@ func (p *fakeProxy) name() string { return strings.TrimPrefix(p.srv.URL, "http:/
 // tells neither openness nor client activity (a real workspace's).
 type nothing struct{ closed []string }
 
-func (nothing) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) { return nil, nil }
+func (nothing) Discover(context.Context, sources.Retry) ([]sources.Discovered, error) {
+	return nil, nil
+}
 func (nothing) Status(context.Context, sources.Ref) (sources.Status, error) {
 	return sources.Status{State: model.StateRunning}, nil
 }
@@ -251,5 +253,23 @@ func TestMergedCapsProxies(t *testing.T) {
 	list, cut := m.sync(ts)
 	if len(list) != MaxProxies || cut != 3 {
 		t.Fatalf("want %d read and 3 cut, got %d and %d", MaxProxies, len(list), cut)
+	}
+}
+
+// TestMergedTargetThatCannotBeRead: a target whose token file could not
+// be read is listed, down, with that reason; the others are read.
+func TestMergedTargetThatCannotBeRead(t *testing.T) {
+	p1 := newFakeProxy(t, "1.4.0")
+	own := &nothing{}
+	m := MergeAll(StaticTargets{{URL: p1.srv.URL, Token: "tok"}, {URL: "http://127.0.0.1:9", Err: errors.New("token file /x: permission denied")}},
+		"dbxtop/test", own, own, own)
+	defer m.CloseIdleConnections()
+	_, err := discover(t, m)
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("the unreadable target's error: %v", err)
+	}
+	ps := m.ProxyStatuses()
+	if len(ps) != 2 || !ps[0].Up || ps[1].Up || ps[1].Name != "127.0.0.1:9" || !strings.Contains(ps[1].Reason, "permission denied") {
+		t.Fatalf("statuses: %+v", ps)
 	}
 }
