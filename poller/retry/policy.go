@@ -84,6 +84,11 @@ var DefaultLimits = map[string]Limit{
 	"GetIndex":       listingLimit,
 	// The probe exists to get RESOURCE_EXHAUSTED in one request.
 	"UpsertDataVectorIndex": {Attempts: 2, Elapsed: 5 * time.Second},
+	// One read of a proxy's facts per refresh: the next refresh is the
+	// retry. Retrying within one would hold the discovery of every other
+	// proxy (they are read together) and delay showing this one's facts
+	// as unknown (docs/proxy.md "Many proxies, one view").
+	"ProxyOperations": {Attempts: 1, Elapsed: 10 * time.Second},
 }
 
 func (o PolicyOptions) withDefaults() PolicyOptions {
