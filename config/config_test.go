@@ -281,7 +281,7 @@ proxies = ["http://127.0.0.1:1", "http://127.0.0.1:2"]
 	if len(ss[0].Proxies) != 1 || ss[0].Origins["proxy"] != "flag --proxy" {
 		t.Errorf("--proxy over the context: %v from %q", ss[0].Proxies, ss[0].Origins["proxy"])
 	}
-	for _, bad := range []string{"dns+http://name", "file://host/x", "ftp://x:1", "dns+http://u@n:1"} {
+	for _, bad := range []string{"dns+http://name", "file://", "file:/x", "ftp://x:1", "dns+http://u@n:1"} {
 		if CheckProxySpec(bad) == nil {
 			t.Errorf("CheckProxySpec(%q) accepted", bad)
 		}

@@ -411,9 +411,9 @@ func CheckProxySpec(s string) error {
 		}
 		return nil
 	case strings.HasPrefix(s, "file:"):
-		u, err := url.Parse(s)
-		if err != nil || u.Path == "" || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.Fragment != "" {
-			return errors.New("want file:///PATH of a Prometheus file_sd JSON or YAML file")
+		// PATH is what follows file://: file:///etc/x.json is absolute.
+		if p, ok := strings.CutPrefix(s, "file://"); !ok || strings.TrimSpace(p) == "" {
+			return errors.New("want file://PATH of a Prometheus file_sd JSON or YAML file (file:///etc/… for an absolute path)")
 		}
 		return nil
 	}
