@@ -51,3 +51,29 @@ func TestProxyAccountJSONRoundTrip(t *testing.T) {
 		t.Errorf("JSON %s", b)
 	}
 }
+
+// TestSnapshotCarriesProxies: the proxies' statuses reach the snapshot
+// and its JSON, cleaned, and come back decoded.
+func TestSnapshotCarriesProxies(t *testing.T) {
+	now := time.Date(2026, 12, 3, 19, 0, 0, 0, time.UTC)
+	ws := Workspace{Host: "h", Proxies: []ProxyStatus{{Name: "127.0.0.2:8445", Up: true, Version: "1.4.0\x1b[2J", LastOK: now, Operations: 3},
+		{Name: "127.0.0.3:8445", Reason: "connection refused"}}}
+	s := NewSnapshot(now, ws, nil, nil, nil, Thresholds{})
+	if len(s.Workspace.Proxies) != 2 || strings.ContainsRune(s.Workspace.Proxies[0].Version, 0x1b) {
+		t.Fatalf("snapshot proxies: %+v", s.Workspace.Proxies)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Workspace.Proxies) != 2 || back.Workspace.Proxies[1].Reason != "connection refused" || !back.Workspace.Proxies[0].LastOK.Equal(now) {
+		t.Fatalf("decoded proxies: %+v from %s", back.Workspace.Proxies, b)
+	}
+	if skew := ProxyVersionSkew(append(back.Workspace.Proxies, ProxyStatus{Name: "x", Version: "1.5.0"})); !strings.Contains(skew, "1.5.0 on x") {
+		t.Errorf("skew %q", skew)
+	}
+}

@@ -163,10 +163,11 @@ func SnapshotOfViews(now time.Time, ws Workspace, vs Views, eps []Endpoint, errs
 func snapshotOfOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
-		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
-		Errors:      append([]ErrorInfo(nil), errs...),
-		Operations:  views,
-		ordered:     len(views) > 1,
+		Workspace: Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone(),
+			Proxies: cleanProxyStatuses(append([]ProxyStatus(nil), ws.Proxies...))},
+		Errors:     append([]ErrorInfo(nil), errs...),
+		Operations: views,
+		ordered:    len(views) > 1,
 	}
 	for _, ep := range eps {
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))
