@@ -34,6 +34,9 @@ type WorkspaceConfig struct {
 	// flag, never printed), unless a discovered target names a token file.
 	Proxies    []string
 	ProxyToken string
+	// DNSServer (the hidden --dns-server) is the only DNS server the
+	// dns+ proxy specs ask: tests serve names from loopback.
+	DNSServer string
 	// CapacityProbe: one empty upsert per vector endpoint per refresh
 	// (--capacity-probe; snapshot and serve).
 	CapacityProbe bool

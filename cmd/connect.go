@@ -108,7 +108,7 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 	c = &conn{rest: rest, status: rest, idle: []sources.IdleCloser{rest}, disc: rest, actions: rest, capacity: rest}
 	defer func() {
 		if len(ws.Proxies) > 0 && err == nil {
-			err = c.withProxy(ws, ua)
+			err = c.withProxy(ws, ua, logf)
 		}
 	}()
 	// Thrift reports the owning client's last activity (INACTIVE needs it);
@@ -134,8 +134,10 @@ func connect(ctx context.Context, ws WorkspaceConfig, logf func(string, ...any))
 // operations only a proxy saw, close/cancel with the real handle, and
 // EXHAUSTED from a client's refused upsert (adminapi.MergeCapacity, from
 // the proxies given by admin URL).
-func (c *conn) withProxy(ws WorkspaceConfig, ua string) error {
-	targets, static, err := proxyTargets(ws.Proxies, ws.ProxyToken)
+func (c *conn) withProxy(ws WorkspaceConfig, ua string, logf func(string, ...any)) error {
+	targets, static, err := proxyTargets(ws.Proxies, ws.ProxyToken, ws.DNSServer, func(w string) {
+		ws.engineLogger(logf).Warn(w)
+	})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +78,9 @@ func addWorkspaceFlags(fs *pflag.FlagSet, cfg *WorkspaceConfig, use flagUse) {
 		"admin URL of a dbxtop proxy the clients go through (token in env DBXTOP_PROXY_TOKEN): adds INACTIVE from the\n"+
 			"client's last call, CLOSE_FAILED for a client's own failed close, operations only the proxy saw; repeat for\n"+
 			"several, or discover them: dns+http://NAME:PORT (every address, each refresh), file:///PATH (Prometheus file_sd)")
+	fs.Var(&checkedString{p: &cfg.DNSServer, typ: "addr", check: checkDNSServer}, "dns-server",
+		"for tests: the only DNS server (IP:PORT) the dns+ --proxy specs ask")
+	_ = fs.MarkHidden("dns-server")
 	if use&useTUI != 0 {
 		fs.BoolVar(&cfg.Mouse, "mouse", false, "wheel scrolls, click selects (off: terminal text selection keeps working)")
 	}
@@ -228,8 +233,37 @@ func (a *app) proxyToken(cfg *WorkspaceConfig) error {
 	}
 	tok, ok := a.getenv("DBXTOP_PROXY_TOKEN")
 	if !ok || strings.TrimSpace(tok) == "" {
+		if onlyFileSD(cfg) {
+			// Each target names its token file (__dbxtop_token_file__);
+			// one that does not is shown down with why.
+			return nil
+		}
 		return usagef("--proxy needs the proxy's admin token in DBXTOP_PROXY_TOKEN (the admin_token=… of its first line)")
 	}
 	cfg.ProxyToken = strings.TrimSpace(tok)
+	return nil
+}
+
+// onlyFileSD: every proxy spec is a file_sd file, whose targets may each
+// name their token file.
+func onlyFileSD(cfg *WorkspaceConfig) bool {
+	specs := slices.Clone(cfg.Proxies)
+	for _, s := range cfg.Resolved {
+		specs = append(specs, s.Proxies...)
+	}
+	for _, s := range specs {
+		if !strings.HasPrefix(s, "file:") {
+			return false
+		}
+	}
+	return len(specs) > 0
+}
+
+// checkDNSServer wants IP:PORT.
+func checkDNSServer(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || net.ParseIP(host) == nil || port == "" {
+		return fmt.Errorf("want IP:PORT of a DNS server")
+	}
 	return nil
 }
