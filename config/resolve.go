@@ -163,22 +163,7 @@ func (f *File) resolveOne(name string, ov Overrides) Settings {
 	str("host", &s.Host, ov.Host, "--host", c.Host, cp+"host", "", "", "")
 	str("profile", &s.Profile, ov.Profile, "--profile", c.Profile, cp+"profile", "", "", "")
 	str("http_path", &s.HTTPPath, ov.HTTPPath, "--http-path", c.HTTPPath, cp+"http_path", "", "", "")
-	switch {
-	case ov.Proxies != nil:
-		s.Proxies, s.Origins["proxy"] = slices.Clone(ov.Proxies), "flag --proxy"
-	case c.Proxy != "" || len(c.Proxies) > 0:
-		if c.Proxy != "" {
-			s.Proxies = append(s.Proxies, c.Proxy)
-		}
-		s.Proxies = append(s.Proxies, c.Proxies...)
-		key := cp + "proxy"
-		if c.Proxy == "" {
-			key = cp + "proxies"
-		}
-		s.Origins["proxy"] = f.origin(key)
-	default:
-		s.Origins["proxy"] = "default"
-	}
+	s.Proxies, s.Origins["proxy"] = f.proxies(c, cp, ov.Proxies)
 	switch {
 	case ov.Warehouses != nil:
 		s.Warehouses, s.Origins["warehouses"] = slices.Clone(ov.Warehouses), "flag --warehouse"
@@ -213,6 +198,27 @@ func (f *File) resolveOne(name string, ov Overrides) Settings {
 	str("colors.accent", &s.Colors.Accent, nil, "", "", "", f.Colors.Accent, "colors.accent", "")
 	str("colors.dim", &s.Colors.Dim, nil, "", "", "", f.Colors.Dim, "colors.dim", "")
 	return s
+}
+
+// proxies are the context's proxy then its proxies, unless --proxy was
+// given (it replaces both), and where they came from.
+func (f *File) proxies(c Context, cp string, flag []string) ([]string, string) {
+	switch {
+	case flag != nil:
+		return slices.Clone(flag), "flag --proxy"
+	case c.Proxy != "" || len(c.Proxies) > 0:
+		var out []string
+		if c.Proxy != "" {
+			out = append(out, c.Proxy)
+		}
+		out = append(out, c.Proxies...)
+		key := cp + "proxy"
+		if c.Proxy == "" {
+			key = cp + "proxies"
+		}
+		return out, f.origin(key)
+	}
+	return nil, "default"
 }
 
 func (f *File) origin(key string) string {
