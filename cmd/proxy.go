@@ -15,7 +15,6 @@ import (
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
 	"github.com/dbxtop/dbxtop/proxy"
-	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/databricks"
 )
@@ -171,13 +170,6 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"on SIGTERM/SIGINT, serve held sessions and operations (new sessions refused, /v1/ready failing) until they end or this long")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
 		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
-}
-
-func checkProxyURL(s string) error {
-	if _, err := adminapi.NewAdminClient(s, "x", ""); err != nil {
-		return fmt.Errorf("want the admin URL dbxtop proxy printed, e.g. http://127.0.0.1:8445")
-	}
-	return nil
 }
 
 func checkUpstream(s string) error {
