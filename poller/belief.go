@@ -105,11 +105,12 @@ func (e *Engine) nextAsk(en *entry, now time.Time, err error) (time.Duration, bo
 // retireUnknown stops asking about an ended operation no source could
 // tell about: it stays, shown open `?`, with the reason (e.mu held).
 func (e *Engine) retireUnknown(en *entry, now time.Time) {
-	e.book.views.touch(en)
-	op := &en.op
-	op.StatusNote = sources.JoinNotes(op.StatusNote, fmt.Sprintf(
-		"whether it is open is unknown: no source could tell in %s over %s since dbxtop could first ask; no longer asked",
-		textfmt.Plural(int64(en.asks), "ask", "asks"), textfmt.Duration(now.Sub(askFrom(en)))))
+	e.book.update(en, func(en *entry) {
+		op := &en.op
+		op.StatusNote = sources.JoinNotes(op.StatusNote, fmt.Sprintf(
+			"whether it is open is unknown: no source could tell in %s over %s since dbxtop could first ask; no longer asked",
+			textfmt.Plural(int64(en.asks), "ask", "asks"), textfmt.Duration(now.Sub(askFrom(en)))))
+	})
 	e.retire(en, now)
 }
 
@@ -165,8 +166,8 @@ func (e *Engine) notePossiblyReaped(en *entry, now time.Time) {
 	if !model.PossiblyReaped(op, now, th) || strings.HasPrefix(op.StatusNote, possiblyReapedNote) {
 		return
 	}
-	e.book.views.touch(en)
-	op.StatusNote = fmt.Sprintf("%s: only dbxtop proxy says it runs; its client made no call since %s, longer than "+
+	note := fmt.Sprintf("%s: only dbxtop proxy says it runs; its client made no call since %s, longer than "+
 		"the server's inactivity reaper (--server-idle-timeout %s), and no server source has confirmed it since",
 		possiblyReapedNote, op.ClientLastActivity.UTC().Format("15:04:05"), textfmt.Duration(th.ServerIdleTimeout))
+	e.book.update(en, func(en *entry) { en.op.StatusNote = note })
 }

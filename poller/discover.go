@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 	if e.disc.lastFull.IsZero() {
 		return sc
 	}
-	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.book.ops.n > 0 {
+	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.book.live() > 0 {
 		sc.NoLive = true
 	}
 	rate := e.o.finishedRows
@@ -135,10 +136,9 @@ func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	if !full {
 		return
 	}
-	e.book.ops.countLive()
 	// Every listing since the last full discovery marked what it listed
 	// (adopt, listRound).
-	e.book.ops.sweep(now, e.book.views.forget)
+	e.book.sweep(now)
 }
 
 // discoveredID is the id a discovered operation is followed by.
@@ -159,17 +159,17 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 		if id == "" {
 			continue
 		}
-		en := e.book.ops.get(id)
+		en := e.book.get(id)
 		if en == nil {
 			en = e.follow(d, id, now)
 			added = append(added, en)
 		} else {
 			e.refresh(en, d, now)
 		}
-		en.seen = e.book.ops.gen + 1 // listed before the next full discovery
+		e.book.listed(en, 0) // listed before the next full discovery
 	}
 	for _, en := range added {
-		e.book.ops.addLive(en)
+		e.book.addLive(en)
 	}
 	return added
 }
@@ -186,14 +186,13 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 		op.State = model.StateUnknown
 	}
 	en := newEntry(op, d.Ref)
-	e.book.views.touch(en)
 	if en.ref.StatementID == "" {
 		en.ref.StatementID = id
 	}
-	e.book.ops.add(en)
+	e.book.add(en)
 	switch {
 	case op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open):
-		e.book.ops.retire(en, now)
+		e.book.retire(en, now)
 	case e.batchMode() && op.State != model.StateUnknown:
 		// Listed by query history: that is a confirmation. A few first
 		// operations get one poll of their own, to learn whether the
@@ -205,7 +204,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 			e.sched.at(en, now)
 		}
 	default:
-		markTerminal(en, now) // a listed end counts for the ask rules (belief.go)
+		e.book.update(en, func(en *entry) { markTerminal(en, now) }) // a listed end counts for the ask rules (belief.go)
 		e.sched.at(en, now)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
@@ -217,27 +216,35 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 // (batch mode) or, before any poll answered, as its first state.
 func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	o := &en.op
-	// Usually nothing here changes: touched only when it does.
-	w, u := setIf(&o.WarehouseID, d.Op.WarehouseID), setIf(&o.User, d.Op.User)
-	a, q := setIf(&o.ClientApplication, d.Op.ClientApplication), setIf(&o.SQL, d.Op.SQL)
-	if w || u || a || q {
-		e.book.views.touch(en)
-	}
-	if o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero() {
-		e.book.views.touch(en)
-		o.StartedAt = d.Op.StartedAt
-	}
-	if len(d.Ref.Secret) > 0 {
-		en.ref.Secret = d.Ref.Secret
+	// Usually nothing here changes: written only when something does.
+	if differs(o.WarehouseID, d.Op.WarehouseID) || differs(o.User, d.Op.User) ||
+		differs(o.ClientApplication, d.Op.ClientApplication) || differs(o.SQL, d.Op.SQL) ||
+		(o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero()) ||
+		(len(d.Ref.Secret) > 0 && !bytes.Equal(en.ref.Secret, d.Ref.Secret)) {
+		e.book.update(en, func(en *entry) {
+			o := &en.op
+			setIf(&o.WarehouseID, d.Op.WarehouseID)
+			setIf(&o.User, d.Op.User)
+			setIf(&o.ClientApplication, d.Op.ClientApplication)
+			setIf(&o.SQL, d.Op.SQL)
+			if o.StartedAt.IsZero() {
+				o.StartedAt = d.Op.StartedAt
+			}
+			if len(d.Ref.Secret) > 0 {
+				en.ref.Secret = d.Ref.Secret
+			}
+		})
 	}
 	if d.Op.Proxy != nil {
 		// What a proxy saw on the wire (proxy.Merge): its account, and
 		// the owning client's last call, which no server tells.
-		e.book.views.touch(en)
-		o.Proxy = d.Op.Proxy
-		if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
-			o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
-		}
+		e.book.update(en, func(en *entry) {
+			o := &en.op
+			o.Proxy = d.Op.Proxy
+			if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
+				o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
+			}
+		})
 		e.notePossiblyReaped(en, now)
 	}
 	if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
@@ -253,25 +260,28 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 		e.sched.at(en, now)
 	}
 	if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
-		e.book.views.touch(en)
-		o.State = d.Op.State
-		if o.CompletedAt.IsZero() {
-			o.CompletedAt = d.Op.CompletedAt
-		}
-		if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
-			o.StatusNote = "" // history's word replaces the proxy's
-		}
-		markTerminal(en, now)
+		e.book.update(en, func(en *entry) {
+			o := &en.op
+			o.State = d.Op.State
+			if o.CompletedAt.IsZero() {
+				o.CompletedAt = d.Op.CompletedAt
+			}
+			if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
+				o.StatusNote = "" // history's word replaces the proxy's
+			}
+			markTerminal(en, now)
+		})
 	}
 }
 
 // setIf keeps the string it has when v says the same: the next view
 // then compares it by pointer, not byte by byte (model.ViewCache), and
 // the listing's copy is left to the collector.
-func setIf(dst *string, v string) bool {
-	if v != "" && v != *dst {
+func setIf(dst *string, v string) {
+	if differs(*dst, v) {
 		*dst = v
-		return true
 	}
-	return false
 }
+
+// differs: a listing's v would change have.
+func differs(have, v string) bool { return v != "" && v != have }

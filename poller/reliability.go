@@ -107,12 +107,13 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 		}
 		unread++
 		if op.LastError == nil {
-			e.book.views.touch(en)
 			msg := "status not read this round"
 			if ctxErr != nil {
 				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
 			}
-			op.LastError = &model.ErrorInfo{Kind: model.KindCanceled, Call: CallStatus, Message: msg}
+			e.book.update(en, func(en *entry) {
+				en.op.LastError = &model.ErrorInfo{Kind: model.KindCanceled, Call: CallStatus, Message: msg}
+			})
 		}
 		if first == nil {
 			first = op.LastError
