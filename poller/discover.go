@@ -133,6 +133,7 @@ func (e *Engine) recordWSError(call string, err error) {
 // statements) no longer lists it.
 func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	e.adopt(ds, now)
+	e.boundNow(now)
 	if !full {
 		return
 	}
@@ -161,6 +162,9 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 		}
 		en := e.book.get(id)
 		if en == nil {
+			if e.book.wasDropped(id) {
+				continue // not followed again: the bound dropped it
+			}
 			en = e.follow(d, id, now)
 			added = append(added, en)
 		} else {

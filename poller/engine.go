@@ -78,9 +78,12 @@ type Options struct {
 	// finishedRows is the rows per second a full discovery may read on
 	// average (0 → finishedRowsPerSecond; tests lower it).
 	finishedRows int
-	Clock        retry.Clock
-	Policy       retry.PolicyOptions  // zero value = documented defaults
-	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
+	// maxEnded bounds the ended operations followed (0 → MaxEnded, < 0:
+	// none; tests lower it).
+	maxEnded int
+	Clock    retry.Clock
+	Policy   retry.PolicyOptions  // zero value = documented defaults
+	Idle     []sources.IdleCloser // transports to drop idle connections of on transport errors
 	// Logger receives the engine's log (nil: none): WARN for give-ups
 	// and refused connections, ERROR when discovery fails (the workspace
 	// is no longer observed), INFO for the rest, with call, attempt,
@@ -140,7 +143,7 @@ func NewEngine(o Options) *Engine {
 		o:     o,
 		clk:   retry.ClockOr(o.Clock),
 		out:   newEmitter(),
-		book:  newLedger(o.Thresholds),
+		book:  newLedger(o.Thresholds, o.maxEnded),
 		hs:    engineAccount{wsErrs: map[string]model.ErrorInfo{}},
 		caps:  capacityState{mem: memLearned{}},
 		sched: scheduler{lim: newLimiter(o.MaxInFlight)},

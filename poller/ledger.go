@@ -23,10 +23,16 @@ type ledger struct {
 	ops    store
 	views  viewCache
 	closes closeQueue
+	// The bound on ended operations (bound.go): max (0: MaxEnded, < 0:
+	// none), how many it dropped, and the dropped ids a listing still
+	// shows, by the full discovery that last listed them.
+	max     int
+	dropped int64
+	tomb    map[string]uint64
 }
 
-func newLedger(th model.Thresholds) ledger {
-	return ledger{ops: newStore(), views: newViewCache(th), closes: closeQueue{}}
+func newLedger(th model.Thresholds, maxEnded int) ledger {
+	return ledger{ops: newStore(), views: newViewCache(th), closes: closeQueue{}, max: maxEnded}
 }
 
 // get is the followed operation with this id (nil: none).
@@ -88,6 +94,7 @@ func (l *ledger) sweep(now time.Time) {
 	defer l.mu.Unlock()
 	l.ops.countLive()
 	l.ops.sweep(now, l.views.forget)
+	l.sweepDropped()
 }
 
 // live is the number of live operations at the last count, plus those

@@ -33,6 +33,7 @@ func (e *Engine) snapshot() model.Snapshot {
 	}
 	ws := e.o.Workspace
 	ws.Listing = e.disc.listing
+	ws.NotFollowed = e.book.notFollowed()
 	e.mu.Unlock()
 	views := e.book.viewsAt(now)
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
@@ -66,6 +67,7 @@ func (e *Engine) Health() Health {
 		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.hs.fresh}
 	h.Capacity.Limit = e.sched.lim.limit(e.sched.rateSum, avail/max(capa, 1))
 	h.Followed = e.book.followed()
+	h.NotFollowed = e.book.notFollowed()
 	if e.hs.lastErr != nil {
 		le := *e.hs.lastErr
 		h.LastError = &le
