@@ -134,6 +134,16 @@ func (e *Engine) ageProxyOpen(en *entry, st *sources.Status, now time.Time) {
 	if !st.State.Terminal() && !op.State.Terminal() {
 		return
 	}
+	th := e.o.Thresholds.WithDefaults()
+	if st.Proxy != nil && !st.Proxy.LastClientRPC.IsZero() && !end.IsZero() && end.Sub(st.Proxy.LastClientRPC) >= th.ServerIdleTimeout {
+		// It ended after its client was idle past the inactivity reaper,
+		// which closes what it reaps: no proof.
+		st.Open, st.OpenUnknown = nil, true
+		st.Note = sources.JoinNotes(st.Note, fmt.Sprintf("the proxy saw no close, but it ended %s after its client's last call, "+
+			"past the server's inactivity reaper (--server-idle-timeout %s), which closes what it reaps; whether it is open is unknown",
+			textfmt.Duration(end.Sub(st.Proxy.LastClientRPC)), textfmt.Duration(th.ServerIdleTimeout)))
+		return
+	}
 	from := end
 	if st.Proxy != nil && st.Proxy.LastClientRPC.After(from) {
 		from = st.Proxy.LastClientRPC
@@ -141,7 +151,7 @@ func (e *Engine) ageProxyOpen(en *entry, st *sources.Status, now time.Time) {
 	if from.IsZero() {
 		from = unstamp(en.terminalAt)
 	}
-	leak := e.o.Thresholds.WithDefaults().ServerLeakTimeout
+	leak := th.ServerLeakTimeout
 	if now.Sub(from) < leak {
 		return
 	}
@@ -149,6 +159,22 @@ func (e *Engine) ageProxyOpen(en *entry, st *sources.Status, now time.Time) {
 	st.Note = sources.JoinNotes(st.Note, fmt.Sprintf("open per dbxtop proxy until %s: it relayed the server's handle and saw no close, "+
 		"but the server's reaper of ended operations (--server-leak-timeout %s) may have closed it since, unseen by the proxy; whether it is open is unknown",
 		from.Add(leak).UTC().Format("15:04:05"), textfmt.Duration(leak)))
+}
+
+// ageHeldProxyOpen ages a proxy's proof that an earlier answer gave when
+// this one carries none (the proxy restarted, or the call failed): it
+// holds no longer than one the proxy still gives. Inside ledger.update.
+func (e *Engine) ageHeldProxyOpen(en *entry, now time.Time) {
+	op := &en.op
+	if !op.OpenByProxy || op.Open == nil || !*op.Open {
+		return
+	}
+	held := sources.Status{State: op.State, CompletedAt: op.CompletedAt, Open: op.Open, OpenByProxy: true, Proxy: op.Proxy}
+	e.ageProxyOpen(en, &held, now)
+	if held.OpenUnknown {
+		op.Open, op.OpenByProxy = nil, false
+		op.StatusNote = sources.JoinNotes(op.StatusNote, held.Note)
+	}
 }
 
 // possiblyReapedNote starts the status note of an operation only a

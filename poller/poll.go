@@ -64,6 +64,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		e.book.update(en, func(en *entry) {
 			en.op.Poll.Failed++
 			en.op.LastError = info
+			e.ageHeldProxyOpen(en, now)
 		})
 		e.hs.lastErr = info
 		e.notePossiblyReaped(en, now)
@@ -123,6 +124,9 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		op.LastError = nil
 		op.StatusSource, op.StatusNote = st.Source, st.Note
 		markTerminal(en, now)
+		if st.Open == nil && !st.OpenUnknown {
+			e.ageHeldProxyOpen(en, now)
+		}
 	})
 	op := &en.op
 	if prev != op.State {
