@@ -327,7 +327,7 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
-	if e.pastOpenWindow(en, now) {
+	if e.book.pastOpenWindow(en, now) {
 		e.retireUnknown(en, now)
 		return
 	}
@@ -350,7 +350,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			wait, rate = e.confirmGrace(), 0
 		}
 	}
-	if w, ok := e.nextAsk(en, now, err); ok {
+	if w, ok := e.book.nextAsk(en, now, err); ok {
 		// Jittered upwards only: after the bound, never more than one ask
 		// per openAskEvery.
 		wait = time.Duration(float64(w) * (1 + pollJitter*e.pol.Rand()))

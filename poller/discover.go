@@ -208,7 +208,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 			e.sched.at(en, now)
 		}
 	default:
-		e.book.update(en, func(en *entry) { markTerminal(en, now) }) // a listed end counts for the ask rules (belief.go)
+		e.book.listedEnd(en, now)
 		e.sched.at(en, now)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
@@ -240,16 +240,7 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 		})
 	}
 	if d.Op.Proxy != nil {
-		// What a proxy saw on the wire (proxy.Merge): its account, and
-		// the owning client's last call, which no server tells.
-		e.book.update(en, func(en *entry) {
-			o := &en.op
-			o.Proxy = d.Op.Proxy
-			if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
-				o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
-			}
-		})
-		e.notePossiblyReaped(en, now)
+		e.book.proxySaw(en, &d.Op, now)
 	}
 	if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 		// A listing of query history confirms like a batch.

@@ -419,6 +419,13 @@ func (e *Engine) retire(en *entry, now time.Time) {
 	e.book.retire(en, now)
 }
 
+// retireUnknown stops asking about en, whose openness no source could
+// tell (belief.go).
+func (e *Engine) retireUnknown(en *entry, now time.Time) {
+	e.sched.remove(en)
+	e.book.retireUnknown(en, now)
+}
+
 // log writes one record with the engine's workspace attribute; the
 // message is redacted (it may quote a server's answer).
 func (e *Engine) log(level slog.Level, msg string, attrs ...slog.Attr) {

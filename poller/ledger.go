@@ -23,6 +23,7 @@ type ledger struct {
 	ops    store
 	views  viewCache
 	closes closeQueue
+	th     model.Thresholds // the rules' (belief.go)
 	// The bound on ended operations (bound.go): max (0: MaxEnded, < 0:
 	// none), how many it dropped, and the dropped ids a listing still
 	// shows, by the full discovery that last listed them.
@@ -32,7 +33,7 @@ type ledger struct {
 }
 
 func newLedger(th model.Thresholds, maxEnded int) ledger {
-	return ledger{ops: newStore(), views: newViewCache(th), closes: closeQueue{}, max: maxEnded}
+	return ledger{ops: newStore(), views: newViewCache(th), closes: closeQueue{}, th: th, max: maxEnded}
 }
 
 // get is the followed operation with this id (nil: none).

@@ -11,9 +11,10 @@ import (
 )
 
 // ledgerBypasses lists, for one file's source, each place outside the
-// ledger that keeps a view current by hand (a touch call) or reaches
-// into the ledger's parts (book.ops, book.views, book.closes, book.mu)
-// instead of calling its methods.
+// methods of the ledger (and of its view cache, which defines touch) that
+// keeps a view current by hand (a touch call) or reaches into the
+// ledger's parts (book.ops, book.views, book.closes, book.mu) instead of
+// calling its methods.
 func ledgerBypasses(name, src string) ([]string, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, src, 0)
@@ -22,6 +23,13 @@ func ledgerBypasses(name, src string) ([]string, error) {
 	}
 	var found []string
 	ast.Inspect(f, func(n ast.Node) bool {
+		if fd, ok := n.(*ast.FuncDecl); ok && fd.Recv != nil && len(fd.Recv.List) == 1 {
+			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := star.X.(*ast.Ident); ok && (id.Name == "ledger" || id.Name == "viewCache") {
+					return false // the owner's own methods
+				}
+			}
+		}
 		sel, ok := n.(*ast.SelectorExpr)
 		if !ok {
 			return true
@@ -40,9 +48,10 @@ func ledgerBypasses(name, src string) ([]string, error) {
 	return found, nil
 }
 
-// TestOnlyTheLedgerWritesTheBelief: outside ledger.go (and views.go,
-// which defines touch), no code of the package touches a view or reaches
-// into the ledger's parts: the ledger's methods are the only writers.
+// TestOnlyTheLedgerWritesTheBelief: outside the methods of the ledger
+// (and of its view cache, which defines touch), no code of the package
+// touches a view or reaches into the ledger's parts: the ledger's methods
+// are the only writers.
 func TestOnlyTheLedgerWritesTheBelief(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -50,7 +59,7 @@ func TestOnlyTheLedgerWritesTheBelief(t *testing.T) {
 	}
 	scanned := 0
 	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") || name == "ledger.go" || name == "views.go" {
+		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
 		src, err := os.ReadFile(name)
@@ -79,7 +88,8 @@ func (e *Engine) planted(en *entry) {
 	e.book.views.touch(en)
 	_ = e.book.ops.n
 	e.book.update(en, func(*entry) {})
-}`
+}
+func (l *ledger) allowed(en *entry) { l.views.touch(en) }`
 	found, err := ledgerBypasses("planted.go", src)
 	if err != nil {
 		t.Fatal(err)

@@ -61,13 +61,8 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		return
 	case err != nil:
 		info := retry.ErrorInfoOf(err)
-		e.book.update(en, func(en *entry) {
-			en.op.Poll.Failed++
-			en.op.LastError = info
-			e.ageHeldProxyOpen(en, now)
-		})
+		e.book.failed(en, info, now)
 		e.hs.lastErr = info
-		e.notePossiblyReaped(en, now)
 	default:
 		if st.ClientLastActivity != nil && !e.batch.activity {
 			// The source reports the owning client's activity (INACTIVE's
@@ -80,7 +75,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	if en.retired {
 		return
 	}
-	e.book.update(en, func(en *entry) { answeredOpenness(en, err) })
+	e.book.answered(en, err)
 	e.scheduleNext(en, now, err)
 }
 
@@ -89,45 +84,7 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
-	var prev model.State
-	round := e.hs.round
-	e.book.update(en, func(en *entry) {
-		op := &en.op
-		prev = op.State
-		if st.State != "" {
-			op.State = st.State
-		}
-		if !st.StartedAt.IsZero() {
-			op.StartedAt = st.StartedAt
-		}
-		if !st.CompletedAt.IsZero() {
-			op.CompletedAt = st.CompletedAt
-		}
-		if st.ErrorMessage != "" {
-			op.ServerError = st.ErrorMessage
-		}
-		if st.ClientLastActivity != nil {
-			op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
-		}
-		e.ageProxyOpen(en, &st, now)
-		if st.Open != nil {
-			op.Open, op.OpenByProxy = boolRef(*st.Open), st.OpenByProxy
-		} else if st.OpenUnknown {
-			op.Open, op.OpenByProxy = nil, false
-		}
-		if st.Proxy != nil {
-			op.Proxy = st.Proxy
-		}
-		op.LastPollOKAt = now
-		en.readRound = round
-		op.Poll.OK++
-		op.LastError = nil
-		op.StatusSource, op.StatusNote = st.Source, st.Note
-		markTerminal(en, now)
-		if st.Open == nil && !st.OpenUnknown {
-			e.ageHeldProxyOpen(en, now)
-		}
-	})
+	prev := e.book.apply(en, st, now, e.hs.round)
 	op := &en.op
 	if prev != op.State {
 		msg := fmt.Sprintf("%s → %s", prev, op.State)
@@ -145,7 +102,7 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	// asked only while UNCLOSED could still matter (belief.go).
 	if closed && !en.queued {
 		e.retire(en, now)
-	} else if e.pastOpenWindow(en, now) {
+	} else if e.book.pastOpenWindow(en, now) {
 		e.retireUnknown(en, now)
 	}
 	e.book.addLive(en) // a source that took back an end (never query history)
@@ -169,32 +126,8 @@ func markTerminal(en *entry, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
+	prev, wasGone := e.book.gone(en, st, settleErr, now, e.hs.round)
 	op := &en.op
-	prev, wasGone := op.State, op.Gone
-	round := e.hs.round
-	e.book.update(en, func(en *entry) {
-		op := &en.op
-		if st.State != "" {
-			op.State = st.State
-		}
-		if !st.CompletedAt.IsZero() {
-			op.CompletedAt = st.CompletedAt
-		}
-		if st.ErrorMessage != "" {
-			op.ServerError = st.ErrorMessage
-		}
-		op.StatusSource, op.StatusNote = st.Source, st.Note
-		if settleErr != nil {
-			op.LastError = retry.ErrorInfoOf(settleErr)
-			op.Poll.Failed++
-		} else {
-			op.LastPollOKAt = now
-			en.readRound = round
-			op.LastError = nil
-		}
-		op.Gone = true
-		op.Open, op.OpenByProxy = boolRef(false), false
-	})
 	if !wasGone {
 		msg := "the server no longer has this operation (closed or reaped)"
 		if op.State != prev {
