@@ -36,16 +36,7 @@ func TestServerRestartedBehindAProxyPagesNothing(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	o := sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, Token: token, IdleTimeout: 10 * time.Minute}
 	s1 := startSimServer(t, o)
-	px, err := proxy.Start(ctx, proxy.Options{Upstream: s1.URL()},
-		proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		_ = px.Close(cctx)
-	})
+	px := startProxy(ctx, t, proxy.Options{Upstream: s1.URL()})
 	owner, err := thrift.NewClient(thrift.Options{Host: px.URL(), Token: token, UserAgent: "Databricks JDBC 2.6.36"})
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +112,22 @@ func TestServerRestartedBehindAProxyPagesNothing(t *testing.T) {
 	if code, _ := serve.signalAndWait(syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Fatalf("serve exit %d after SIGTERM\n%s", code, serve.stderr)
 	}
+}
+
+// startProxy starts dbxtop proxy in process on loopback, closed when
+// the test ends.
+func startProxy(ctx context.Context, t *testing.T, o proxy.Options) *proxy.Server {
+	t.Helper()
+	px, err := proxy.Start(ctx, o, proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		_ = px.Close(cctx)
+	})
+	return px
 }
 
 // scrapeMetrics reads serve's /metrics: series (name and labels) → value.
