@@ -47,7 +47,7 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
-	e.book.update(en, func(en *entry) { en.op.Adopted = true })
+	e.book.adopt(en)
 	op := &en.op
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open) || op.Gone
@@ -70,9 +70,6 @@ func (e *Engine) Close(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
-	if !en.queued {
-		e.book.update(en, func(en *entry) { en.op.Close.State = model.ClosePending })
-	}
 	_, closeCall := e.actionCalls(en.ref)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
@@ -119,10 +116,7 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	e.book.update(en, func(en *entry) {
-		en.closing = false
-		en.op.Close.Attempts += n
-	})
+	e.book.closeAttempted(en, n)
 	switch {
 	case err == nil:
 		e.finishClose(en, now, "closed")
@@ -136,16 +130,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 		return err // engine shutting down; Shutdown makes the last attempt
 	}
 	info := retry.ErrorInfoOf(err)
-	var wait time.Duration
-	e.book.update(en, func(en *entry) {
-		en.closeFails++
-		wait = retry.CloseRetryWait(int(en.closeFails), e.pol.Rand())
-		c := &en.op.Close
-		c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
-		en.op.LastError = info
-	})
+	wait := e.book.closeFailed(en, info, now, e.pol.Rand())
 	e.hs.lastErr = info
-	e.book.queueClose(en)
 	c := &en.op.Close
 	e.out.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%s so far); next try in %s", textfmt.Plural(int64(c.Attempts), "attempt", "attempts"), textfmt.Elapsed(wait)),
@@ -156,21 +142,14 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 
 // enqueueClose queues a close to run now (the loop picks it up).
 func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
-	e.book.update(en, func(en *entry) { en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now })
-	e.book.queueClose(en)
+	e.book.queueClose(en, now)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
 	e.loop.signal()
 }
 
 // finishClose marks the operation closed and leaves the queue.
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
-	e.book.update(en, func(en *entry) {
-		c := &en.op.Close
-		c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
-		en.op.Open, en.op.OpenByProxy = boolRef(false), false
-		en.closeFails = 0
-	})
-	e.book.dequeueClose(en)
+	e.book.closed(en)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
 	e.retire(en, now)
 }
@@ -219,7 +198,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			err = e.o.Actions.Close(ctx, en.ref)
 		}
 		e.mu.Lock()
-		e.book.update(en, func(en *entry) { en.op.Close.Attempts++ })
+		e.book.closeAttempted(en, 1)
 		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {

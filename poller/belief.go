@@ -278,6 +278,26 @@ func (l *ledger) failed(en *entry, info *model.ErrorInfo, now time.Time) {
 	l.notePossiblyReaped(en, now)
 }
 
+// listedState gives en a listing's state (and end) while no poll has
+// answered yet: query history's word replaces a proxy's "running".
+func (l *ledger) listedState(en *entry, d *model.Operation, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o := &en.op
+	if !o.LastPollOKAt.IsZero() || d.State == "" || o.State == d.State {
+		return
+	}
+	l.views.touch(en)
+	o.State = d.State
+	if o.CompletedAt.IsZero() {
+		o.CompletedAt = d.CompletedAt
+	}
+	if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
+		o.StatusNote = "" // history's word replaces the proxy's
+	}
+	markTerminal(en, now)
+}
+
 // listedEnd records the end a listing gave before any answer: it counts
 // for the ask rules.
 func (l *ledger) listedEnd(en *entry, now time.Time) {

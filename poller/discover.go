@@ -1,12 +1,10 @@
 package poller
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -219,26 +217,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 // descriptive fields, what a proxy saw, and its state as a confirmation
 // (batch mode) or, before any poll answered, as its first state.
 func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
-	o := &en.op
-	// Usually nothing here changes: written only when something does.
-	if differs(o.WarehouseID, d.Op.WarehouseID) || differs(o.User, d.Op.User) ||
-		differs(o.ClientApplication, d.Op.ClientApplication) || differs(o.SQL, d.Op.SQL) ||
-		(o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero()) ||
-		(len(d.Ref.Secret) > 0 && !bytes.Equal(en.ref.Secret, d.Ref.Secret)) {
-		e.book.update(en, func(en *entry) {
-			o := &en.op
-			setIf(&o.WarehouseID, d.Op.WarehouseID)
-			setIf(&o.User, d.Op.User)
-			setIf(&o.ClientApplication, d.Op.ClientApplication)
-			setIf(&o.SQL, d.Op.SQL)
-			if o.StartedAt.IsZero() {
-				o.StartedAt = d.Op.StartedAt
-			}
-			if len(d.Ref.Secret) > 0 {
-				en.ref.Secret = d.Ref.Secret
-			}
-		})
-	}
+	e.book.describe(en, d)
 	if d.Op.Proxy != nil {
 		e.book.proxySaw(en, &d.Op, now)
 	}
@@ -251,22 +230,10 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	// a status poll now instead of at the next scheduled one. Detection
 	// becomes the earlier of the two schedules, at no extra cost for
 	// operations that keep running.
-	if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
+	if d.Op.State.Terminal() && !en.op.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
 		e.sched.at(en, now)
 	}
-	if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
-		e.book.update(en, func(en *entry) {
-			o := &en.op
-			o.State = d.Op.State
-			if o.CompletedAt.IsZero() {
-				o.CompletedAt = d.Op.CompletedAt
-			}
-			if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
-				o.StatusNote = "" // history's word replaces the proxy's
-			}
-			markTerminal(en, now)
-		})
-	}
+	e.book.listedState(en, &d.Op, now)
 }
 
 // setIf keeps the string it has when v says the same: the next view

@@ -52,7 +52,7 @@ func (e *Engine) observe(r retry.Report) {
 	now := e.clk.Now()
 	en := e.book.get(r.Call.OpID)
 	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
-		e.book.update(en, func(en *entry) { en.op.Poll.Retries++ })
+		e.book.retried(en)
 	}
 	if r.GaveUp == nil && info != nil {
 		e.hs.lastRetry = info

@@ -1,10 +1,13 @@
 package poller
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
+	"github.com/dbxtop/dbxtop/poller/retry"
+	"github.com/dbxtop/dbxtop/sources"
 )
 
 // ledger is what the engine believes about each followed operation: the
@@ -43,14 +46,58 @@ func (l *ledger) get(id string) *entry {
 	return l.ops.get(id)
 }
 
-// update runs fn, the one write to en, and queues en's view for the next
-// comparison. fn writes en's operation and belief fields only: it must
-// not call the ledger.
-func (l *ledger) update(en *entry, fn func(en *entry)) {
+// describe applies a listing's descriptive fields to en (warehouse,
+// user, client, text, start, the handle's secret) where they differ.
+func (l *ledger) describe(en *entry, d *sources.Discovered) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o := &en.op
+	// Usually nothing here changes: written, and the view touched, only
+	// when something does.
+	if !differs(o.WarehouseID, d.Op.WarehouseID) && !differs(o.User, d.Op.User) &&
+		!differs(o.ClientApplication, d.Op.ClientApplication) && !differs(o.SQL, d.Op.SQL) &&
+		(!o.StartedAt.IsZero() || d.Op.StartedAt.IsZero()) &&
+		(len(d.Ref.Secret) == 0 || bytes.Equal(en.ref.Secret, d.Ref.Secret)) {
+		return
+	}
+	l.views.touch(en)
+	setIf(&o.WarehouseID, d.Op.WarehouseID)
+	setIf(&o.User, d.Op.User)
+	setIf(&o.ClientApplication, d.Op.ClientApplication)
+	setIf(&o.SQL, d.Op.SQL)
+	if o.StartedAt.IsZero() {
+		o.StartedAt = d.Op.StartedAt
+	}
+	if len(d.Ref.Secret) > 0 {
+		en.ref.Secret = d.Ref.Secret
+	}
+}
+
+// retried counts a retried status attempt.
+func (l *ledger) retried(en *entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.views.touch(en)
-	fn(en)
+	en.op.Poll.Retries++
+}
+
+// unread gives en, whose status a RunOnce round did not read, that
+// reason when it has no error of its own.
+func (l *ledger) unread(en *entry, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if en.op.LastError == nil {
+		l.views.touch(en)
+		en.op.LastError = &model.ErrorInfo{Kind: model.KindCanceled, Call: CallStatus, Message: msg}
+	}
+}
+
+// adopt makes en dbxtop's to close once it ends.
+func (l *ledger) adopt(en *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.views.touch(en)
+	en.op.Adopted = true
 }
 
 // add follows a new operation; it is counted live once its first state
@@ -185,21 +232,17 @@ func (l *ledger) compare(now time.Time, eps []model.Endpoint, emit func(model.Ev
 	}
 }
 
-// queueClose queues en's close (its op.Close.NextTry says when).
-func (l *ledger) queueClose(en *entry) {
+// queueClose queues en's close to run now.
+func (l *ledger) queueClose(en *entry, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.views.touch(en)
+	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
 	l.closes.add(en)
 }
 
-// dequeueClose takes en out of the close queue.
-func (l *ledger) dequeueClose(en *entry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closes.remove(en)
-}
-
-// startClose marks en's close in flight; false when one already is.
+// startClose marks an operator's close of en in flight (pending, unless
+// queued already); false when one already is.
 func (l *ledger) startClose(en *entry) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -207,7 +250,49 @@ func (l *ledger) startClose(en *entry) bool {
 		return false
 	}
 	en.closing = true
+	if !en.queued {
+		l.views.touch(en)
+		en.op.Close.State = model.ClosePending
+	}
 	return true
+}
+
+// closeAttempted records n close attempts on en, no longer in flight.
+func (l *ledger) closeAttempted(en *entry, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.views.touch(en)
+	en.closing = false
+	en.op.Close.Attempts += n
+}
+
+// closeFailed records a failed close round and queues the next try,
+// after a wait that grows with the failures in a row (r: a random draw
+// for its jitter); it returns the wait.
+func (l *ledger) closeFailed(en *entry, info *model.ErrorInfo, now time.Time, r float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.views.touch(en)
+	en.closeFails++
+	wait := retry.CloseRetryWait(int(en.closeFails), r)
+	c := &en.op.Close
+	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
+	en.op.LastError = info
+	l.closes.add(en)
+	return wait
+}
+
+// closed records that en is closed and leaves the close queue; the
+// caller retires it.
+func (l *ledger) closed(en *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.views.touch(en)
+	c := &en.op.Close
+	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
+	en.op.Open, en.op.OpenByProxy = boolRef(false), false
+	en.closeFails = 0
+	l.closes.remove(en)
 }
 
 // closesDue starts the queued closes whose time came (marked in flight)

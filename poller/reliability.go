@@ -106,15 +106,11 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 			continue
 		}
 		unread++
-		if op.LastError == nil {
-			msg := "status not read this round"
-			if ctxErr != nil {
-				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
-			}
-			e.book.update(en, func(en *entry) {
-				en.op.LastError = &model.ErrorInfo{Kind: model.KindCanceled, Call: CallStatus, Message: msg}
-			})
+		msg := "status not read this round"
+		if ctxErr != nil {
+			msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
 		}
+		e.book.unread(en, msg)
 		if first == nil {
 			first = op.LastError
 		}
