@@ -68,6 +68,7 @@ func Merge(parts []NamedSnapshot) Snapshot {
 	} else {
 		for _, p := range parts {
 			out.Workspace.Warehouses = append(out.Workspace.Warehouses, p.Workspace.Warehouses...)
+			out.Workspace.NotFollowed += p.Workspace.NotFollowed
 			for _, ps := range p.Workspace.Proxies {
 				ps.Workspace = p.Name
 				out.Workspace.Proxies = append(out.Workspace.Proxies, ps)

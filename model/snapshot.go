@@ -16,6 +16,9 @@ type Workspace struct {
 	// Proxies are the dbxtop proxies read (--proxy), in name order; nil
 	// without any. In the snapshot JSON as the top-level "proxies".
 	Proxies []ProxyStatus `json:"-"`
+	// NotFollowed counts the ended operations dropped, since start, by the
+	// bound on how many are followed (docs/model.md).
+	NotFollowed int64 `json:"not_followed,omitempty"`
 }
 
 // WarehouseListing is what the last successful ListWarehouses said: how
@@ -164,7 +167,8 @@ func snapshotOfOrdered(now time.Time, ws Workspace, views []*OperationView, eps 
 	s := Snapshot{
 		GeneratedAt: now,
 		Workspace: Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone(),
-			Proxies: cleanProxyStatuses(append([]ProxyStatus(nil), ws.Proxies...))},
+			Proxies:     cleanProxyStatuses(append([]ProxyStatus(nil), ws.Proxies...)),
+			NotFollowed: ws.NotFollowed},
 		Errors:     append([]ErrorInfo(nil), errs...),
 		Operations: views,
 		ordered:    len(views) > 1,

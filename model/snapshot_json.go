@@ -29,6 +29,8 @@ type snapshotWire struct {
 type workspaceWire struct {
 	Host       string   `json:"host"`
 	Warehouses []string `json:"warehouses"`
+	// NotFollowed: ended operations the bound dropped (an addition).
+	NotFollowed int64 `json:"not_followed,omitempty"`
 }
 
 type operationWire struct {
@@ -124,7 +126,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotWire{
 		Schema:      SnapshotSchema,
 		GeneratedAt: jsonTime{s.GeneratedAt},
-		Workspace:   workspaceWire{Host: s.Workspace.Host, Warehouses: nonNil(s.Workspace.Warehouses)},
+		Workspace:   workspaceWire{Host: s.Workspace.Host, Warehouses: nonNil(s.Workspace.Warehouses), NotFollowed: s.Workspace.NotFollowed},
 		Summary:     s.Summary(),
 		Operations:  make([]operationWire, 0, len(s.Operations)),
 		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
@@ -161,7 +163,8 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	out := Snapshot{
 		GeneratedAt: w.GeneratedAt.Time,
 		Workspace: Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses)),
-			Proxies: cleanProxyStatuses(w.Proxies)},
+			Proxies:     cleanProxyStatuses(w.Proxies),
+			NotFollowed: max(w.Workspace.NotFollowed, 0)},
 		Errors:     nilIfEmpty(w.Errors),
 		Clients:    nilIfEmpty(w.Clients),
 		Workspaces: nilIfEmpty(w.Workspaces),
