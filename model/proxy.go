@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -142,6 +143,37 @@ func ProxyVersionSkew(ps []ProxyStatus) string {
 		s += fmt.Sprintf(" %s on %s", v, strings.Join(seen[v], ", "))
 	}
 	return s
+}
+
+// proxyStatusWire is ProxyStatus in the snapshot JSON: last_ok is null
+// until the proxy answered, as every time of the snapshot.
+type proxyStatusWire struct {
+	Name       string   `json:"name"`
+	Up         bool     `json:"up"`
+	Reason     string   `json:"reason,omitempty"`
+	Version    string   `json:"version"`
+	Upstream   string   `json:"upstream,omitempty"`
+	LastOK     jsonTime `json:"last_ok"`
+	Operations int      `json:"operations"`
+	Workspace  string   `json:"workspace,omitempty"`
+}
+
+// MarshalJSON encodes the status as in the snapshot's proxies[].
+func (p ProxyStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(proxyStatusWire{Name: p.Name, Up: p.Up, Reason: p.Reason, Version: p.Version, Upstream: p.Upstream,
+		LastOK: jsonTime{p.LastOK}, Operations: p.Operations, Workspace: p.Workspace})
+}
+
+// UnmarshalJSON decodes one of the snapshot's proxies[] (cleaned by the
+// snapshot's decoder).
+func (p *ProxyStatus) UnmarshalJSON(b []byte) error {
+	var w proxyStatusWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*p = ProxyStatus{Name: w.Name, Up: w.Up, Reason: w.Reason, Version: w.Version, Upstream: w.Upstream,
+		LastOK: w.LastOK.Time, Operations: w.Operations, Workspace: w.Workspace}
+	return nil
 }
 
 func cleanProxyStatuses(ps []ProxyStatus) []ProxyStatus {

@@ -70,6 +70,9 @@ func TestSnapshotCarriesProxies(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(b), `"last_ok":null`) {
+		t.Errorf("a proxy never read: last_ok not null in %s", b)
+	}
 	if len(back.Workspace.Proxies) != 2 || back.Workspace.Proxies[1].Reason != "connection refused" || !back.Workspace.Proxies[0].LastOK.Equal(now) {
 		t.Fatalf("decoded proxies: %+v from %s", back.Workspace.Proxies, b)
 	}
