@@ -40,6 +40,12 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
 		{[]string{"proxy", "--upstream", "https://x", "--admin-token", "t", "--admin-token-file", empty}, "two ways to give one token"},
 		{[]string{"proxy", "--upstream", "https://x", "--admin-token-file", empty}, "--admin-token-file: " + empty + " is empty"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "127.0.0.1:8445"}, "invalid --peers"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "http://u:pw@127.0.0.1:8445", "--admin-token", "t"}, "credentials in the URL"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "dns+http://proxies:8445"}, "--peers needs the admin token"},
+		{[]string{"proxy", "--upstream", "https://x", "--peer-token-file", empty}, "give --peers too"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "file:///x.json", "--peer-token-file", empty}, "--peer-token-file: " + empty + " is empty"},
+		{[]string{"proxy", "--upstream", "https://x", "--dns-server", "localhost:53"}, "want IP:PORT"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
