@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/dnstest"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -306,5 +307,23 @@ func TestProxyFirstLineKeepsAFileTokenOut(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("dbxtop proxy did not stop")
+	}
+}
+
+// TestProxyPeersResolveThroughTheHiddenDNSServer: --dns-server makes the
+// dns+ --peers resolve through that server alone (the fleet tests' names).
+func TestProxyPeersResolveThroughTheHiddenDNSServer(t *testing.T) {
+	dns := dnstest.Start(t, map[string][]string{"replicas.dbxtop.test": {"127.0.0.2", "127.0.0.3"}})
+	src, err := peerSource(ProxyConfig{Peers: []string{"dns+http://replicas.dbxtop.test:8445", "http://127.0.0.4:8445"}, DNSServer: dns.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := src.Targets(t.Context())
+	var got []string
+	for _, tg := range ts {
+		got = append(got, tg.URL)
+	}
+	if want := "http://127.0.0.2:8445 http://127.0.0.3:8445 http://127.0.0.4:8445"; err != nil || strings.Join(got, " ") != want {
+		t.Fatalf("targets %v, err %v; want %s", got, err, want)
 	}
 }
