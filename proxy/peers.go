@@ -30,8 +30,8 @@ import (
 // (--peers) for the last call it saw on the operation and its session,
 // and acts only if none saw a later one; a replica that cannot ask every
 // peer acts on nothing. Without peers, a replica that is asked about
-// operations it never saw start (after a grace of --server-idle-timeout
-// from its start) is behind a load balancer: it turns abandonment off.
+// operations it never saw start (after a grace of one window from its
+// start) is behind a load balancer: it turns abandonment off.
 
 // PeerTimeout bounds one peer's answer (and the discovery of the peers).
 const PeerTimeout = 5 * time.Second
@@ -100,13 +100,13 @@ func (ps *peerState) count(outcome string) {
 // unopened notes a call on a session (op false) or an operation (op
 // true) the proxy did not see opened. A sidecar's own restart explains
 // either for a while: its clients' pooled sessions outlive it, and an
-// operation started before it is polled again within seconds. Past the
-// grace (--server-idle-timeout, by which any such operation was polled
-// or reaped), an operation it never saw start was started through
-// another proxy: without peers, abandonment goes off. Called with the
-// store locked.
+// operation started before it is called again within seconds. Past the
+// grace, an operation it never saw start was started through another
+// proxy (or its client left it silent for a whole window, which is what
+// abandonment means): without peers, abandonment goes off. Called with
+// the store locked.
 func (p *Proxy) unopened(op bool, now time.Time) {
-	if now.Sub(p.started) < p.o.ServerIdleTimeout {
+	if now.Sub(p.started) < p.grace() {
 		return
 	}
 	i := 0
@@ -128,12 +128,22 @@ func (p *Proxy) unopened(op bool, now time.Time) {
 // is armed and the reason is an event on it. Called without the lock.
 func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 	if p.peer.src == nil {
-		if !p.peer.disabled.Load() {
-			return true
+		if p.peer.disabled.Load() {
+			p.peer.count(peerDisabled)
+			p.rearm(o, "", "")
+			return false
 		}
-		p.peer.count(peerDisabled)
-		p.rearm(o, "", "")
-		return false
+		// The first window after the grace watches for a load balancer
+		// before anything is closed.
+		if watch := p.started.Add(2 * p.grace()); p.clk.Now().Before(watch) {
+			p.st.mu.Lock()
+			if o.open() {
+				p.st.arm(o, watch)
+			}
+			p.st.mu.Unlock()
+			return false
+		}
+		return true
 	}
 	p.st.mu.Lock()
 	id, sess := o.f.StatementID, o.f.SessionID
@@ -176,6 +186,16 @@ func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 	}
 	p.peer.count(peerAct)
 	return true
+}
+
+// grace is how long after its start the proxy takes a call on an
+// operation it never saw start as one started before it: the
+// abandonment window (--server-idle-timeout when abandonment is off).
+func (p *Proxy) grace() time.Duration {
+	if p.o.CloseAbandoned > 0 {
+		return p.o.CloseAbandoned
+	}
+	return p.o.ServerIdleTimeout
 }
 
 func latest(t time.Time, more ...time.Time) time.Time {

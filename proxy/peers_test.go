@@ -179,10 +179,10 @@ func TestAReplicaThatCannotAskEveryPeerClosesNothing(t *testing.T) {
 // abandonment off, says so in /metrics, and leaves a statement alone
 // that it would otherwise close.
 func TestCallsOnOperationsStartedElsewhereTurnAbandonmentOff(t *testing.T) {
-	const grace = 200 * time.Millisecond
+	const grace = 300 * time.Millisecond // the window
 	s := startSim(t, "")
 	logs := &logBuf{}
-	a := startReplica(t, s.URL(), "replica-admin-token-3", Options{CloseAbandoned: 300 * time.Millisecond, ServerIdleTimeout: grace,
+	a := startReplica(t, s.URL(), "replica-admin-token-3", Options{CloseAbandoned: grace, ServerIdleTimeout: time.Minute,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
