@@ -162,7 +162,7 @@ func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 			p.rearm(o, "no action: a peer is serving a request on it or its session", "")
 			return false
 		}
-		if a.Known && a.Outcome != sources.ProxyOpen && a.Outcome != sources.ProxyCloseFailed {
+		if a.Known && ended(a.Outcome) {
 			p.peer.count(peerEnded)
 			p.rearm(o, "", a.Outcome)
 			return false
@@ -186,6 +186,16 @@ func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 	}
 	p.peer.count(peerAct)
 	return true
+}
+
+// ended says whether a peer's close outcome means the operation ended
+// (an unobserved one is not: the peer could not read how it went).
+func ended(outcome string) bool {
+	switch outcome {
+	case sources.ProxyClosed, sources.ProxyClosedByServer, sources.ProxyClosedByProxy, sources.ProxyGone:
+		return true
+	}
+	return false
 }
 
 // grace is how long after its start the proxy takes a call on an
@@ -218,13 +228,8 @@ func (p *Proxy) rearm(o *op, why, ended string) {
 		return
 	}
 	if ended != "" {
-		outcome := sources.ProxyClosed
-		switch ended {
-		case sources.ProxyClosedByServer, sources.ProxyClosedByProxy, sources.ProxyGone, sources.ProxyUnobserved:
-			outcome = ended
-		}
-		o.event(now, "peer-closed", "a peer saw it end ("+outcome+"): not abandoned", "")
-		p.st.setClosed(o, outcome, now)
+		o.event(now, "peer-closed", "a peer saw it end ("+ended+"): not abandoned", "")
+		p.st.setClosed(o, ended, now)
 		return
 	}
 	if why != "" {

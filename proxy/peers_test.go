@@ -15,6 +15,8 @@ import (
 	"github.com/dbxtop/dbxtop/internal/dnstest"
 	"github.com/dbxtop/dbxtop/internal/targets"
 	"github.com/dbxtop/dbxtop/proxy/adminapi"
+	"github.com/dbxtop/dbxtop/sources"
+	"github.com/dbxtop/dbxtop/sources/thrift"
 )
 
 // startReplica starts a proxy whose admin API takes token, as the
@@ -72,6 +74,31 @@ func metric(t *testing.T, s *Server, sample string) float64 {
 	return 0
 }
 
+// pollThrough polls ref with c every 100 ms until the returned stop is
+// called; stop returns the first poll's error.
+func pollThrough(ctx context.Context, t *testing.T, c *thrift.Client, ref sources.Ref) (stop func() error) {
+	t.Helper()
+	done, errc := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			if _, err := c.GetOperationStatus(ctx, ref); err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case <-done:
+				errc <- nil
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() error {
+		close(done)
+		return <-errc
+	}
+}
+
 func opEvents(t *testing.T, s *Server, id string) string {
 	var doc adminapi.OperationsDoc
 	adminGet(t, s, adminapi.PathOperations, &doc)
@@ -93,7 +120,7 @@ func opEvents(t *testing.T, s *Server, id string) string {
 // leaves it alone for as long as the client polls. Once the client stops,
 // it is closed as abandoned.
 func TestReplicasCloseOnlyWhatNoPeerSawCalled(t *testing.T) {
-	const window = 400 * time.Millisecond
+	const window = 2 * time.Second // above a loaded machine's pauses between two polls
 	const token = "replica-admin-token-1"
 	s := startSim(t, "")
 	file := filepath.Join(t.TempDir(), "proxies.json")
@@ -116,18 +143,15 @@ func TestReplicasCloseOnlyWhatNoPeerSawCalled(t *testing.T) {
 
 	// The client polls through B until A has looked, asked B and held
 	// back at least twice.
-	deadline := time.Now().Add(45 * time.Second)
-	for metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("A never held back on B's evidence; its events:\n%s", opEvents(t, a, id))
-		}
-		if _, err := viaB.GetOperationStatus(ctx, op.Ref); err != nil {
-			t.Fatalf("a poll through B: %v", err)
-		}
+	stop := pollThrough(ctx, t, viaB, op.Ref)
+	waitFor(t, "A holding back twice on B's evidence", 45*time.Second, func() bool {
 		if !simOpen(s, id) {
 			t.Fatalf("the statement was closed while its client polled it through B; A's events:\n%s", opEvents(t, a, id))
 		}
-		time.Sleep(window / 8)
+		return metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) >= 2
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("a poll through B: %v", err)
 	}
 	if n := metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="act"}`); n != 0 {
 		t.Errorf("A acted %v times while the client polled through B", n)
@@ -138,8 +162,27 @@ func TestReplicasCloseOnlyWhatNoPeerSawCalled(t *testing.T) {
 	if ev := opEvents(t, a, id); !strings.Contains(ev, "a peer saw a client call") {
 		t.Errorf("A's events lack the peer's evidence:\n%s", ev)
 	}
-	// The client goes away: the whole picture now says abandoned.
+	// The client goes away: the whole picture now says abandoned. One
+	// replica closes it; the other learns from it that it ended.
 	waitFor(t, "the abandoned statement closed", 30*time.Second, func() bool { return !simOpen(s, id) })
+	waitFor(t, "both replicas holding it ended", 30*time.Second, func() bool {
+		return outcome(t, a, id) != sources.ProxyOpen && outcome(t, b, id) != sources.ProxyOpen
+	})
+	if oa, ob := outcome(t, a, id), outcome(t, b, id); oa != sources.ProxyClosedByProxy && ob != sources.ProxyClosedByProxy {
+		t.Errorf("outcomes %s (A) and %s (B): want one closed by a proxy", oa, ob)
+	}
+}
+
+// outcome is the close outcome s holds for id ("" when it holds none).
+func outcome(t *testing.T, s *Server, id string) string {
+	var doc adminapi.OperationsDoc
+	adminGet(t, s, adminapi.PathOperations, &doc)
+	for _, o := range doc.Operations {
+		if o.StatementID == id {
+			return o.Close.Outcome
+		}
+	}
+	return ""
 }
 
 // TestAReplicaThatCannotAskEveryPeerClosesNothing: one peer is down; the
@@ -259,7 +302,7 @@ func TestReplicasFindEachOtherByDNS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := Options{CloseAbandoned: 400 * time.Millisecond, ServerIdleTimeout: time.Minute, Peers: src}
+		o := Options{CloseAbandoned: 2 * time.Second, ServerIdleTimeout: time.Minute, Peers: src}
 		if a, err = startReplicaAt(t, s.URL(), token, "127.0.0.2:"+strconv.Itoa(port), o); err != nil {
 			continue
 		}
@@ -272,19 +315,15 @@ func TestReplicasFindEachOtherByDNS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	op := execute(ctx, t, client(t, a.URL(), s.Token(), "testapp/1.0 (through a)"), s.WarehouseIDs()[0], "SELECT sleep(600)")
-	viaB := client(t, b.URL(), s.Token(), "testapp/1.0 (through b)")
-	deadline := time.Now().Add(45 * time.Second)
-	for metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("A never held back on B's evidence; its events:\n%s", opEvents(t, a, op.Ref.StatementID))
-		}
-		if _, err := viaB.GetOperationStatus(ctx, op.Ref); err != nil {
-			t.Fatal(err)
-		}
+	stop := pollThrough(ctx, t, client(t, b.URL(), s.Token(), "testapp/1.0 (through b)"), op.Ref)
+	waitFor(t, "A holding back on B's evidence", 45*time.Second, func() bool {
 		if !simOpen(s, op.Ref.StatementID) {
-			t.Fatal("the statement was closed while its client polled it through B")
+			t.Fatalf("the statement was closed while its client polled it through B; A's events:\n%s", opEvents(t, a, op.Ref.StatementID))
 		}
-		time.Sleep(50 * time.Millisecond)
+		return metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) >= 1
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("a poll through B: %v", err)
 	}
 	if n := metric(t, a, "dbxtop_proxy_peers"); n != 1 {
 		t.Errorf("A counted %v peers, want 1 (the name lists A itself too)", n)
