@@ -221,12 +221,9 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 		if fs.Changed("admin-token") {
 			return usagef("--admin-token and --admin-token-file are two ways to give one token: keep --admin-token-file")
 		}
-		tok, warn, err := readTokenFile(cfg.AdminTokenFile, "--admin-token-file")
+		tok, err := a.proxyTokenFile(cfg.AdminTokenFile, "--admin-token-file")
 		if err != nil {
-			return usagef("%s", err.Error())
-		}
-		if warn != "" {
-			fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+			return err
 		}
 		cfg.AdminToken = tok
 	}
@@ -266,18 +263,28 @@ func (a *app) finishPeers(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	case len(cfg.Peers) == 0:
 		return nil
 	case cfg.PeerTokenFile != "":
-		tok, warn, err := readTokenFile(cfg.PeerTokenFile, "--peer-token-file")
+		tok, err := a.proxyTokenFile(cfg.PeerTokenFile, "--peer-token-file")
 		if err != nil {
-			return usagef("%s", err.Error())
-		}
-		if warn != "" {
-			fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+			return err
 		}
 		cfg.PeerToken = tok
 	case cfg.AdminToken == "" && !fs.Changed("admin-token"):
 		return usagef("--peers needs the admin token the peers take: give every replica the same --admin-token-file, or --peer-token-file")
 	}
 	return nil
+}
+
+// proxyTokenFile reads a token file a flag of the proxy names, with the
+// permission warning on stderr.
+func (a *app) proxyTokenFile(path, flag string) (string, error) {
+	tok, warn, err := readTokenFile(path, flag)
+	if err != nil {
+		return "", usagef("%s", err.Error())
+	}
+	if warn != "" {
+		fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+	}
+	return tok, nil
 }
 
 // peerSource is the --peers as one discovery source (nil without peers).
