@@ -332,3 +332,50 @@ func TestReplicasFindEachOtherByDNS(t *testing.T) {
 		t.Error("the name was never resolved through the test's DNS server")
 	}
 }
+
+// TestPeerTokenFromTheFileSDLabel: replicas with their own admin tokens;
+// the file_sd group names each peer's token file. With the right file A
+// asks B and acts on the abandoned statement; with a wrong one B refuses
+// (401) and A closes nothing.
+func TestPeerTokenFromTheFileSDLabel(t *testing.T) {
+	s := startSim(t, "")
+	dir := t.TempDir()
+	b := startReplica(t, s.URL(), "replica-b-token", Options{})
+	for _, tc := range []struct {
+		name, token string
+		closed      bool
+	}{{"right token", "replica-b-token", true}, {"wrong token", "not-b-token", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := filepath.Join(dir, tc.name+".token")
+			if err := os.WriteFile(tok, []byte(tc.token+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, tc.name+".json")
+			if err := os.WriteFile(file, []byte(`[{"targets": ["`+strings.TrimPrefix(b.AdminURL(), "http://")+
+				`"], "labels": {"__dbxtop_token_file__": "`+filepath.Base(tok)+`"}}]`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			src, err := targets.Parse("file://"+file, targets.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := startReplica(t, s.URL(), "replica-a-token", Options{CloseAbandoned: 300 * time.Millisecond, ServerIdleTimeout: time.Minute, Peers: src})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			op := execute(ctx, t, client(t, a.URL(), s.Token(), "testapp/1.0"), s.WarehouseIDs()[0], "SELECT sleep(600)")
+			if tc.closed {
+				waitFor(t, "the abandoned statement closed", 30*time.Second, func() bool { return !simOpen(s, op.Ref.StatementID) })
+				if n := metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="unreachable"}`); n != 0 {
+					t.Errorf("%v looks could not ask B", n)
+				}
+				return
+			}
+			waitFor(t, "a look B refused", 30*time.Second, func() bool {
+				return metric(t, a, `dbxtop_proxy_peer_checks_total{outcome="unreachable"}`) >= 1
+			})
+			if ev := opEvents(t, a, op.Ref.StatementID); !simOpen(s, op.Ref.StatementID) || !strings.Contains(ev, "HTTP 401") || strings.Contains(ev, tc.token) {
+				t.Errorf("open %v; events (want HTTP 401, not the token):\n%s", simOpen(s, op.Ref.StatementID), ev)
+			}
+		})
+	}
+}
