@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,6 +67,10 @@ type ProxyConfig struct {
 	PeerTokenFile string
 	PeerToken     string
 	DNSServer     string
+	// PeerCA is the PEM file of the CAs the peers' certificates are
+	// checked against (--peer-ca); PeerRoots its certificates.
+	PeerCA    string
+	PeerRoots *x509.CertPool
 }
 
 // onOff is a --flag=on|off boolean.
@@ -185,10 +190,15 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 			targets.Usage)
 	fs.Var(&checkedString{p: &cfg.PeerTokenFile, typ: "file", check: checkReadable(safefile.MaxToken)}, "peer-token-file",
 		"file holding the admin token of the --peers (one line); default: this proxy's own admin token")
+	fs.Var(&checkedString{p: &cfg.PeerCA, typ: "file", check: checkReadable(maxPeerCA)}, "peer-ca",
+		"PEM file of the CA certificates the https --peers' certificates are checked against (default: the system roots)")
 	fs.Var(&checkedString{p: &cfg.DNSServer, typ: "addr", check: checkDNSServer}, "dns-server",
 		"resolve dns+ --peers with only this DNS server, IP:PORT (tests)")
 	_ = fs.MarkHidden("dns-server")
 }
+
+// maxPeerCA bounds --peer-ca: a bundle of CA certificates.
+const maxPeerCA = 1 << 20
 
 func checkDNSServer(s string) error {
 	_, err := targets.NewResolver(s)
@@ -257,9 +267,19 @@ func (a *app) finishPeers(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	if _, err := peerSource(*cfg); err != nil {
 		return usagef("invalid --peers: %s", err.Error())
 	}
+	if cfg.PeerCA != "" {
+		b, _, err := safefile.Read(cfg.PeerCA, maxPeerCA)
+		if err != nil {
+			return usagef("--peer-ca: %s", err.Error())
+		}
+		cfg.PeerRoots = x509.NewCertPool()
+		if !cfg.PeerRoots.AppendCertsFromPEM(b) {
+			return usagef("--peer-ca: %s holds no PEM certificate", cfg.PeerCA)
+		}
+	}
 	switch {
-	case len(cfg.Peers) == 0 && cfg.PeerTokenFile != "":
-		return usagef("--peer-token-file is the token of the --peers: give --peers too")
+	case len(cfg.Peers) == 0 && (cfg.PeerTokenFile != "" || cfg.PeerCA != ""):
+		return usagef("--peer-token-file and --peer-ca are about the --peers: give --peers too")
 	case len(cfg.Peers) == 0:
 		return nil
 	case cfg.PeerTokenFile != "":
@@ -324,7 +344,7 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "dbxtop proxy: --peers: "+err.Error())
 		return 1
 	}
-	o.PeerToken = c.PeerToken
+	o.PeerToken, o.PeerRootCAs = c.PeerToken, c.PeerRoots
 	if c.StateErr != nil {
 		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
 	}

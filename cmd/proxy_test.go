@@ -45,6 +45,7 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--peers", "http://u:pw@127.0.0.1:8445", "--admin-token", "t"}, "credentials in the URL"},
 		{[]string{"proxy", "--upstream", "https://x", "--peers", "dns+http://proxies:8445"}, "--peers needs the admin token"},
 		{[]string{"proxy", "--upstream", "https://x", "--peer-token-file", empty}, "give --peers too"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "file:///x.json", "--admin-token", "t", "--peer-ca", empty}, "holds no PEM certificate"},
 		{[]string{"proxy", "--upstream", "https://x", "--peers", "file:///x.json", "--peer-token-file", empty}, "--peer-token-file: " + empty + " is empty"},
 		{[]string{"proxy", "--upstream", "https://x", "--dns-server", "localhost:53"}, "want IP:PORT"},
 	} {

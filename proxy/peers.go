@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,7 @@ type peerState struct {
 	instance string
 	src      targets.Source
 	token    string
+	roots    *x509.CertPool
 
 	mu      sync.Mutex
 	clients map[string]*http.Client // by TLS server name ("" for the URL's host)
@@ -72,7 +74,7 @@ func (ps *peerState) init(o Options) error {
 	if _, err := crand.Read(b[:]); err != nil {
 		return fmt.Errorf("proxy: generating the instance id: %w", err)
 	}
-	ps.instance, ps.src, ps.token = hex.EncodeToString(b[:]), o.Peers, o.PeerToken
+	ps.instance, ps.src, ps.token, ps.roots = hex.EncodeToString(b[:]), o.Peers, o.PeerToken, o.PeerRootCAs
 	ps.clients = map[string]*http.Client{}
 	return nil
 }
@@ -330,8 +332,8 @@ func (p *Proxy) peerClient(serverName string) *http.Client {
 		return c
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if serverName != "" {
-		tr.TLSClientConfig = &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
+	if serverName != "" || p.peer.roots != nil {
+		tr.TLSClientConfig = &tls.Config{ServerName: serverName, RootCAs: p.peer.roots, MinVersion: tls.VersionTLS12}
 	}
 	c := &http.Client{Transport: tr, Timeout: PeerTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -3,8 +3,17 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"log/slog"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -377,5 +386,126 @@ func TestPeerTokenFromTheFileSDLabel(t *testing.T) {
 				t.Errorf("open %v; events (want HTTP 401, not the token):\n%s", simOpen(s, op.Ref.StatementID), ev)
 			}
 		})
+	}
+}
+
+// selfSignedCA writes a certificate for 127.0.0.1 that is its own CA, and
+// its key, into dir; pool trusts it.
+func selfSignedCA(t *testing.T, dir string) (cert, key string, pool *x509.CertPool) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dbxtop test replicas"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(must(x509.ParseCertificate(der)))
+	return cert, key, pool
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestPeersOverTLSTrustTheirCA: replicas serving TLS ask each other over
+// HTTPS (file_sd __scheme__: https), trusting the CA --peer-ca gives; a
+// replica without it cannot verify its peer and closes nothing.
+func TestPeersOverTLSTrustTheirCA(t *testing.T) {
+	const token = "replica-admin-token-6"
+	s := startSim(t, "")
+	dir := t.TempDir()
+	cert, key, pool := selfSignedCA(t, dir)
+	file := filepath.Join(dir, "replicas.yml")
+	src, err := targets.Parse("file://"+file, targets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(roots *x509.CertPool) *Server {
+		o := Options{Upstream: s.URL(), Tick: 50 * time.Millisecond, Heal: true, Policy: fastPolicy(), Logger: testLogger(t),
+			CloseAbandoned: 2 * time.Second, ServerIdleTimeout: time.Minute, Peers: src, PeerRootCAs: roots}
+		p, err := Start(context.Background(), o, ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", AdminToken: token, TLSCert: cert, TLSKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.Close(ctx)
+		})
+		return p
+	}
+	a, b, blind := start(pool), start(pool), start(nil)
+	var list []string
+	for _, r := range []*Server{a, b, blind} {
+		list = append(list, strings.TrimPrefix(r.AdminURL(), "https://"))
+	}
+	if err := os.WriteFile(file, []byte("- targets: ['"+strings.Join(list, "', '")+"']\n  labels: {__scheme__: https}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tlsClient := func(host string) *thrift.Client {
+		c, err := thrift.NewClient(thrift.Options{Host: host, Token: s.Token(), UserAgent: "testapp/1.0", Timeout: 20 * time.Second, Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wh := s.WarehouseIDs()[0]
+	op := execute(ctx, t, tlsClient(a.URL()), wh, "SELECT sleep(600)")
+	left := execute(ctx, t, tlsClient(blind.URL()), wh, "SELECT sleep(600)")
+	stop := pollThrough(ctx, t, tlsClient(b.URL()), op.Ref)
+	tlsMetric := func(r *Server, sample string) float64 {
+		req, _ := http.NewRequest(http.MethodGet, r.AdminURL()+adminapi.PathMetrics, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+				return must(strconv.ParseFloat(v, 64))
+			}
+		}
+		return 0
+	}
+	waitFor(t, "A holding back on B's evidence over HTTPS", 45*time.Second, func() bool {
+		return tlsMetric(a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) >= 1 &&
+			tlsMetric(blind, `dbxtop_proxy_peer_checks_total{outcome="unreachable"}`) >= 1
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("a poll through B: %v", err)
+	}
+	if n := tlsMetric(a, `dbxtop_proxy_peer_checks_total{outcome="unreachable"}`); n != 0 {
+		t.Errorf("A could not ask its peers %v times", n)
+	}
+	if !simOpen(s, op.Ref.StatementID) || !simOpen(s, left.Ref.StatementID) {
+		t.Error("a statement was closed: one polled through B, or one left on the replica that cannot verify its peers")
 	}
 }

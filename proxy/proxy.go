@@ -13,6 +13,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,6 +110,9 @@ type Options struct {
 	// proxy's own); a target's token file overrides it.
 	Peers     targets.Source
 	PeerToken string
+	// PeerRootCAs verify the peers' certificates (--peer-ca); nil: the
+	// system roots.
+	PeerRootCAs *x509.CertPool
 	// FailFastExhausted answers a Vector Search capacity refusal with a
 	// status the SDKs do not retry (proxy/vector.go, docs/proxy-vector.md).
 	FailFastExhausted bool
