@@ -66,11 +66,23 @@ func startReplicaAt(t *testing.T, upstream, token, admin string, o Options) (*Se
 // metric reads one sample of the proxy's /metrics (0 when absent).
 func metric(t *testing.T, s *Server, sample string) float64 {
 	t.Helper()
-	code, body := get(t, s.AdminURL()+adminapi.PathMetrics, s.AdminToken())
-	if code != 200 {
-		t.Fatalf("/metrics: HTTP %d", code)
+	return metricVia(t, http.DefaultClient, s, sample)
+}
+
+// metricVia is metric through hc (a client that trusts a test CA).
+func metricVia(t *testing.T, hc *http.Client, s *Server, sample string) float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.AdminURL()+adminapi.PathMetrics, nil)
+	req.Header.Set("Authorization", "Bearer "+s.AdminToken())
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(strings.NewReader(body))
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: HTTP %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
@@ -479,22 +491,7 @@ func TestPeersOverTLSTrustTheirCA(t *testing.T) {
 	op := execute(ctx, t, tlsClient(a.URL()), wh, "SELECT sleep(600)")
 	left := execute(ctx, t, tlsClient(blind.URL()), wh, "SELECT sleep(600)")
 	stop := pollThrough(ctx, t, tlsClient(b.URL()), op.Ref)
-	tlsMetric := func(r *Server, sample string) float64 {
-		req, _ := http.NewRequest(http.MethodGet, r.AdminURL()+adminapi.PathMetrics, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := (&http.Client{Transport: tr}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-				return must(strconv.ParseFloat(v, 64))
-			}
-		}
-		return 0
-	}
+	tlsMetric := func(r *Server, sample string) float64 { return metricVia(t, &http.Client{Transport: tr}, r, sample) }
 	waitFor(t, "A holding back on B's evidence over HTTPS", 45*time.Second, func() bool {
 		return tlsMetric(a, `dbxtop_proxy_peer_checks_total{outcome="later_call"}`) >= 1 &&
 			tlsMetric(blind, `dbxtop_proxy_peer_checks_total{outcome="unreachable"}`) >= 1
