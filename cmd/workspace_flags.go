@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -257,13 +256,4 @@ func onlyFileSD(cfg *WorkspaceConfig) bool {
 		}
 	}
 	return len(specs) > 0
-}
-
-// checkDNSServer wants IP:PORT.
-func checkDNSServer(s string) error {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || net.ParseIP(host) == nil || port == "" {
-		return fmt.Errorf("want IP:PORT of a DNS server")
-	}
-	return nil
 }
