@@ -23,6 +23,7 @@ import (
 
 	"github.com/dbxtop/dbxtop/cmd"
 	"github.com/dbxtop/dbxtop/internal/dnstest"
+	"github.com/dbxtop/dbxtop/internal/targets"
 	"github.com/dbxtop/dbxtop/proxy"
 	"github.com/dbxtop/dbxtop/sources/sim"
 )
@@ -35,21 +36,34 @@ import (
 
 const (
 	fleetToken   = "fleet-admin-token-0123456789abcdef"
-	fleetWarn    = 8 * time.Second // --inactivity-warn
-	fleetRefresh = time.Second     // serve's --refresh
+	fleetWarn    = 8 * time.Second  // --inactivity-warn
+	fleetRefresh = time.Second      // serve's --refresh
+	fleetAbandon = 30 * time.Second // the proxies' --close-abandoned
 )
 
 // fleetProxy is one of the three: a proxy on ip, its admin API on the
 // port the three share (the DNS name gives addresses, not ports).
 type fleetProxy struct {
 	ip, listen, admin string
+	peers             []string // the others' admin addresses
 	mu                sync.Mutex
 	srv               *proxy.Server
 }
 
 func (fp *fleetProxy) start(t testing.TB, s *sim.Server) {
 	t.Helper()
-	p, err := proxy.Start(context.Background(), proxy.Options{Upstream: s.URL(), Heal: true, UserAgent: "dbxtop-proxy/fleet"},
+	// Replicas: each asks the other two (--peers) before it treats an
+	// operation as abandoned (--close-abandoned).
+	var peers []string
+	for _, a := range fp.peers {
+		peers = append(peers, "http://"+a)
+	}
+	src, err := targets.ParseAll(peers, targets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.Start(context.Background(), proxy.Options{Upstream: s.URL(), Heal: true, UserAgent: "dbxtop-proxy/fleet",
+		CloseAbandoned: fleetAbandon, Peers: src, PeerToken: fleetToken},
 		proxy.ServeOptions{Listen: fp.listen, AdminListen: fp.admin, AdminToken: fleetToken})
 	if err != nil {
 		t.Fatalf("proxy on %s: %v", fp.ip, err)
@@ -236,6 +250,11 @@ func TestFleetManyProxiesOneView(t *testing.T) {
 	var upstreams []string
 	for i, ip := range ips {
 		fps[i] = &fleetProxy{ip: ip, listen: net.JoinHostPort(ip, tport), admin: net.JoinHostPort(ip, aport)}
+		for j, other := range ips {
+			if j != i {
+				fps[i].peers = append(fps[i].peers, net.JoinHostPort(other, aport))
+			}
+		}
 		fps[i].start(t, s)
 		upstreams = append(upstreams, "http://"+fps[i].listen)
 	}
@@ -541,6 +560,29 @@ func TestFleetManyProxiesOneView(t *testing.T) {
 		}
 		return len(d.Proxies) == 3
 	})
+
+	// With --close-abandoned 30s and --peers: the orphan, whose client is
+	// gone, is cancelled (then closed, once the close outage ends) when no
+	// replica saw a call for 30 s; the statements their client still
+	// polls (through every replica) never are.
+	tr = waitFor(t, s, 2*fleetAbandon+30*time.Second, "the orphan cancelled by a replica after --close-abandoned", func(tr truth) bool {
+		o, ok := tr.op(orphan)
+		return ok && (!o.Open || o.State == "CANCELED")
+	})
+	for id := range want.healthy {
+		if o, ok := tr.op(id); !ok || !o.Open || o.State != "RUNNING" {
+			t.Errorf("a statement its client still polls was closed or ended: %+v", o)
+		}
+	}
+	var acted int64
+	for _, fp := range fps {
+		fp.mu.Lock()
+		if fp.srv != nil {
+			acted += fp.srv.Stats().AbandonActions
+		}
+		fp.mu.Unlock()
+	}
+	t.Logf("FLEET: %s: the orphan cancelled by a replica (%d abandonment actions); the polled statements still run", time.Since(t0).Round(time.Second), acted)
 	cancel()
 }
 
