@@ -189,9 +189,7 @@ func TestAtTheCapCostStaysFlat(t *testing.T) {
 	read := func() mark {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		p.st.mu.Lock()
-		defer p.st.mu.Unlock()
-		return mark{done.Load(), int64(m.Mallocs), p.st.work}
+		return mark{done.Load(), int64(m.Mallocs), p.st.workDone()}
 	}
 	per := func(a, b mark) (allocs, work float64) {
 		n := float64(b.statements - a.statements)

@@ -156,7 +156,7 @@ func TestRecordCostFlatWithHeld(t *testing.T) {
 			ids[i] = fmt.Sprintf("op-%d", i)
 		}
 		i := 0
-		work0 := p.st.work
+		work0 := p.st.workDone()
 		allocs := testing.AllocsPerRun(runs, func() {
 			rq := request{call: "GetOperationStatus", opID: ids[i], secret: secret, auth: "Bearer x", ua: "app/1.0"}
 			i++
@@ -164,7 +164,7 @@ func TestRecordCostFlatWithHeld(t *testing.T) {
 			rq.call = "CloseOperation"
 			p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
 		})
-		return cost{allocs, float64(p.st.work-work0) / float64(i)}
+		return cost{allocs, float64(p.st.workDone()-work0) / float64(i)}
 	}
 	empty, full := measure(0), measure(100_000)
 	t.Logf("per operation: %.0f allocations, %.2f ageing steps (0 held); %.0f, %.2f (100,000 held)", empty.allocs, empty.work, full.allocs, full.work)
