@@ -242,19 +242,20 @@ func (s *store) sessionOpened(rq request, r reply, now time.Time) {
 // opStarted records the operation handle a successful call returned, in
 // its session when the proxy knows it. Called with the store locked.
 func (s *store) opStarted(rq request, r reply, complete bool, now time.Time) {
-	if r.opID == "" || s.ops[r.opID] != nil {
+	if r.opID == "" || s.has(r.opID) {
 		return
 	}
 	ss := s.sessionFor(rq, now)
-	path, ua := rq.path, rq.ua
+	var org *origin
 	if ss != nil {
-		path, ua = ss.path, ss.ua
+		org = ss.org
+	} else {
+		org = newOrigin(rq.sessionID, rq.path, rq.ua, nil)
 	}
-	o := s.addOp(r.opID, r.secret, path, ua, now)
+	o := s.addOpFrom(r.opID, r.secret, org, now)
 	if o == nil {
 		return
 	}
-	o.f.SessionID = rq.sessionID
 	if ss != nil {
 		o.sess = ss
 		ss.open[o] = struct{}{}
@@ -295,6 +296,10 @@ func (s *store) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 	}
 	o := s.ops[rq.opID]
 	if o == nil {
+		if f := s.folds.get(rq.opID); f != nil {
+			s.foldedCalled(f, rq, r, ok, now)
+			return
+		}
 		if ok && rq.call != "CloseOperation" {
 			s.learn(rq, r, complete, now)
 		}

@@ -200,7 +200,7 @@ func (s *store) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 		r.kept++
 		return
 	}
-	if s.ops[e.StatementID] != nil {
+	if s.has(e.StatementID) {
 		return
 	}
 	o := s.addOp(e.StatementID, e.Secret, e.HTTPPath, "", now)

@@ -286,15 +286,15 @@ func (p *Proxy) Close(ctx context.Context, statementID string) error {
 
 // Cancel cancels a proxied operation for dbxtop with its real handle.
 func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
-	o := p.st.lookup(statementID)
-	if o == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownOperation, idText(statementID))
+	o, err := p.st.lookup(statementID)
+	if err != nil {
+		return err
 	}
 	cctx, cred, ref, cerr := p.st.prepare(ctx, o)
 	if cerr != nil {
 		return cerr
 	}
-	err := p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+	err = p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 		if err := p.gated("CancelOperation", ref); err != nil {
 			return err
 		}
@@ -307,6 +307,20 @@ func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
 	}
 	p.st.event(o, "canceled", msg, cred)
 	return err
+}
+
+// actionable finds the operation a dbxtop action names: an error when
+// the proxy does not hold it, or holds it folded (closed cleanly: the
+// server confirmed the close, so nothing is sent). Called with the store
+// locked.
+func (s *store) actionable(id string) (*op, error) {
+	if o := s.ops[id]; o != nil {
+		return o, nil
+	}
+	if f := s.folds.get(id); f != nil {
+		return nil, errFolded(f)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, idText(id))
 }
 
 // maxIDText bounds an id a caller gave that goes back in an answer or a
@@ -331,9 +345,9 @@ func idText(id string) string {
 // attempt in flight would block the operator; refusing says why). Called
 // with the store locked.
 func (s *store) claimLocked(id string) (*op, error) {
-	o := s.ops[id]
-	if o == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, idText(id))
+	o, err := s.actionable(id)
+	if err != nil {
+		return nil, err
 	}
 	if o.busy {
 		return nil, fmt.Errorf("a close of %s by the proxy is already in flight", id)

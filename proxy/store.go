@@ -32,8 +32,7 @@ const (
 type session struct {
 	id      string
 	secret  []byte
-	path    string
-	ua      string
+	org     *origin // its operations' origin: path, user agent
 	lastRPC time.Time
 	// auth is the Authorization header the server last accepted on this
 	// session, held in memory only while the session lives and only with
@@ -58,6 +57,7 @@ type op struct {
 	f      sources.ProxyOperation
 	secret []byte
 	sess   *session
+	org    *origin // what its folded form keeps of f's text
 	// auth and owner of an operation learned without its session (it
 	// started before the proxy): the credentials the server accepted on it.
 	auth  string
@@ -160,6 +160,9 @@ type store struct {
 	// finished operations, oldest first
 	finHead, finTail *op
 	finished         int
+	// folds: finished operations in compact form (folded.go), oldest
+	// first; they count toward max like any held operation.
+	folds foldRing
 	// sessions, least recently active first
 	sesHead, sesTail *session
 	timers           timers
@@ -355,7 +358,8 @@ func (s *store) addSession(id string, secret []byte, path, ua string, now time.T
 		s.logNotRecorded(id)
 		return nil
 	}
-	ss := &session{id: id, secret: append([]byte(nil), secret...), path: path, ua: ua, lastRPC: now, listAt: now, open: map[*op]struct{}{}}
+	ss := &session{id: id, secret: append([]byte(nil), secret...), lastRPC: now, listAt: now, open: map[*op]struct{}{}}
+	ss.org = newOrigin(id, path, ua, ss)
 	s.sessions[id] = ss
 	s.sesPushBack(ss)
 	return ss
@@ -400,26 +404,36 @@ func (s *store) finPopFront() *op {
 	return o
 }
 
-// addOp records an operation the upstream confirmed; nil when the table
-// is full of open operations (forwarded, not recorded, counted).
+// held is how many operations the table holds, in either form.
+func (s *store) held() int { return len(s.ops) + s.folds.n }
+
+// has says whether the table holds an operation, in either form.
+func (s *store) has(id string) bool { return s.ops[id] != nil || s.folds.get(id) != nil }
+
+// addOp records an operation the upstream confirmed, from a request
+// without a session the proxy holds; nil when the table is full of open
+// operations (forwarded, not recorded, counted).
 func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) *op {
+	return s.addOpFrom(id, secret, newOrigin("", path, ua, nil), now)
+}
+
+// addOpFrom records an operation from org (its session's, or its own).
+func (s *store) addOpFrom(id string, secret []byte, org *origin, now time.Time) *op {
 	s.age(now)
-	if len(s.ops) >= s.max {
-		if old := s.finPopFront(); old != nil {
-			s.work++
-			delete(s.ops, old.f.StatementID)
-			s.evicted++
-			s.evictPending++
-			s.logEvictions()
-		} else {
+	if s.held() >= s.max {
+		if !s.dropOldestFinished() {
 			s.notRecorded++
 			s.logNotRecorded(id)
 			return nil
 		}
+		s.work++
+		s.evicted++
+		s.evictPending++
+		s.logEvictions()
 	}
-	o := &op{hidx: -1, secret: append([]byte(nil), secret...), f: sources.ProxyOperation{
-		StatementID: id, HTTPPath: path, WarehouseID: warehouseFromPath(path),
-		ClientApplication: clean(sources.ClientApplication(ua)), UserAgent: clean(ua),
+	o := &op{hidx: -1, secret: append([]byte(nil), secret...), org: org, f: sources.ProxyOperation{
+		StatementID: id, SessionID: org.sessionID, HTTPPath: org.path, WarehouseID: org.warehouseID,
+		ClientApplication: org.app, UserAgent: org.ua,
 		State: model.StateUnknown, StartedAt: now, LastClientRPCAt: now,
 		Close: sources.ProxyClose{Outcome: sources.ProxyOpen},
 	}}
@@ -427,14 +441,45 @@ func (s *store) addOp(id string, secret []byte, path, ua string, now time.Time) 
 	return o
 }
 
+// oldestFinished is when the oldest finished operation, in either form,
+// closed (ok false: none).
+func (s *store) oldestFinished() (at int64, ok bool) {
+	if f := s.folds.front(); f != nil {
+		at, ok = f.closedAt, true
+	}
+	if s.finHead != nil && (!ok || s.finHead.closedAt.UnixNano() < at) {
+		at, ok = s.finHead.closedAt.UnixNano(), true
+	}
+	return at, ok
+}
+
+// dropOldestFinished forgets the finished operation that closed first,
+// in either form; false when none is held.
+func (s *store) dropOldestFinished() bool {
+	f := s.folds.front()
+	if s.finHead != nil && (f == nil || s.finHead.closedAt.UnixNano() < f.closedAt) {
+		o := s.finPopFront()
+		delete(s.ops, o.f.StatementID)
+		return true
+	}
+	if f == nil {
+		return false
+	}
+	s.folds.pop()
+	return true
+}
+
 // age forgets finished operations past retention, oldest first, and
 // sessions idle past retention with nothing open or in flight; bounded
 // work per call.
 func (s *store) age(now time.Time) {
-	for i := 0; i < maxEvictPerPass && s.finHead != nil && now.Sub(s.finHead.closedAt) > s.retain; i++ {
+	horizon := now.Add(-s.retain).UnixNano()
+	for i := 0; i < maxEvictPerPass; i++ {
+		if at, ok := s.oldestFinished(); !ok || at >= horizon {
+			break
+		}
 		s.work++
-		o := s.finPopFront()
-		delete(s.ops, o.f.StatementID)
+		s.dropOldestFinished()
 	}
 	for i := 0; i < maxEvictPerPass && s.sesHead != nil && now.Sub(s.sesHead.listAt) > s.retain; i++ {
 		s.work++
@@ -468,6 +513,10 @@ func (s *store) setClosed(o *op, outcome string, now time.Time) {
 		s.unawait(o)
 	}
 	s.arm(o, time.Time{})
+	if foldable(o) {
+		s.fold(o)
+		return
+	}
 	s.finPushBack(o)
 }
 
@@ -569,11 +618,11 @@ func (s *store) claim(id string) (*op, error) {
 	return s.claimLocked(id)
 }
 
-// lookup finds an operation by statement id (nil: not held).
-func (s *store) lookup(id string) *op {
+// lookup finds an operation for a dbxtop action by statement id.
+func (s *store) lookup(id string) (*op, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ops[id]
+	return s.actionable(id)
 }
 
 // prepare reads what an own call on o needs: the credentials per
@@ -693,7 +742,7 @@ func (s *store) openCount() int {
 func (s *store) counts(st *Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st.Operations, st.Evicted, st.NotRecorded = len(s.ops), s.evicted, s.notRecorded
+	st.Operations, st.Evicted, st.NotRecorded = s.held(), s.evicted, s.notRecorded
 	st.OpenOperations, st.QueuedCloses, st.Sessions = len(s.ops)-s.finished, s.queued, len(s.sessions)
 }
 
@@ -715,7 +764,10 @@ func (s *store) keptCloses() []persistedClose {
 // admin API's answer: a reader's cost, not a client's).
 func (s *store) snapshot() []sources.ProxyOperation {
 	s.mu.Lock()
-	out := make([]sources.ProxyOperation, 0, len(s.ops))
+	out := make([]sources.ProxyOperation, 0, s.held())
+	for i := 0; i < s.folds.n; i++ {
+		out = append(out, s.folds.buf[(s.folds.head+i)%len(s.folds.buf)].facts())
+	}
 	for _, o := range s.ops {
 		f := o.f
 		f.Actions = append([]sources.ProxyEvent(nil), o.f.Actions...)
