@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -99,10 +98,10 @@ func (s *store) fold(o *op) {
 
 // foldedCalled records an answer to a call on a folded operation: as on
 // any closed one, the client's activity (and its session's) and its
-// close attempts; nothing else changes once closed. A failed call on it
-// is not counted.
-// Called with the store locked.
-func (s *store) foldedCalled(f *folded, rq request, r reply, ok bool, now time.Time) {
+// close attempts; nothing else changes once closed. A call on it that
+// got no answer (observeFailure) is not counted. Called with the store
+// locked.
+func (s *store) foldedCalled(f *folded, rq request, ok bool, now time.Time) {
 	if !f.secretIs(rq.secret) {
 		s.stats.mismatched.Add(1)
 		return
@@ -110,7 +109,7 @@ func (s *store) foldedCalled(f *folded, rq request, r reply, ok bool, now time.T
 	if rq.call == "CloseOperation" {
 		f.attempts++
 	}
-	if !ok || errors.Is(r.statusErr(rq.call), sources.ErrHandleGone) {
+	if !ok {
 		return
 	}
 	f.lastRPC = now.UnixNano()

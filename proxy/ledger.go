@@ -297,7 +297,7 @@ func (s *store) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 	o := s.ops[rq.opID]
 	if o == nil {
 		if f := s.folds.get(rq.opID); f != nil {
-			s.foldedCalled(f, rq, r, ok, now)
+			s.foldedCalled(f, rq, ok, now)
 			return
 		}
 		if ok && rq.call != "CloseOperation" {
