@@ -163,7 +163,7 @@ func deadlineOf(ctx context.Context) time.Time {
 // store's ageing or eviction steps: counts, not time — is no more at the
 // cap, early or late, than while the table was filling.
 func TestAtTheCapCostStaysFlat(t *testing.T) {
-	const capOps = 300
+	const capOps = 200
 	s, err := sim.Start(context.Background(), sim.Options{Scenario: sim.ScenarioQuiet, Seed: 7, Retention: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
