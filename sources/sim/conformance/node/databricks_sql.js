@@ -7,7 +7,8 @@ const { DBSQLClient } = require('@databricks/sql');
 const env = process.env;
 const n = Number(env.DBX_N || 5);
 // DBX_SECS, when set, runs statements for that long instead of DBX_N
-// (the proxy benchmark); ms is how long the statements took.
+// (the proxy benchmark); ms is how long the statements took. Each
+// statement is bounded by DBX_TIMEOUT_MS.
 const secs = Number(env.DBX_SECS || 0);
 const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms))]);
 
@@ -28,7 +29,7 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
         const rows = await op.fetchAll();
         await op.close();
         if (rows.length !== 1) throw new Error(`${rows.length} rows`);
-      })(), 60000);
+      })(), Number(env.DBX_TIMEOUT_MS || 60000));
       out.ok++;
     } catch (e) {
       out.failed++;
@@ -36,6 +37,11 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
     }
   }
   out.ms = Date.now() - t0;
-  try { await session.close(); await client.close(); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
+  // DBX_CLOSE_TIMEOUT_MS bounds the session's close (the driver retries a
+  // refused connection for minutes): unbounded unless set.
+  const closeMs = Number(env.DBX_CLOSE_TIMEOUT_MS || 0);
+  const closing = (async () => { await session.close(); await client.close(); })();
+  try { await (closeMs > 0 ? bound(closing, closeMs) : closing); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
   console.log(JSON.stringify(out));
+  process.exit(0);
 })().catch((e) => { console.log(JSON.stringify({ ok: 0, failed: -1, errors: [String(e && e.message || e)] })); });
