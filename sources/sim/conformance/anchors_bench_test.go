@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -344,4 +346,129 @@ func startProc(b *testing.B, bin string, args ...string) (pid int, listen string
 		b.Fatalf("%s printed no first line within 30s", bin)
 	}
 	return 0, ""
+}
+
+// BenchmarkProxySoak runs dbxtop proxy (the release binary, default
+// flags) under databricks-sql-go for BENCH_SOAK (default 10m) with
+// BENCH_CLIENTS clients (default 4) of SELECT 1. Every 30 s the clients
+// go 20 s through the proxy and 10 s direct to the simulator: on a shared
+// machine the direct rate says what the machine gave, so the proxy's
+// rate is judged as a ratio to it. It logs each period's statements/s
+// through the proxy and direct, the proxy's CPU per 1,000 statements
+// (/proc/PID/stat), its RSS (/proc/PID/status VmRSS) and its log's size,
+// and fails when the last minute's ratio is below 0.9× the first's, its
+// CPU per statement above 1/0.9× the first's, or the log passes 1 MB.
+// e2e/proxybench.sh soak runs it; the CI-length check of the state at its
+// cap is proxy/load_test.go.
+func BenchmarkProxySoak(b *testing.B) {
+	soak := 10 * time.Minute
+	if v, err := time.ParseDuration(os.Getenv("BENCH_SOAK")); err == nil {
+		soak = v
+	}
+	clients := 4
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CLIENTS")); err == nil && v > 0 {
+		clients = v
+	}
+	const viaProxy, direct = 20 * time.Second, 10 * time.Second
+	dbxtopBin := binary(b, "DBXTOP_BIN", "../../..")
+	s := startSim(b, "")
+	logPath := filepath.Join(b.TempDir(), "proxy.log")
+	pid, u := startProc(b, dbxtopBin, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0",
+		"--admin-listen", "127.0.0.1:0", "--log-file", logPath)
+	logSize := func() int64 {
+		fi, err := os.Stat(logPath)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	for i := 0; i < b.N; i++ {
+		var phase atomic.Int32 // 0: through the proxy, 1: direct
+		var ok [2]atomic.Int64
+		var failed atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := 0; c < clients; c++ {
+			dbs := [2]*sql.DB{openViaAddr(b, s, hostOf(b, u)), openViaAddr(b, s, simHostPort(b, s))}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ph := phase.Load()
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					var v int64
+					if err := dbs[ph].QueryRowContext(ctx, "SELECT 1").Scan(&v); err != nil || v != 1 {
+						failed.Add(1)
+					} else {
+						ok[ph].Add(1)
+					}
+					cancel()
+				}
+			}()
+		}
+		type sample struct{ rate, direct, ratio, cpuPer1000, rssMB float64 }
+		var samples []sample
+		t0 := time.Now()
+		for time.Since(t0) < soak {
+			var sm sample
+			phase.Store(0)
+			n0, cpu0, p0 := ok[0].Load(), procCPU(pid), time.Now()
+			time.Sleep(viaProxy)
+			n1, cpu1 := ok[0].Load(), procCPU(pid)
+			sm.rate = float64(n1-n0) / time.Since(p0).Seconds()
+			if n1 > n0 {
+				sm.cpuPer1000 = (cpu1 - cpu0).Seconds() * 1000 / float64(n1-n0)
+			}
+			phase.Store(1)
+			d0, q0 := ok[1].Load(), time.Now()
+			time.Sleep(direct)
+			sm.direct = float64(ok[1].Load()-d0) / time.Since(q0).Seconds()
+			sm.ratio = sm.rate / sm.direct
+			sm.rssMB = rssMB(pid)
+			samples = append(samples, sm)
+			b.Logf("SOAK t=%.0fs rate=%.0f direct=%.0f ratio=%.2f cpu_s_per_1000=%.3f rss_mb=%.1f log_bytes=%d failed=%d",
+				time.Since(t0).Seconds(), sm.rate, sm.direct, sm.ratio, sm.cpuPer1000, sm.rssMB, logSize(), failed.Load())
+		}
+		close(stop)
+		wg.Wait()
+		if len(samples) < 4 {
+			b.Fatalf("%d samples: give BENCH_SOAK at least 2m", len(samples))
+		}
+		k := len(samples)
+		mean := func(a, b float64) float64 { return (a + b) / 2 }
+		r0, r1 := mean(samples[0].ratio, samples[1].ratio), mean(samples[k-2].ratio, samples[k-1].ratio)
+		c0, c1 := mean(samples[0].cpuPer1000, samples[1].cpuPer1000), mean(samples[k-2].cpuPer1000, samples[k-1].cpuPer1000)
+		b.Logf("SOAK-END minutes=%.1f statements_via_proxy=%d failed=%d rate_first_min=%.0f rate_last_min=%.0f ratio_to_direct_first=%.2f ratio_to_direct_last=%.2f end_vs_start=%.2f cpu_first=%.3f cpu_last=%.3f cpu_end_vs_start=%.2f rss_mb_1m=%.1f rss_mb_end=%.1f log_bytes=%d",
+			time.Since(t0).Minutes(), ok[0].Load(), failed.Load(), mean(samples[0].rate, samples[1].rate), mean(samples[k-2].rate, samples[k-1].rate),
+			r0, r1, r1/r0, c0, c1, c1/c0, samples[1].rssMB, samples[k-1].rssMB, logSize())
+		if failed.Load() != 0 {
+			b.Errorf("%d statements failed", failed.Load())
+		}
+		if r1 < 0.9*r0 || c1 > c0/0.9 {
+			b.Errorf("the proxy slowed down: ratio to direct %.2f -> %.2f, CPU %.3f -> %.3f s per 1,000", r0, r1, c0, c1)
+		}
+		if n := logSize(); n > 1<<20 {
+			b.Errorf("the proxy's log grew to %d bytes", n)
+		}
+	}
+}
+
+// rssMB is pid's resident set (VmRSS) in MB, 0 if unknown.
+func rssMB(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
