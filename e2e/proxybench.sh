@@ -12,6 +12,8 @@
 #   e2e/proxybench.sh                          # 3 rounds of 5 s windows
 #   BENCH_ROUNDS=5 BENCH_WINDOW=10s e2e/proxybench.sh
 #   BENCH_DRIVERS=databricks-sql-go e2e/proxybench.sh
+#   e2e/proxybench.sh soak                     # 10 minutes through dbxtop proxy (BENCH_SOAK=10m,
+#                                              # BENCH_CLIENTS=4), judged against direct
 #
 # Needs nginx (Debian nginx-light), Node >= 20 and the pinned Node drivers
 # (npm install --prefix sources/sim/conformance/node --no-audit --no-fund
@@ -27,6 +29,14 @@ go build -o "$OUT/dbxtop" .
 (cd sources/sim/conformance && go build -o "$OUT/plainproxy" ./plainproxy)
 
 export DBXTOP_BIN="$OUT/dbxtop" PLAIN_PROXY_BIN="$OUT/plainproxy"
+
+if [ "${1:-}" = soak ]; then
+	(cd sources/sim/conformance &&
+		nice go test -count=1 -run '^$' -bench '^BenchmarkProxySoak$' -benchtime 1x -v -timeout 60m .) 2>&1 |
+		tee "$OUT/soak.txt" | grep --line-buffered -E 'SOAK|FAIL|panic' >&2 || true
+	grep -q '^PASS' "$OUT/soak.txt" || { echo "proxybench: the soak failed; see $OUT/soak.txt" >&2; exit 1; }
+	exit 0
+fi
 (cd sources/sim/conformance &&
 	go test -count=1 -run '^$' -bench '^BenchmarkProxyAnchors$' -benchtime 1x -v -timeout 60m .) 2>&1 |
 	tee "$OUT/raw.txt" | grep --line-buffered -E 'ANCHOR|FAIL|panic' >&2 || true
