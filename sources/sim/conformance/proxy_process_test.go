@@ -145,6 +145,7 @@ func openOps(tr truth) int {
 // with their row, the proxy exits once they are done (well before the
 // timeout), and nothing is left open on the server.
 func TestProxySIGTERMDrainsThreeDrivers(t *testing.T) {
+	t.Parallel()
 	modules := nodeModules(t)
 	const secs = 40
 	query := "SELECT sleep(" + strconv.Itoa(secs) + ")"
@@ -220,6 +221,7 @@ func TestProxySIGTERMDrainsThreeDrivers(t *testing.T) {
 // through it. The simulator's truth shows the operation open until then
 // and closed after.
 func TestProxyKill9QueuedCloseCompletesWhenClientReturns(t *testing.T) {
+	t.Parallel()
 	s := startSim(t, "")
 	state := t.TempDir()
 	env := []string{"STATE_DIRECTORY=" + state}
