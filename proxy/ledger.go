@@ -361,6 +361,7 @@ func (p *Proxy) sessionFor(rq request, now time.Time) *session {
 			return nil
 		}
 		ss.learned = true
+		p.unopened(false, now)
 	} else {
 		p.st.touchSession(ss, now)
 	}
@@ -377,6 +378,7 @@ func (p *Proxy) learn(rq request, r reply, complete bool, now time.Time) {
 		return
 	}
 	o.f.LearnedAfterStart = true
+	p.unopened(true, now)
 	p.setAuth(&o.auth, &o.owner, rq.auth)
 	if r.state != nil {
 		o.f.State = *r.state

@@ -13,6 +13,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/targets"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/proxy/adminapi"
@@ -102,6 +104,15 @@ type Options struct {
 	Gate interface {
 		Running(warehouseID string) (bool, string)
 	}
+	// Peers are the other replicas behind the same load balancer
+	// (--peers), asked before an operation is treated as abandoned
+	// (peers.go); nil: none. PeerToken is their admin token ("": this
+	// proxy's own); a target's token file overrides it.
+	Peers     targets.Source
+	PeerToken string
+	// PeerRootCAs verify the peers' certificates (--peer-ca); nil: the
+	// system roots.
+	PeerRootCAs *x509.CertPool
 	// FailFastExhausted answers a Vector Search capacity refusal with a
 	// status the SDKs do not retry (proxy/vector.go, docs/proxy-vector.md).
 	FailFastExhausted bool
@@ -204,6 +215,8 @@ type Proxy struct {
 	evictPending              int64
 	// kept: persisted closes the proxy cannot make (store lock).
 	kept []persistedClose
+	// peer: the replicas asked before abandonment (peers.go).
+	peer peerState
 }
 
 // New checks o and builds a Proxy; Run starts its close queue.
@@ -225,6 +238,9 @@ func New(o Options) (*Proxy, error) {
 		p.logEvictions()
 	}
 	p.st.onFull = func(id string) { p.notRecorded(id) }
+	if err := p.peer.init(o); err != nil {
+		return nil, err
+	}
 	p.metrics = newMetrics(p)
 	key, err := loadOwnerKey(o.StateFile, p.log)
 	if err != nil {
@@ -476,6 +492,7 @@ func (p *Proxy) CloseIdleConnections() {
 	p.up.CloseIdleConnections()
 	p.fresh.CloseIdleConnections()
 	p.recent.CloseIdleConnections()
+	p.closePeers()
 }
 
 // notRecorded reports an operation or session forwarded but not recorded

@@ -227,6 +227,9 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 // the real handle), then close when terminal, or cancel and close when
 // running.
 func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
+	if !p.mayAbandon(ctx, o) { // peers.go: the other replicas' evidence
+		return
+	}
 	p.stats.abandonActions.Add(1)
 	p.st.mu.Lock()
 	cctx, cred, cerr := p.creds(ctx, o)
