@@ -132,41 +132,34 @@ func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 	if p.peer.src == nil {
 		if p.peer.disabled.Load() {
 			p.peer.count(peerDisabled)
-			p.rearm(o, "", "")
+			p.st.rearm(o, "", "")
 			return false
 		}
 		// The first window after the grace watches for a load balancer
 		// before anything is closed.
 		if watch := p.started.Add(2 * p.grace()); p.clk.Now().Before(watch) {
-			p.st.mu.Lock()
-			if o.open() {
-				p.st.arm(o, watch)
-			}
-			p.st.mu.Unlock()
+			p.st.armIfOpen(o, watch)
 			return false
 		}
 		return true
 	}
-	p.st.mu.Lock()
-	id, sess := o.f.StatementID, o.f.SessionID
-	last, pending := o.lastActivity(), o.moreRows || o.undelivered
-	p.st.mu.Unlock()
+	id, sess, last, pending := p.st.abandonLook(o)
 	ans, err := p.askPeers(ctx, id, sess)
 	if err != nil {
 		p.peer.count(peerUnreachable)
 		p.log.Warn("abandoned operation not closed: not every peer could be asked", "statement_id", id, "cause", err.Error())
-		p.rearm(o, "no action: not every peer could be asked ("+clean(err.Error())+")", "")
+		p.st.rearm(o, "no action: not every peer could be asked ("+clean(err.Error())+")", "")
 		return false
 	}
 	for _, a := range ans {
 		if a.InFlight {
 			p.peer.count(peerInFlight)
-			p.rearm(o, "no action: a peer is serving a request on it or its session", "")
+			p.st.rearm(o, "no action: a peer is serving a request on it or its session", "")
 			return false
 		}
 		if a.Known && ended(a.Outcome) {
 			p.peer.count(peerEnded)
-			p.rearm(o, "", a.Outcome)
+			p.st.rearm(o, "", a.Outcome)
 			return false
 		}
 		pending = pending || a.Pending
@@ -178,12 +171,7 @@ func (p *Proxy) mayAbandon(ctx context.Context, o *op) bool {
 	}
 	if due := last.Add(window); due.After(p.clk.Now()) {
 		p.peer.count(peerLaterCall)
-		p.st.mu.Lock()
-		o.event(p.clk.Now(), "peer-call", "not abandoned: a peer saw a client call on it or its session at "+last.UTC().Format(time.RFC3339), "")
-		if o.open() {
-			p.st.arm(o, due)
-		}
-		p.st.mu.Unlock()
+		p.st.peerSawLater(o, last, due)
 		return false
 	}
 	p.peer.count(peerAct)
@@ -217,27 +205,6 @@ func latest(t time.Time, more ...time.Time) time.Time {
 		}
 	}
 	return t
-}
-
-// rearm files o's next abandonment look one window on, with why as an
-// event when given; ended, when a peer saw the client close o, records
-// it closed instead.
-func (p *Proxy) rearm(o *op, why, ended string) {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	now := p.clk.Now()
-	if !o.open() {
-		return
-	}
-	if ended != "" {
-		o.event(now, "peer-closed", "a peer saw it end ("+ended+"): not abandoned", "")
-		p.st.setClosed(o, ended, now)
-		return
-	}
-	if why != "" {
-		o.event(now, "abandoned", why, "")
-	}
-	p.st.arm(o, now.Add(p.o.CloseAbandoned))
 }
 
 // askPeers asks every peer but this proxy what it saw of operation id and
@@ -357,23 +324,8 @@ func (p *Proxy) serveLastCall(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "a statement or session id is at most 64 characters")
 		return
 	}
-	a := adminapi.LastCall{Instance: p.peer.instance}
-	p.st.mu.Lock()
-	if o := p.st.ops[id]; o != nil {
-		a.Known, a.Outcome = true, o.f.Close.Outcome
-		a.LastClientCallAt = o.f.LastClientRPCAt
-		a.InFlight = o.inflight > 0
-		a.Pending = o.moreRows || o.undelivered
-		if o.sess != nil && sess == "" {
-			sess = o.sess.id
-		}
-	}
-	if ss := p.st.sessions[sess]; sess != "" && ss != nil {
-		a.SessionKnown = true
-		a.SessionLastClientCallAt = ss.lastRPC
-		a.InFlight = a.InFlight || ss.inflight > 0
-	}
-	p.st.mu.Unlock()
+	a := p.st.lastCall(id, sess)
+	a.Instance = p.peer.instance
 	writeJSON(w, http.StatusOK, a)
 }
 

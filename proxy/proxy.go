@@ -209,12 +209,6 @@ type Proxy struct {
 	inflight atomic.Int64
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
-	// lastFullLog: the last "table full" log line; lastEvictLog the last
-	// eviction line, evictPending the evictions since (store lock).
-	lastFullLog, lastEvictLog time.Time
-	evictPending              int64
-	// kept: persisted closes the proxy cannot make (store lock).
-	kept []persistedClose
 	// peer: the replicas asked before abandonment (peers.go).
 	peer peerState
 }
@@ -228,20 +222,14 @@ func New(o Options) (*Proxy, error) {
 	if o, err = withDefaults(o); err != nil {
 		return nil, err
 	}
-	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
+	p := &Proxy{o: o, upstream: u, clk: o.Clock, ownSem: make(chan struct{}, 4)}
 	p.log = o.Logger
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.st.onEvict = func(*op, string) {
-		p.evictPending++
-		p.logEvictions()
-	}
-	p.st.onFull = func(id string) { p.notRecorded(id) }
 	if err := p.peer.init(o); err != nil {
 		return nil, err
 	}
-	p.metrics = newMetrics(p)
 	key, err := loadOwnerKey(o.StateFile, p.log)
 	if err != nil {
 		return nil, err
@@ -251,6 +239,9 @@ func New(o Options) (*Proxy, error) {
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
+	p.st = newStore(o.RetainFinished, o.MaxOperations)
+	p.st.ledgerEnv = ledgerEnv{o: p.o, clk: p.clk, id: p.id, stats: &p.stats, log: p.log, unopened: p.unopened}
+	p.metrics = newMetrics(p)
 	p.started = p.clk.Now()
 	p.transports(o.Transport)
 	p.pol = healPolicy(o, p.up)
@@ -493,35 +484,6 @@ func (p *Proxy) CloseIdleConnections() {
 	p.fresh.CloseIdleConnections()
 	p.recent.CloseIdleConnections()
 	p.closePeers()
-}
-
-// notRecorded reports an operation or session forwarded but not recorded
-// because the table is full of open operations: counted always, logged
-// at most once a minute. Called with the store locked.
-func (p *Proxy) notRecorded(id string) {
-	now := p.clk.Now()
-	if now.Sub(p.lastFullLog) < time.Minute {
-		return
-	}
-	p.lastFullLog = now
-	p.log.Warn("table full of open operations: forwarded, not recorded", "handle", id,
-		"max_operations", p.st.max, "not_recorded_total", p.st.notRecorded)
-}
-
-// logEvictions logs the evictions since the last line, at most once a
-// minute: at the cap every new operation evicts one, and a line each
-// would fill the disk. The metric counts each. Called with the store
-// locked.
-func (p *Proxy) logEvictions() {
-	now := p.clk.Now()
-	if p.evictPending == 0 || now.Sub(p.lastEvictLog) < time.Minute {
-		return
-	}
-	p.lastEvictLog = now
-	p.log.Warn("finished operations evicted before --retain-finished: the table is full", "evicted", p.evictPending,
-		"evicted_total", p.st.evicted, "max_operations", p.st.max, "retain_finished", p.st.retain.String(),
-		"fix", "raise --max-operations or lower --retain-finished (held = statements/s × retention)")
-	p.evictPending = 0
 }
 
 type wallClock struct{}
