@@ -15,6 +15,7 @@ require (
 	github.com/databricks/databricks-sdk-go v0.182.0
 	github.com/google/go-querystring v1.1.0
 	github.com/mattn/go-runewidth v0.0.19
+	github.com/miekg/dns v1.1.73
 	github.com/muesli/termenv v0.16.0
 	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/prometheus/client_golang v1.25.0

@@ -129,7 +129,7 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"address of the admin API dbxtop --proxy reads; port 0 picks a free one")
 	fs.Var(&checkedString{p: &cfg.AdminToken, typ: "token", check: nonEmpty("the admin token"), hide: true}, "admin-token",
 		"bearer token of the admin API (default: random, printed on the first line)")
-	fs.Var(&checkedString{p: &cfg.AdminTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "admin-token-file",
+	fs.Var(&checkedString{p: &cfg.AdminTokenFile, typ: "file", check: checkReadable(safefile.MaxToken)}, "admin-token-file",
 		"file holding the admin API's bearer token (one line; a systemd credential); default: random, printed on the first line")
 	fs.Var(&onOff{p: &cfg.Heal}, "heal", "retry idempotent calls that fail on the way to the workspace, on a fresh connection (on|off)")
 	abandoned := newDuration(&cfg.CloseAbandoned, 0, time.Second)

@@ -87,9 +87,9 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	cfg.Listen = serve.DefaultListen
 	fs.Var(&checkedString{p: &cfg.ServeToken, typ: "token", check: nonEmpty("the serve token"), hide: true}, "serve-token",
 		"read token clients must send (visible in the process list: prefer --serve-token-file)")
-	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "serve-token-file",
+	fs.Var(&checkedString{p: &cfg.ServeTokenFile, typ: "file", check: checkReadable(safefile.MaxToken)}, "serve-token-file",
 		"file holding the read token (metrics, snapshot, events), at least 16 characters; default: a random token, printed on the first line")
-	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable(maxTokenFile)}, "act-token-file",
+	fs.Var(&checkedString{p: &cfg.ActTokenFile, typ: "file", check: checkReadable(safefile.MaxToken)}, "act-token-file",
 		"file holding the act token (adopt, close, cancel), at least 16 characters; without it serve refuses actions")
 	cfg.LogFormat = logText
 	fs.Var(&checkedString{p: &cfg.LogFormat, typ: "format", check: checkLogFormat}, "log-format",
@@ -106,37 +106,12 @@ See docs/fleet.md for the Prometheus scrape configuration and alert rules.`,
 	return c
 }
 
-// maxTokenFile bounds a token file: a token is a line, not a document.
-const maxTokenFile = 4096
-
 // readTokenFile reads a token from a file (a systemd credential, a
-// secret mount): one line, surrounding space trimmed, through safefile
-// (a FIFO or a device at the path is refused, never waited on). Its
-// errors name the flag and the file, never the content. warn is one line
-// when others than the owner may read or write the file, as ssh warns of
-// a private key; "" otherwise.
+// secret mount) with safefile.ReadToken: one line, a FIFO or a device
+// refused, errors that name the flag and the file, never the content,
+// and a warning line when others than the owner may read the file.
 func readTokenFile(path, flag string) (tok, warn string, err error) {
-	b, info, err := safefile.Read(path, maxTokenFile)
-	var tl *safefile.TooLargeError
-	switch {
-	case errors.As(err, &tl):
-		return "", "", fmt.Errorf("%s: %s is larger than %d bytes: not a token file", flag, path, maxTokenFile)
-	case safefile.IsRefused(err):
-		return "", "", fmt.Errorf("%s: %s is %w", flag, path, err)
-	case err != nil:
-		return "", "", fmt.Errorf("%s: %w", flag, err)
-	}
-	tok = strings.TrimSpace(string(b))
-	switch {
-	case tok == "":
-		return "", "", fmt.Errorf("%s: %s is empty: put the token in it", flag, path)
-	case strings.ContainsAny(tok, "\r\n"):
-		return "", "", fmt.Errorf("%s: %s holds more than one line: put only the token in it", flag, path)
-	}
-	if safefile.OpenToOthers(info) {
-		warn = fmt.Sprintf("%s: %s has mode %04o: users other than its owner may read or change the token; chmod 600 it", flag, path, info.Mode().Perm())
-	}
-	return tok, warn, nil
+	return safefile.ReadToken(path, flag)
 }
 
 // checkReadable checks a file when its flag is parsed: it can be opened

@@ -4,10 +4,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"net/http"
 	"strings"
 
+	"github.com/dbxtop/dbxtop/internal/preauth"
+	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -65,7 +66,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 			writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "the admin API needs Authorization: Bearer <admin token>")
 			return
 		}
-		markAuthenticated(r.Context())
+		preauth.MarkAuthenticated(r.Context())
 		mux.ServeHTTP(w, r)
 	})
 }

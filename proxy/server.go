@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dbxtop/dbxtop/internal/preauth"
 )
 
 // ServeOptions says where a Server listens.
@@ -115,8 +117,8 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 		IdleTimeout: clientIdleTimeout, MaxHeaderBytes: clientMaxHeaderBytes}
 	s.admin = &http.Server{Handler: p.AdminHandler(token), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: adminIdleTimeout, MaxHeaderBytes: adminMaxHeaderBytes}
-	guardServer(s.srv)
-	guardServer(s.admin)
+	preauth.Track(s.srv)
+	preauth.Track(s.admin)
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -182,7 +184,7 @@ func listen(so ServeOptions, tcfg *tls.Config) (ln, aln net.Listener, err error)
 	if preAuth <= 0 {
 		preAuth = DefaultPreAuthTimeout
 	}
-	ln, aln = guardedListener{ln, preAuth}, guardedListener{aln, preAuth}
+	ln, aln = preauth.Listener{Listener: ln, Timeout: preAuth}, preauth.Listener{Listener: aln, Timeout: preAuth}
 	if tcfg != nil {
 		ln = tls.NewListener(ln, tcfg)
 		aln = tls.NewListener(aln, tcfg.Clone())

@@ -14,6 +14,7 @@ import (
 
 	athrift "github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/dbxtop/dbxtop/internal/preauth"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/sources/thrift"
@@ -58,7 +59,7 @@ type observer struct{ p *Proxy }
 func (t *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.roundTrip(req)
 	if accepted(req, resp) {
-		markAuthenticated(req.Context())
+		preauth.MarkAuthenticated(req.Context())
 	}
 	return resp, err
 }

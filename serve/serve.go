@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dbxtop/dbxtop/internal/preauth"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller"
 	"github.com/dbxtop/dbxtop/textfmt"
@@ -173,7 +174,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: listen on %s: %w", o.Listen, err)
 	}
-	ln = authListener{Listener: ln, preAuth: o.PreAuthTimeout}
+	ln = preauth.Listener{Listener: ln, Timeout: o.PreAuthTimeout}
 	scheme := "http"
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
@@ -198,7 +199,8 @@ func New(o Options) (*Server, error) {
 		collectors.NewGoCollector(),
 		buildInfo(o.Version, o.Revision))
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: o.PreAuthTimeout, ReadTimeout: ReadTimeout,
-		IdleTimeout: AuthIdleTimeout, MaxHeaderBytes: MaxHeaderBytes, ConnContext: connContext}
+		IdleTimeout: AuthIdleTimeout, MaxHeaderBytes: MaxHeaderBytes}
+	preauth.Track(s.http)
 	return s, nil
 }
 
@@ -343,7 +345,7 @@ func (s *Server) auth(act bool, h http.Handler) http.Handler {
 		isRead := got != nil && subtle.ConstantTimeCompare(got, s.token) == 1
 		isUser := !isAct && !isRead && s.web.basicAuth(r)
 		if isAct || isRead || isUser {
-			markAuthenticated(r)
+			preauth.MarkAuthenticated(r.Context())
 		}
 		switch {
 		case !isAct && !isRead && !isUser:

@@ -93,19 +93,7 @@ func urlHostPort(t testing.TB, raw string) (string, int) {
 func openViaProxy(t testing.TB, s *sim.Server, p *proxy.Server, extra ...dbsql.ConnOption) *sql.DB {
 	t.Helper()
 	host, port := urlHostPort(t, p.URL())
-	g := newGuardTransport(net.JoinHostPort(host, strconv.Itoa(port)), false)
-	opts := []dbsql.ConnOption{
-		dbsql.WithServerHostname("http://" + host),
-		dbsql.WithPort(port),
-		dbsql.WithHTTPPath("/sql/1.0/warehouses/" + firstWarehouse(t, s)),
-		dbsql.WithAccessToken(s.Token()),
-		dbsql.WithTransport(g),
-	}
-	c, err := dbsql.NewConnector(append(opts, extra...)...)
-	if err != nil {
-		t.Fatalf("dbsql.NewConnector: %v", err)
-	}
-	return sqlOpenDB(t, c, g)
+	return openViaAddr(t, s, net.JoinHostPort(host, strconv.Itoa(port)), extra...)
 }
 
 func proxyOps(t testing.TB, p *proxy.Server) []sources.ProxyOperation {
