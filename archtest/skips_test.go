@@ -50,6 +50,7 @@ var skipGuard = map[skipReason]string{
 var skipsAllowed = map[string]skipReason{
 	"proxy/store_bench_test.go TestMemoryPerHeldOperation":        skipShort,
 	"proxy/store_bench_test.go TestRecordCostFlatWithHeld":        skipShort,
+	"proxy/memory_test.go TestMemoryAtTheCap":                     skipShort,
 	"sources/sim/conformance/proxy_test.go TestProxyHelperDriver": skipHelper,
 }
 

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dbxtop/dbxtop/internal/safefile"
+	"github.com/dbxtop/dbxtop/internal/targets"
 	"github.com/dbxtop/dbxtop/proxy"
 	"github.com/dbxtop/dbxtop/proxy/adminapi"
 	"github.com/dbxtop/dbxtop/sources"
@@ -57,6 +59,18 @@ type ProxyConfig struct {
 
 	// AdminTokenFile holds the admin token (a systemd credential).
 	AdminTokenFile string
+	// Peers are the other replicas (--peers, internal/targets forms);
+	// PeerTokenFile holds their admin token (default: AdminToken),
+	// PeerToken its content. DNSServer is the hidden --dns-server: the
+	// one DNS server dns+ peers are resolved with (tests).
+	Peers         []string
+	PeerTokenFile string
+	PeerToken     string
+	DNSServer     string
+	// PeerCA is the PEM file of the CAs the peers' certificates are
+	// checked against (--peer-ca); PeerRoots its certificates.
+	PeerCA    string
+	PeerRoots *x509.CertPool
 }
 
 // onOff is a --flag=on|off boolean.
@@ -171,6 +185,24 @@ func addProxyFlags(fs *pflag.FlagSet, cfg *ProxyConfig) {
 		"on SIGTERM/SIGINT, serve held sessions and operations (new sessions refused, /v1/ready failing) until they end or this long")
 	fs.Var(newDuration(&cfg.ServerIdleTimeout, proxy.DefaultServerIdleTimeout, time.Second), "server-idle-timeout",
 		"the server's inactivity reaper: an operation with result pages left is not closed for abandonment before it")
+	fs.StringArrayVar(&cfg.Peers, "peers", nil,
+		"the other replicas behind the same load balancer, asked before an operation is treated as abandoned (repeatable):\n"+
+			targets.Usage)
+	fs.Var(&checkedString{p: &cfg.PeerTokenFile, typ: "file", check: checkReadable(safefile.MaxToken)}, "peer-token-file",
+		"file holding the admin token of the --peers (one line); default: this proxy's own admin token")
+	fs.Var(&checkedString{p: &cfg.PeerCA, typ: "file", check: checkReadable(maxPeerCA)}, "peer-ca",
+		"PEM file of the CA certificates the https --peers' certificates are checked against (default: the system roots)")
+	fs.Var(&checkedString{p: &cfg.DNSServer, typ: "addr", check: checkDNSServer}, "dns-server",
+		"resolve dns+ --peers with only this DNS server, IP:PORT (tests)")
+	_ = fs.MarkHidden("dns-server")
+}
+
+// maxPeerCA bounds --peer-ca: a bundle of CA certificates.
+const maxPeerCA = 1 << 20
+
+func checkDNSServer(s string) error {
+	_, err := targets.NewResolver(s)
+	return err
 }
 
 func checkProxyURL(s string) error {
@@ -199,12 +231,9 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 		if fs.Changed("admin-token") {
 			return usagef("--admin-token and --admin-token-file are two ways to give one token: keep --admin-token-file")
 		}
-		tok, warn, err := readTokenFile(cfg.AdminTokenFile, "--admin-token-file")
+		tok, err := a.proxyTokenFile(cfg.AdminTokenFile, "--admin-token-file")
 		if err != nil {
-			return usagef("%s", err.Error())
-		}
-		if warn != "" {
-			fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+			return err
 		}
 		cfg.AdminToken = tok
 	}
@@ -225,8 +254,73 @@ func (a *app) finishProxy(fs *pflag.FlagSet, cfg *ProxyConfig) error {
 	if cfg.ActAs == proxy.ActAsProxy && cfg.Profile == "" && cfg.Token == "" {
 		return usagef("--act-as proxy needs the proxy's own credentials: --profile or DATABRICKS_TOKEN")
 	}
+	if err := a.finishPeers(fs, cfg); err != nil {
+		return err
+	}
 	cfg.StateFile, cfg.StateErr = proxy.StateFile(func(k string) string { v, _ := a.getenv(k); return v }, cfg.Listen)
 	return nil
+}
+
+// finishPeers checks --peers and reads the peers' admin token: the
+// replicas must know the token the others' admin APIs take.
+func (a *app) finishPeers(fs *pflag.FlagSet, cfg *ProxyConfig) error {
+	if _, err := peerSource(*cfg); err != nil {
+		return usagef("invalid --peers: %s", err.Error())
+	}
+	if cfg.PeerCA != "" {
+		b, _, err := safefile.Read(cfg.PeerCA, maxPeerCA)
+		if err != nil {
+			return usagef("--peer-ca: %s", err.Error())
+		}
+		cfg.PeerRoots = x509.NewCertPool()
+		if !cfg.PeerRoots.AppendCertsFromPEM(b) {
+			return usagef("--peer-ca: %s holds no PEM certificate", cfg.PeerCA)
+		}
+	}
+	switch {
+	case len(cfg.Peers) == 0 && (cfg.PeerTokenFile != "" || cfg.PeerCA != ""):
+		return usagef("--peer-token-file and --peer-ca are about the --peers: give --peers too")
+	case len(cfg.Peers) == 0:
+		return nil
+	case cfg.PeerTokenFile != "":
+		tok, err := a.proxyTokenFile(cfg.PeerTokenFile, "--peer-token-file")
+		if err != nil {
+			return err
+		}
+		cfg.PeerToken = tok
+	case cfg.AdminToken == "" && !fs.Changed("admin-token"):
+		return usagef("--peers needs the admin token the peers take: give every replica the same --admin-token-file, or --peer-token-file")
+	}
+	return nil
+}
+
+// proxyTokenFile reads a token file a flag of the proxy names, with the
+// permission warning on stderr.
+func (a *app) proxyTokenFile(path, flag string) (string, error) {
+	tok, warn, err := readTokenFile(path, flag)
+	if err != nil {
+		return "", usagef("%s", err.Error())
+	}
+	if warn != "" {
+		fmt.Fprintln(a.stderr, "dbxtop proxy: warning: "+warn)
+	}
+	return tok, nil
+}
+
+// peerSource is the --peers as one discovery source (nil without peers).
+func peerSource(c ProxyConfig) (targets.Source, error) {
+	if len(c.Peers) == 0 {
+		return nil, nil
+	}
+	var opt targets.Options
+	if c.DNSServer != "" {
+		r, err := targets.NewResolver(c.DNSServer)
+		if err != nil {
+			return nil, err
+		}
+		opt.Resolver = r
+	}
+	return targets.ParseAll(c.Peers, opt)
 }
 
 // serveProxy is `dbxtop proxy`: serve until interrupted.
@@ -246,6 +340,11 @@ func serveProxy(ctx context.Context, c ProxyConfig, stdout, stderr io.Writer) in
 		FailFastExhausted: c.FailFastExhausted, UserAgent: "dbxtop-proxy/" + Version, Logger: logger, ActAs: c.ActAs,
 		RetainFinished: c.RetainFinished, MaxOperations: c.MaxOperations, ServerIdleTimeout: c.ServerIdleTimeout,
 		UpstreamIdleTimeout: c.UpstreamIdle, MaxConns: c.MaxConns, MaxConnsPerClient: c.MaxConnsPerClient, QueueWait: c.QueueWait}
+	if o.Peers, err = peerSource(c); err != nil {
+		fmt.Fprintln(stderr, "dbxtop proxy: --peers: "+err.Error())
+		return 1
+	}
+	o.PeerToken, o.PeerRootCAs = c.PeerToken, c.PeerRoots
 	if c.StateErr != nil {
 		logger.Warn("the close queue is kept in memory only", "reason", c.StateErr.Error())
 	}

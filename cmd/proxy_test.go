@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/dnstest"
 	"github.com/dbxtop/dbxtop/sources/sim"
 	"github.com/dbxtop/dbxtop/sources/thrift"
 )
@@ -40,6 +41,13 @@ func TestProxyFlagRefusals(t *testing.T) {
 		{[]string{"proxy", "--upstream", "https://x", "--log-format", "xml"}, "must be one of text, json"},
 		{[]string{"proxy", "--upstream", "https://x", "--admin-token", "t", "--admin-token-file", empty}, "two ways to give one token"},
 		{[]string{"proxy", "--upstream", "https://x", "--admin-token-file", empty}, "--admin-token-file: " + empty + " is empty"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "127.0.0.1:8445"}, "invalid --peers"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "http://u:pw@127.0.0.1:8445", "--admin-token", "t"}, "credentials in the URL"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "dns+http://proxies:8445"}, "--peers needs the admin token"},
+		{[]string{"proxy", "--upstream", "https://x", "--peer-token-file", empty}, "give --peers too"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "file:///x.json", "--admin-token", "t", "--peer-ca", empty}, "holds no PEM certificate"},
+		{[]string{"proxy", "--upstream", "https://x", "--peers", "file:///x.json", "--peer-token-file", empty}, "--peer-token-file: " + empty + " is empty"},
+		{[]string{"proxy", "--upstream", "https://x", "--dns-server", "localhost:53"}, "want IP:PORT"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
@@ -300,5 +308,23 @@ func TestProxyFirstLineKeepsAFileTokenOut(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("dbxtop proxy did not stop")
+	}
+}
+
+// TestProxyPeersResolveThroughTheHiddenDNSServer: --dns-server makes the
+// dns+ --peers resolve through that server alone (the fleet tests' names).
+func TestProxyPeersResolveThroughTheHiddenDNSServer(t *testing.T) {
+	dns := dnstest.Start(t, map[string][]string{"replicas.dbxtop.test": {"127.0.0.2", "127.0.0.3"}})
+	src, err := peerSource(ProxyConfig{Peers: []string{"dns+http://replicas.dbxtop.test:8445", "http://127.0.0.4:8445"}, DNSServer: dns.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := src.Targets(t.Context())
+	var got []string
+	for _, tg := range ts {
+		got = append(got, tg.URL)
+	}
+	if want := "http://127.0.0.2:8445 http://127.0.0.3:8445 http://127.0.0.4:8445"; err != nil || strings.Join(got, " ") != want {
+		t.Fatalf("targets %v, err %v; want %s", got, err, want)
 	}
 }

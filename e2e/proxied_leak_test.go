@@ -28,16 +28,7 @@ func TestSnapshotFlagsAProxiedLeakPastTheIdleTimeout(t *testing.T) {
 	srv := startSimServer(t, sim.Options{Scenario: sim.ScenarioQuiet, Warehouses: 1, Clock: clk})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	px, err := proxy.Start(ctx, proxy.Options{Upstream: srv.URL(), Heal: true},
-		proxy.ServeOptions{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		_ = px.Close(cctx)
-	})
+	px := startProxy(ctx, t, proxy.Options{Upstream: srv.URL(), Heal: true})
 	owner, err := thrift.NewClient(thrift.Options{Host: px.URL(), Token: srv.Token(), UserAgent: "LeakyDriver/1.0"})
 	if err != nil {
 		t.Fatal(err)

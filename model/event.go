@@ -19,6 +19,9 @@ const (
 	EventCloseFailed EventKind = "close-failed" // a close attempt failed; retry queued
 	EventCapacity    EventKind = "capacity"     // endpoint usage or exhaustion changed
 	EventGone        EventKind = "gone"         // an operation disappeared from the server
+	// EventNotFollowed: ended operations dropped by the bound on how many
+	// are followed (docs/model.md).
+	EventNotFollowed EventKind = "not-followed"
 	// EventUnknown stands for a kind this dbxtop does not know: another
 	// process's event (a newer or a hostile serve's). SanitizeEvent puts it
 	// in place of the kind and keeps the kind, cleaned, in the message.
@@ -29,7 +32,7 @@ const (
 func (k EventKind) Known() bool {
 	switch k {
 	case EventDiscovered, EventStateChange, EventRetry, EventGiveUp, EventFlagRaised,
-		EventFlagCleared, EventAction, EventCloseFailed, EventCapacity, EventGone, EventUnknown:
+		EventFlagCleared, EventAction, EventCloseFailed, EventCapacity, EventGone, EventNotFollowed, EventUnknown:
 		return true
 	}
 	return false

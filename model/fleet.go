@@ -68,6 +68,7 @@ func Merge(parts []NamedSnapshot) Snapshot {
 	} else {
 		for _, p := range parts {
 			out.Workspace.Warehouses = append(out.Workspace.Warehouses, p.Workspace.Warehouses...)
+			out.Workspace.NotFollowed += p.Workspace.NotFollowed
 		}
 		out.Workspace.Listing = mergeListings(parts)
 	}

@@ -10,7 +10,10 @@ import (
 
 // Health is the follow engine's own state for the TUI header.
 type Health struct {
-	Followed, InFlight              int
+	Followed, InFlight int
+	// NotFollowed counts the ended operations dropped by the bound on how
+	// many are followed (docs/model.md), since start.
+	NotFollowed                     int64
 	BudgetAvailable, BudgetCapacity float64 // retry budget tokens
 	Polls, Retries, GiveUps         int64
 	LastError                       *ErrorInfo

@@ -13,6 +13,9 @@ type Workspace struct {
 	// the sources do not list warehouses or none has succeeded yet. Not
 	// in the snapshot JSON: it only explains an empty Operations view.
 	Listing *WarehouseListing `json:"-"`
+	// NotFollowed counts the ended operations dropped, since start, by the
+	// bound on how many are followed (docs/model.md).
+	NotFollowed int64 `json:"not_followed,omitempty"`
 }
 
 // WarehouseListing is what the last successful ListWarehouses said: how
@@ -160,10 +163,11 @@ func SnapshotOfViews(now time.Time, ws Workspace, vs Views, eps []Endpoint, errs
 func snapshotOfOrdered(now time.Time, ws Workspace, views []*OperationView, eps []Endpoint, errs []ErrorInfo) Snapshot {
 	s := Snapshot{
 		GeneratedAt: now,
-		Workspace:   Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone()},
-		Errors:      append([]ErrorInfo(nil), errs...),
-		Operations:  views,
-		ordered:     len(views) > 1,
+		Workspace: Workspace{Host: ws.Host, Warehouses: append([]string(nil), ws.Warehouses...), Listing: ws.Listing.clone(),
+			NotFollowed: ws.NotFollowed},
+		Errors:     append([]ErrorInfo(nil), errs...),
+		Operations: views,
+		ordered:    len(views) > 1,
 	}
 	for _, ep := range eps {
 		s.Endpoints = append(s.Endpoints, NewEndpointView(ep, now))

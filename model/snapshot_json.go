@@ -27,6 +27,8 @@ type snapshotWire struct {
 type workspaceWire struct {
 	Host       string   `json:"host"`
 	Warehouses []string `json:"warehouses"`
+	// NotFollowed: ended operations the bound dropped (an addition).
+	NotFollowed int64 `json:"not_followed,omitempty"`
 }
 
 type operationWire struct {
@@ -122,7 +124,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotWire{
 		Schema:      SnapshotSchema,
 		GeneratedAt: jsonTime{s.GeneratedAt},
-		Workspace:   workspaceWire{Host: s.Workspace.Host, Warehouses: nonNil(s.Workspace.Warehouses)},
+		Workspace:   workspaceWire{Host: s.Workspace.Host, Warehouses: nonNil(s.Workspace.Warehouses), NotFollowed: s.Workspace.NotFollowed},
 		Summary:     s.Summary(),
 		Operations:  make([]operationWire, 0, len(s.Operations)),
 		Endpoints:   make([]endpointWire, 0, len(s.Endpoints)),
@@ -157,10 +159,11 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	// TestDecodedSnapshotStringsAreClean fails on a field that is not.
 	out := Snapshot{
 		GeneratedAt: w.GeneratedAt.Time,
-		Workspace:   Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses))},
-		Errors:      nilIfEmpty(w.Errors),
-		Clients:     nilIfEmpty(w.Clients),
-		Workspaces:  nilIfEmpty(w.Workspaces),
+		Workspace: Workspace{Host: textfmt.Line(w.Workspace.Host), Warehouses: nilIfEmpty(lines(w.Workspace.Warehouses)),
+			NotFollowed: max(w.Workspace.NotFollowed, 0)},
+		Errors:     nilIfEmpty(w.Errors),
+		Clients:    nilIfEmpty(w.Clients),
+		Workspaces: nilIfEmpty(w.Workspaces),
 	}
 	for i := range out.Workspaces {
 		ws := &out.Workspaces[i]

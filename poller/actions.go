@@ -22,7 +22,7 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 	if e.o.Actions == nil {
 		return nil, ErrNoActions
 	}
-	en := e.book.ops.get(statementID)
+	en := e.book.get(statementID)
 	if en == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, statementID)
 	}
@@ -34,7 +34,7 @@ func (e *Engine) lookup(statementID string) (*entry, error) {
 func (e *Engine) Follows(statementID string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.book.ops.get(statementID) != nil
+	return e.book.get(statementID) != nil
 }
 
 // Adopt makes dbxtop responsible for closing the operation once it is
@@ -47,9 +47,8 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 		return err
 	}
 	now := e.clk.Now()
-	e.book.views.touch(en)
+	e.book.adopt(en)
 	op := &en.op
-	op.Adopted = true
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Message: "adopted: dbxtop will close it when it becomes terminal"})
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open) || op.Gone
 	if op.State.Terminal() && !closed && !en.queued && op.Close.State != model.CloseClosed {
@@ -63,19 +62,14 @@ func (e *Engine) Adopt(ctx context.Context, statementID string) error {
 func (e *Engine) Close(ctx context.Context, statementID string) error {
 	e.mu.Lock()
 	en, err := e.lookup(statementID)
-	if err == nil && en.closing {
+	if err == nil && !e.book.startClose(en) {
 		err = fmt.Errorf("a close of %s is already in flight", statementID)
 	}
 	if err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	en.closing = true
 	now := e.clk.Now()
-	if !en.queued {
-		e.book.views.touch(en)
-		en.op.Close.State = model.ClosePending
-	}
 	_, closeCall := e.actionCalls(en.ref)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: statementID, Call: closeCall, Message: "close requested by the operator"})
 	e.mu.Unlock()
@@ -121,10 +115,8 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	en.closing = false
 	now := e.clk.Now()
-	e.book.views.touch(en)
-	en.op.Close.Attempts += n
+	e.book.closeAttempted(en, n)
 	switch {
 	case err == nil:
 		e.finishClose(en, now, "closed")
@@ -137,15 +129,10 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 	case ctx.Err() != nil:
 		return err // engine shutting down; Shutdown makes the last attempt
 	}
-	en.closeFails++
 	info := retry.ErrorInfoOf(err)
-	wait := retry.CloseRetryWait(int(en.closeFails), e.pol.Rand())
+	wait := e.book.closeFailed(en, info, now, e.pol.Rand())
+	e.hs.lastErr = info
 	c := &en.op.Close
-	c.State, c.LastError, c.NextTry = model.CloseFailed, info, now.Add(wait)
-	en.op.LastError, e.hs.lastErr = info, info
-	if !en.queued {
-		e.book.closes.add(en)
-	}
 	e.out.emit(model.Event{At: now, Kind: model.EventCloseFailed, StatementID: en.op.StatementID, Call: closeCall,
 		Message:   fmt.Sprintf("close failed (%s so far); next try in %s", textfmt.Plural(int64(c.Attempts), "attempt", "attempts"), textfmt.Elapsed(wait)),
 		RequestID: info.RequestID, Err: info})
@@ -155,21 +142,14 @@ func (e *Engine) closeAttempt(ctx context.Context, en *entry) error {
 
 // enqueueClose queues a close to run now (the loop picks it up).
 func (e *Engine) enqueueClose(en *entry, now time.Time, why string) {
-	e.book.views.touch(en)
-	en.op.Close.State, en.op.Close.NextTry = model.ClosePending, now
-	e.book.closes.add(en)
+	e.book.queueClose(en, now)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: "close queued: " + why})
 	e.loop.signal()
 }
 
 // finishClose marks the operation closed and leaves the queue.
 func (e *Engine) finishClose(en *entry, now time.Time, how string) {
-	e.book.views.touch(en)
-	c := &en.op.Close
-	c.State, c.LastError, c.NextTry = model.CloseClosed, nil, time.Time{}
-	en.op.Open, en.op.OpenByProxy = boolRef(false), false
-	en.closeFails = 0
-	e.book.closes.remove(en)
+	e.book.closed(en)
 	e.out.emit(model.Event{At: now, Kind: model.EventAction, StatementID: en.op.StatementID, Call: CallClose, Message: how})
 	e.retire(en, now)
 }
@@ -210,12 +190,7 @@ func (e *Engine) Cancel(ctx context.Context, statementID string) error {
 // queued close (adopted operations and operator re-closes), bounded by
 // ctx, and returns the ids still open, sorted.
 func (e *Engine) Shutdown(ctx context.Context) []string {
-	e.mu.Lock()
-	var queued []*entry
-	for _, en := range e.book.closes {
-		queued = append(queued, en)
-	}
-	e.mu.Unlock()
+	queued := e.book.queued()
 	var open []string
 	for _, en := range queued {
 		err := ctx.Err()
@@ -223,8 +198,7 @@ func (e *Engine) Shutdown(ctx context.Context) []string {
 			err = e.o.Actions.Close(ctx, en.ref)
 		}
 		e.mu.Lock()
-		e.book.views.touch(en)
-		en.op.Close.Attempts++
+		e.book.closeAttempted(en, 1)
 		if err == nil || errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified) {
 			e.finishClose(en, e.clk.Now(), "closed at shutdown")
 		} else {

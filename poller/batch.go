@@ -77,7 +77,7 @@ const listRowsPerSecond = 4000
 func (e *Engine) batchPeriod() time.Duration {
 	p := e.o.BatchEvery
 	if _, ok := e.o.Batch.(sources.LiveLister); ok {
-		p = max(p, time.Duration(e.book.ops.n)*time.Second/listRowsPerSecond)
+		p = max(p, time.Duration(e.book.live())*time.Second/listRowsPerSecond)
 	}
 	return p
 }
@@ -91,7 +91,7 @@ func (e *Engine) batchMode() bool { return e.o.Batch != nil }
 // show; without one, id lookups of every live operation. The loop
 // dispatches id lookups like polls, within the same in-flight bound.
 func (e *Engine) startBatch(spawn func(func(context.Context))) {
-	if e.book.ops.n == 0 {
+	if e.book.live() == 0 {
 		return // nothing to confirm: no request
 	}
 	if ll, ok := e.o.Batch.(sources.LiveLister); ok {
@@ -112,7 +112,7 @@ func (e *Engine) maxListPages(live int) int { return live/100 + 3 }
 // queues id lookups for the rest.
 func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	e.mu.Lock()
-	pages := e.maxListPages(len(e.book.ops.ops))
+	pages := e.maxListPages(e.book.size())
 	e.batch.rounds++
 	round := e.batch.rounds // stamps what this listing showed (entry.listed)
 	buf := e.batch.buf      // one page's rows, reused for the next page and round
@@ -150,13 +150,12 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			if id == "" {
 				continue
 			}
-			en := e.book.ops.get(id)
+			en := e.book.get(id)
 			if en == nil {
 				fresh = append(fresh, *d)
 				continue
 			}
-			en.listed = round
-			en.seen = e.book.ops.gen + 1 // still listed: not forgotten (merge)
+			e.book.listed(en, round) // still listed: not forgotten (merge)
 			if !en.retired {
 				e.confirm(en, sources.ListedStatus(&d.Op), now)
 			}
@@ -165,7 +164,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		// the batch listing running, discovery does not list live
 		// statements (sources.Scope.NoLive).
 		for _, en := range e.adopt(fresh, now) {
-			en.listed = round
+			e.book.listed(en, round)
 		}
 		e.mu.Unlock()
 		buf = a.rows[:cap(a.rows)]
@@ -192,16 +191,16 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 func (e *Engine) queueBatch(round uint64) {
 	limit := max(1, e.o.Batch.BatchLimit())
 	var chunk []sources.Ref
-	for _, en := range e.book.ops.live {
+	e.book.eachLive(func(en *entry) {
 		if !isLive(en) || en.deleted || (round != 0 && en.listed == round) {
-			continue
+			return
 		}
 		chunk = append(chunk, en.ref)
 		if len(chunk) == limit {
 			e.batch.queue = append(e.batch.queue, chunk)
 			chunk = nil
 		}
-	}
+	})
 	if len(chunk) > 0 {
 		e.batch.queue = append(e.batch.queue, chunk)
 	}
@@ -212,7 +211,7 @@ func (e *Engine) queueBatch(round uint64) {
 // flight (RunOnce).
 func (e *Engine) runBatch(ctx context.Context, par int) {
 	e.mu.Lock()
-	live := e.book.ops.countLive()
+	live := e.book.countLive()
 	e.mu.Unlock()
 	if live == 0 {
 		return // nothing to confirm: no request
@@ -276,7 +275,7 @@ func (e *Engine) confirmChunk(ctx context.Context, refs []sources.Ref) {
 		if !ok {
 			continue
 		}
-		if en := e.book.ops.get(r.StatementID); en != nil && !en.retired {
+		if en := e.book.get(r.StatementID); en != nil && !en.retired {
 			e.confirm(en, st, now)
 		}
 	}
@@ -313,7 +312,7 @@ func (e *Engine) confirm(en *entry, st sources.Status, now time.Time) {
 // the failed poll's error, nil after a success or a confirmation).
 func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 	op := &en.op
-	if e.pastOpenWindow(en, now) {
+	if e.book.pastOpenWindow(en, now) {
 		e.retireUnknown(en, now)
 		return
 	}
@@ -336,7 +335,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 			wait, rate = e.confirmGrace(), 0
 		}
 	}
-	if w, ok := e.nextAsk(en, now, err); ok {
+	if w, ok := e.book.nextAsk(en, now, err); ok {
 		// Jittered upwards only: after the bound, never more than one ask
 		// per openAskEvery.
 		wait = time.Duration(float64(w) * (1 + pollJitter*e.pol.Rand()))
@@ -358,7 +357,7 @@ func (e *Engine) scheduleNext(en *entry, now time.Time, err error) {
 func (e *Engine) demand() float64 {
 	d := e.sched.rateSum
 	if e.batchMode() {
-		live := e.book.ops.n
+		live := e.book.live()
 		limit := max(1, e.o.Batch.BatchLimit())
 		if _, ok := e.o.Batch.(sources.LiveLister); ok {
 			limit = 999 // pages of the listing; id lookups only for what it missed
@@ -387,24 +386,20 @@ func (e *Engine) freshnessGoal() time.Duration {
 }
 
 // evalFreshness measures the p95 time since live operations were last
-// confirmed (a sample of at most 2,000, in map order, which is random;
-// e.book.ops.live was just counted, so each is live)
-// and says why the goal is missed when it is. Called with e.mu held.
+// confirmed and says why the goal is missed when it is. Called with e.mu
+// held.
 func (e *Engine) evalFreshness(now time.Time) {
-	e.book.ops.countLive()
-	// A sample of at most 2,000, spread evenly over e.book.ops.live (kept in the
-	// order operations were adopted), so old and new ones both count.
-	step := max(1, len(e.book.ops.live)/2000)
-	ages := make([]time.Duration, 0, min(len(e.book.ops.live), 2000)+1)
-	for i := 0; i < len(e.book.ops.live); i += step {
-		en := e.book.ops.live[i]
+	// A sample of at most 2,000, spread evenly over the live operations
+	// (in the order they were followed), so old and new ones both count.
+	ages := make([]time.Duration, 0, 2001)
+	live := e.book.sampleLive(2000, func(en *entry) {
 		at := en.op.LastPollOKAt
 		if at.IsZero() {
 			at = en.op.FirstSeenAt
 		}
 		ages = append(ages, now.Sub(at))
-	}
-	f := Freshness{Goal: e.freshnessGoal(), Live: e.book.ops.n, Held: true, InFlight: e.sched.inflight}
+	})
+	f := Freshness{Goal: e.freshnessGoal(), Live: live, Held: true, InFlight: e.sched.inflight}
 	f.Demand = e.demand()
 	if len(ages) > 0 {
 		slices.Sort(ages)

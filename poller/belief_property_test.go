@@ -22,7 +22,8 @@ type life struct {
 	kind     string // closes, leaks, abandons
 	closeIn  time.Duration
 	canTell  bool
-	asksDone int // status calls after dbxtop could first ask about its end
+	proxied  bool // its client's calls go through dbxtop proxy
+	asksDone int  // status calls after dbxtop could first ask about its end
 }
 
 const (
@@ -59,6 +60,20 @@ type lifeWorkspace struct {
 	clk   *fakeClock
 	t0    time.Time // when dbxtop started
 	lives map[string]*life
+	// proxyUp is when the proxy restarted and forgot what it relayed
+	// before (zero: never).
+	proxyUp time.Time
+}
+
+// proxyKnows: the proxy holds its account of l at now (it relayed l's
+// calls and has not restarted since).
+func (w *lifeWorkspace) proxyKnows(l *life, now time.Time) bool {
+	return l.proxied && (w.proxyUp.IsZero() || now.Before(w.proxyUp) || !l.start.Before(w.proxyUp))
+}
+
+// proxyKnew: the proxy held its account of l throughout [from, now].
+func (w *lifeWorkspace) proxyKnew(l *life, from, now time.Time) bool {
+	return w.proxyKnows(l, now) && w.proxyKnows(l, from)
 }
 
 func (w *lifeWorkspace) state(l *life, now time.Time) sources.Status {
@@ -96,6 +111,9 @@ func (w *lifeWorkspace) Status(_ context.Context, ref sources.Ref) (sources.Stat
 	if from := later(l.end(), w.t0); !now.Before(from) {
 		l.asksDone++
 	}
+	if l.proxied && !l.canTell {
+		return w.proxyStatus(l, now), nil
+	}
 	if !l.canTell {
 		return sources.Status{}, fmt.Errorf("GetOperationStatus: INVALID_HANDLE: %w: %w", sources.ErrHandleGone, sources.ErrHandleUnverified)
 	}
@@ -106,6 +124,34 @@ func (w *lifeWorkspace) Status(_ context.Context, ref sources.Ref) (sources.Stat
 	open := true
 	st.Open, st.Source = &open, model.StatusViaThrift
 	return st, nil
+}
+
+// proxyStatus is the answer for a proxied life the server's status cannot
+// tell openness of (the Statement Execution API's state, adminapi.Merged
+// adding the proxy's account): while the proxy holds its account, an
+// ended operation it saw no close of is open by the proxy's proof, which
+// cannot see the server's reapers; after a restart it proves nothing.
+func (w *lifeWorkspace) proxyStatus(l *life, now time.Time) sources.Status {
+	st := w.state(l, now)
+	st.Source = model.StatusViaStatementAPI
+	if !w.proxyKnows(l, now) {
+		return st
+	}
+	last := l.end() // the client's last call: its fetch, at the end
+	if l.kind == "abandons" {
+		last = l.start
+	}
+	st.Proxy = &model.ProxyAccount{LastClientRPC: last}
+	st.ClientLastActivity = &last
+	switch {
+	case l.kind == "closes" && !now.Before(l.closedAt()):
+		closed := false
+		st.Open = &closed
+	case st.State.Terminal():
+		open := true
+		st.Open, st.OpenByProxy = &open, true
+	}
+	return st
 }
 
 func (w *lifeWorkspace) Settle(_ context.Context, _ sources.Retry, ref sources.Ref) (sources.Status, error) {
@@ -128,6 +174,14 @@ func (w *lifeWorkspace) StatusBatch(_ context.Context, refs []sources.Ref) (map[
 	return out, nil
 }
 
+// lifePhases are when lives start, from dbxtop's start.
+var lifePhases = []time.Duration{-25 * time.Minute, -20 * time.Minute, -12 * time.Minute, -8 * time.Minute,
+	-3 * time.Minute, -time.Minute, 0, 2 * time.Minute, 5 * time.Minute}
+
+func jitter(rt *rapid.T, name string, d time.Duration) time.Duration {
+	return time.Duration(rapid.Int64Range(0, int64(d)).Draw(rt, name))
+}
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -137,14 +191,18 @@ func later(a, b time.Time) time.Time {
 
 // TestBeliefFollowsTheTruth drives the engine through random operation
 // lives on the fake clock — clients that close, leak or abandon, servers
-// whose answers tell or cannot tell, the server's reapers, dbxtop started
-// at a random moment of each life, with and without batches — and checks
-// after every settle: UNCLOSED is raised exactly when the truth calls for
-// it (within one refresh plus one poll of the moment it becomes
-// knowable) and never on an operation the truth has closed (beyond that
-// same lag); openness is unknown only where no source can tell; and each
-// ended operation no source can tell about costs at most the bound of
-// asks (belief.go).
+// whose answers tell or cannot tell, clients behind dbxtop proxy (whose
+// proof of openness cannot see the server's reapers) and a proxy that
+// restarts and forgets, the server's reapers, dbxtop started at a random
+// moment of each life, with and without batches — and checks after
+// every settle: UNCLOSED is raised exactly when the truth calls for it
+// (within one refresh plus one poll of the moment it becomes knowable)
+// and never on an operation the truth has closed (beyond that same lag),
+// nor INACTIVE or STALE critical; openness is unknown only where no
+// source can tell; and each ended operation no source can tell about
+// costs at most the bound of asks (belief.go). Reverting the old-leak
+// rule (askFrom), the aging of a proof the proxy no longer gives
+// (ageHeldProxyOpen) or the inactivity reaper's exception fails it.
 func TestBeliefFollowsTheTruth(t *testing.T) {
 	th := model.Thresholds{InactivityWarn: time.Minute, ServerIdleTimeout: propIdle, LeakAfter: time.Minute, ServerLeakTimeout: propLeak}
 	const refresh, step = 5 * time.Second, 5 * time.Second
@@ -155,13 +213,22 @@ func TestBeliefFollowsTheTruth(t *testing.T) {
 		w := &lifeWorkspace{clk: clk, t0: t0, lives: map[string]*life{}}
 		n := rapid.IntRange(1, 6).Draw(rt, "operations")
 		for i := range n {
+			// dbxtop starts at a random moment of the life: before it, while
+			// it runs, soon after its end, past the window in which its
+			// openness is asked, near the leak reaper. rapid draws small
+			// numbers more often, so the phase is chosen, then a jitter.
 			l := &life{id: opID(i),
-				start:   t0.Add(time.Duration(rapid.Int64Range(int64(-25*time.Minute), int64(5*time.Minute)).Draw(rt, "start"))),
-				run:     time.Duration(rapid.Int64Range(int64(time.Second), int64(10*time.Minute)).Draw(rt, "run")),
+				start: t0.Add(rapid.SampledFrom(lifePhases).Draw(rt, "start") + jitter(rt, "startJitter", time.Minute)),
+				run: rapid.SampledFrom([]time.Duration{time.Second, 30 * time.Second, 3 * time.Minute, 10 * time.Minute}).Draw(rt, "run") +
+					jitter(rt, "runJitter", 30*time.Second),
 				kind:    rapid.SampledFrom([]string{"closes", "leaks", "abandons"}).Draw(rt, "kind"),
 				closeIn: time.Duration(rapid.Int64Range(0, int64(5*time.Second)).Draw(rt, "closeIn")),
-				canTell: rapid.Bool().Draw(rt, "canTell")}
+				canTell: rapid.Bool().Draw(rt, "canTell"),
+				proxied: rapid.Bool().Draw(rt, "proxied")}
 			w.lives[l.id] = l
+		}
+		if rapid.Bool().Draw(rt, "proxyRestarts") {
+			w.proxyUp = t0.Add(time.Duration(rapid.Int64Range(0, int64(20*time.Minute)).Draw(rt, "proxyRestart")))
 		}
 		o := Options{Discoverer: w, Status: w, Settle: w, Thresholds: th, Refresh: refresh}
 		if rapid.Bool().Draw(rt, "batch") {
@@ -193,17 +260,30 @@ func checkBeliefs(rt *rapid.T, h *harness, w *lifeWorkspace, th model.Thresholds
 		closed := !now.Before(l.closedAt())
 		leaking := l.kind == "leaks" && !closed && !now.Before(l.end().Add(th.LeakAfter))
 		flagged := v != nil && hasFlag(v, model.FlagUnclosed)
+		// The proxy tells while it holds its account, from the end until
+		// the server's leak reaper could act.
+		proxyTells := !l.canTell && w.proxyKnew(l, knowable.Add(-lag), now) && now.Before(l.end().Add(propLeak))
 		switch {
 		case flagged && closed && now.Sub(l.closedAt()) > lag:
-			rt.Fatalf("%s: UNCLOSED %s after the server closed it (%s life)", id, now.Sub(l.closedAt()), l.kind)
-		case flagged && !l.canTell:
+			rt.Fatalf("%s: UNCLOSED %s after the server closed it (%s life, proxied %v, proxy restarts: %v at %s)",
+				id, now.Sub(l.closedAt()), l.kind, l.proxied, !w.proxyUp.IsZero(), w.proxyUp.Sub(w.t0))
+		case flagged && !l.canTell && !l.proxied:
 			rt.Fatalf("%s: UNCLOSED though no source can tell whether it is open", id)
-		case leaking && l.canTell && now.Sub(knowable) > lag && !flagged:
-			rt.Fatalf("%s: a leak knowable for %s is not UNCLOSED (view %+v)", id, now.Sub(knowable), opString(v))
-		case v != nil && l.canTell && !closed && now.Sub(knowable) > lag && v.State.Terminal() && v.Open == nil:
-			rt.Fatalf("%s: openness unknown though the server tells it", id)
+		case leaking && (l.canTell || proxyTells) && now.Sub(knowable) > lag && !flagged:
+			rt.Fatalf("%s: a leak knowable for %s is not UNCLOSED (proxied %v; view %+v)", id, now.Sub(knowable), l.proxied, opString(v))
+		case v != nil && (l.canTell || proxyTells) && !closed && now.Sub(knowable) > lag && v.State.Terminal() && v.Open == nil:
+			rt.Fatalf("%s: openness unknown though a source tells it", id)
+		case v != nil && !l.canTell && !proxyTells && v.Open != nil && *v.Open && closed && now.Sub(l.closedAt()) > lag:
+			rt.Fatalf("%s: shown open %s after the server closed it, with no source that can tell", id, now.Sub(l.closedAt()))
 		}
-		if !l.canTell {
+		if v != nil && closed && now.Sub(l.closedAt()) > lag {
+			for _, f := range v.Flags {
+				if (f.Kind == model.FlagInactive || f.Kind == model.FlagStale) && f.Severity == model.SeverityCritical {
+					rt.Fatalf("%s: %s critical %s after the server closed it", id, f.Kind, now.Sub(l.closedAt()))
+				}
+			}
+		}
+		if !l.canTell && !l.proxied { // known open by a proxy's proof: polled until it ages
 			from := later(l.end(), w.t0)
 			if bound := 5 + 2 + int(now.Sub(from)/openAskEvery); now.After(from) && l.asksDone > bound {
 				rt.Fatalf("%s: %d asks since it ended, over the bound of %d", id, l.asksDone, bound)

@@ -5,7 +5,7 @@ import "time"
 // closeQueue holds the operations whose close dbxtop owes (adopted, or
 // re-closed by the operator) until a close succeeds or the server says
 // the handle is gone. It is small (operations an operator chose) and
-// scanned each loop turn. Called with the engine's lock held.
+// scanned each loop turn. Part of the ledger, under its lock.
 type closeQueue map[string]*entry
 
 // add queues en; its op.Close.NextTry says when to try.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/dbxtop/dbxtop/model"
@@ -97,7 +96,7 @@ func (e *Engine) discoveryScope(now time.Time) sources.Scope {
 	if e.disc.lastFull.IsZero() {
 		return sc
 	}
-	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.book.ops.n > 0 {
+	if _, ok := e.o.Batch.(sources.LiveLister); ok && e.book.live() > 0 {
 		sc.NoLive = true
 	}
 	rate := e.o.finishedRows
@@ -132,13 +131,13 @@ func (e *Engine) recordWSError(call string, err error) {
 // statements) no longer lists it.
 func (e *Engine) merge(ds []sources.Discovered, now time.Time, full bool) {
 	e.adopt(ds, now)
+	e.boundNow(now)
 	if !full {
 		return
 	}
-	e.book.ops.countLive()
 	// Every listing since the last full discovery marked what it listed
 	// (adopt, listRound).
-	e.book.ops.sweep(now, e.book.views.forget)
+	e.book.sweep(now)
 }
 
 // discoveredID is the id a discovered operation is followed by.
@@ -159,17 +158,20 @@ func (e *Engine) adopt(ds []sources.Discovered, now time.Time) (added []*entry) 
 		if id == "" {
 			continue
 		}
-		en := e.book.ops.get(id)
+		en := e.book.get(id)
 		if en == nil {
+			if e.book.wasDropped(id) {
+				continue // not followed again: the bound dropped it
+			}
 			en = e.follow(d, id, now)
 			added = append(added, en)
 		} else {
 			e.refresh(en, d, now)
 		}
-		en.seen = e.book.ops.gen + 1 // listed before the next full discovery
+		e.book.listed(en, 0) // listed before the next full discovery
 	}
 	for _, en := range added {
-		e.book.ops.addLive(en)
+		e.book.addLive(en)
 	}
 	return added
 }
@@ -186,14 +188,13 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 		op.State = model.StateUnknown
 	}
 	en := newEntry(op, d.Ref)
-	e.book.views.touch(en)
 	if en.ref.StatementID == "" {
 		en.ref.StatementID = id
 	}
-	e.book.ops.add(en)
+	e.book.add(en)
 	switch {
 	case op.State == model.StateClosed || (op.State.Terminal() && op.Open != nil && !*op.Open):
-		e.book.ops.retire(en, now)
+		e.book.retire(en, now)
 	case e.batchMode() && op.State != model.StateUnknown:
 		// Listed by query history: that is a confirmation. A few first
 		// operations get one poll of their own, to learn whether the
@@ -205,7 +206,7 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 			e.sched.at(en, now)
 		}
 	default:
-		markTerminal(en, now) // a listed end counts for the ask rules (belief.go)
+		e.book.listedEnd(en, now)
 		e.sched.at(en, now)
 	}
 	e.out.emit(model.Event{At: now, Kind: model.EventDiscovered, StatementID: id, Message: fmt.Sprintf("following %s on %s (%s)", id, op.WarehouseID, op.State)})
@@ -216,29 +217,9 @@ func (e *Engine) follow(d *sources.Discovered, id string, now time.Time) *entry 
 // descriptive fields, what a proxy saw, and its state as a confirmation
 // (batch mode) or, before any poll answered, as its first state.
 func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
-	o := &en.op
-	// Usually nothing here changes: touched only when it does.
-	w, u := setIf(&o.WarehouseID, d.Op.WarehouseID), setIf(&o.User, d.Op.User)
-	a, q := setIf(&o.ClientApplication, d.Op.ClientApplication), setIf(&o.SQL, d.Op.SQL)
-	if w || u || a || q {
-		e.book.views.touch(en)
-	}
-	if o.StartedAt.IsZero() && !d.Op.StartedAt.IsZero() {
-		e.book.views.touch(en)
-		o.StartedAt = d.Op.StartedAt
-	}
-	if len(d.Ref.Secret) > 0 {
-		en.ref.Secret = d.Ref.Secret
-	}
+	e.book.describe(en, d)
 	if d.Op.Proxy != nil {
-		// What a proxy saw on the wire (proxy.Merge): its account, and
-		// the owning client's last call, which no server tells.
-		e.book.views.touch(en)
-		o.Proxy = d.Op.Proxy
-		if d.Op.ClientActivityKnown && d.Op.ClientLastActivity.After(o.ClientLastActivity) {
-			o.ClientActivityKnown, o.ClientLastActivity = true, d.Op.ClientLastActivity
-		}
-		e.notePossiblyReaped(en, now)
+		e.book.proxySaw(en, &d.Op, now)
 	}
 	if e.batchMode() && d.Op.State != "" && d.Op.State != model.StateUnknown && !en.retired {
 		// A listing of query history confirms like a batch.
@@ -249,29 +230,20 @@ func (e *Engine) refresh(en *entry, d *sources.Discovered, now time.Time) {
 	// a status poll now instead of at the next scheduled one. Detection
 	// becomes the earlier of the two schedules, at no extra cost for
 	// operations that keep running.
-	if d.Op.State.Terminal() && !o.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
+	if d.Op.State.Terminal() && !en.op.State.Terminal() && !en.retired && !en.polling && en.idx >= 0 && en.next > stamp(now) {
 		e.sched.at(en, now)
 	}
-	if o.LastPollOKAt.IsZero() && d.Op.State != "" && o.State != d.Op.State {
-		e.book.views.touch(en)
-		o.State = d.Op.State
-		if o.CompletedAt.IsZero() {
-			o.CompletedAt = d.Op.CompletedAt
-		}
-		if strings.HasPrefix(o.StatusNote, possiblyReapedNote) {
-			o.StatusNote = "" // history's word replaces the proxy's
-		}
-		markTerminal(en, now)
-	}
+	e.book.listedState(en, &d.Op, now)
 }
 
 // setIf keeps the string it has when v says the same: the next view
 // then compares it by pointer, not byte by byte (model.ViewCache), and
 // the listing's copy is left to the collector.
-func setIf(dst *string, v string) bool {
-	if v != "" && v != *dst {
+func setIf(dst *string, v string) {
+	if differs(*dst, v) {
 		*dst = v
-		return true
 	}
-	return false
 }
+
+// differs: a listing's v would change have.
+func differs(have, v string) bool { return v != "" && v != have }

@@ -78,9 +78,12 @@ type Options struct {
 	// finishedRows is the rows per second a full discovery may read on
 	// average (0 → finishedRowsPerSecond; tests lower it).
 	finishedRows int
-	Clock        retry.Clock
-	Policy       retry.PolicyOptions  // zero value = documented defaults
-	Idle         []sources.IdleCloser // transports to drop idle connections of on transport errors
+	// maxEnded bounds the ended operations followed (0 → MaxEnded, < 0:
+	// none; tests lower it).
+	maxEnded int
+	Clock    retry.Clock
+	Policy   retry.PolicyOptions  // zero value = documented defaults
+	Idle     []sources.IdleCloser // transports to drop idle connections of on transport errors
 	// Logger receives the engine's log (nil: none): WARN for give-ups
 	// and refused connections, ERROR when discovery fails (the workspace
 	// is no longer observed), INFO for the rest, with call, attempt,
@@ -94,11 +97,11 @@ type Options struct {
 // Health is model.Health: the poller's own state for the TUI header.
 type Health = model.Health
 
-// Engine follows a workspace's operations and endpoints. It coordinates
-// the parts that own the state, all under mu: the store (the followed
-// operations), the scheduler (when each is polled, and how many calls
-// are in flight), the view cache (views and flag comparisons), the close
-// queue, and the discovery, batch and capacity rounds' own state.
+// Engine follows a workspace's operations and endpoints. It runs the
+// loop and the rounds, and holds, under mu, the scheduler (when each
+// operation is polled, and how many calls are in flight) and the
+// discovery, batch and capacity rounds' own state. What it believes
+// about each operation is the ledger's, which has its own lock.
 type Engine struct {
 	o   Options
 	clk retry.Clock
@@ -108,7 +111,7 @@ type Engine struct {
 	loop loop
 
 	mu    sync.Mutex
-	book  ledger        // the followed operations, their views, the close queue (ledger.go)
+	book  ledger        // what it believes: operations, views, the close queue (own lock)
 	sched scheduler     // when each is polled, and how many calls are in flight
 	disc  discovery     // the discovery rounds' own state
 	batch batchState    // the batch rounds' own state
@@ -140,7 +143,7 @@ func NewEngine(o Options) *Engine {
 		o:     o,
 		clk:   retry.ClockOr(o.Clock),
 		out:   newEmitter(),
-		book:  ledger{ops: newStore(), views: newViewCache(o.Thresholds), closes: closeQueue{}},
+		book:  newLedger(o.Thresholds, o.maxEnded),
 		hs:    engineAccount{wsErrs: map[string]model.ErrorInfo{}},
 		caps:  capacityState{mem: memLearned{}},
 		sched: scheduler{lim: newLimiter(o.MaxInFlight)},
@@ -313,9 +316,8 @@ func (e *Engine) dispatch(now time.Time, limit int, spawn func(func(context.Cont
 // startCloses starts the queued closes that are due and returns when the
 // next one is (zero: none waits), e.mu held.
 func (e *Engine) startCloses(now time.Time, spawn func(func(context.Context))) time.Time {
-	due, next := e.book.closes.due(now)
+	due, next := e.book.closesDue(now)
 	for _, en := range due {
-		en.closing = true
 		spawn(func(ctx context.Context) { e.closeRound(ctx, en) })
 	}
 	return next
@@ -418,7 +420,14 @@ func (e *Engine) pollWhere(ctx context.Context, match func(*entry) bool) {
 // retire stops polling en; it stays in the snapshot for retainFor.
 func (e *Engine) retire(en *entry, now time.Time) {
 	e.sched.remove(en)
-	e.book.ops.retire(en, now)
+	e.book.retire(en, now)
+}
+
+// retireUnknown stops asking about en, whose openness no source could
+// tell (belief.go).
+func (e *Engine) retireUnknown(en *entry, now time.Time) {
+	e.sched.remove(en)
+	e.book.retireUnknown(en, now)
 }
 
 // log writes one record with the engine's workspace attribute; the

@@ -50,10 +50,9 @@ func (e *Engine) observe(r retry.Report) {
 	}
 	e.mu.Lock()
 	now := e.clk.Now()
-	en := e.book.ops.get(r.Call.OpID)
+	en := e.book.get(r.Call.OpID)
 	if r.GaveUp == nil && en != nil && r.Call.Name == CallStatus {
-		e.book.views.touch(en)
-		en.op.Poll.Retries++
+		e.book.retried(en)
 	}
 	if r.GaveUp == nil && info != nil {
 		e.hs.lastRetry = info

@@ -24,11 +24,8 @@ func TestMain(m *testing.M) {
 func checkEngine(e *Engine) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.book.ops.check(); err != nil {
-		return err
-	}
 	if err := e.sched.check(); err != nil {
 		return err
 	}
-	return e.book.views.check(e.book.ops.ordered(), e.clk.Now())
+	return e.book.check(e.clk.Now())
 }

@@ -53,8 +53,6 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		}
 		return
 	}
-	e.book.views.touch(en)
-	op := &en.op
 	switch {
 	case errors.Is(err, sources.ErrHandleGone) && !errors.Is(err, sources.ErrHandleUnverified):
 		// The server answered: it no longer has the operation. That is
@@ -62,11 +60,9 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 		e.markGone(en, now, settled, settleErr)
 		return
 	case err != nil:
-		op.Poll.Failed++
 		info := retry.ErrorInfoOf(err)
-		op.LastError = info
+		e.book.failed(en, info, now)
 		e.hs.lastErr = info
-		e.notePossiblyReaped(en, now)
 	default:
 		if st.ClientLastActivity != nil && !e.batch.activity {
 			// The source reports the owning client's activity (INACTIVE's
@@ -79,7 +75,7 @@ func (e *Engine) pollOne(ctx context.Context, en *entry) {
 	if en.retired {
 		return
 	}
-	answeredOpenness(en, err)
+	e.book.answered(en, err)
 	e.scheduleNext(en, now, err)
 }
 
@@ -88,38 +84,8 @@ const maxServerWait = 2 * time.Minute
 
 // applyStatus records one successful status observation.
 func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
-	e.book.views.touch(en)
+	prev := e.book.apply(en, st, now, e.hs.round)
 	op := &en.op
-	prev := op.State
-	if st.State != "" {
-		op.State = st.State
-	}
-	if !st.StartedAt.IsZero() {
-		op.StartedAt = st.StartedAt
-	}
-	if !st.CompletedAt.IsZero() {
-		op.CompletedAt = st.CompletedAt
-	}
-	if st.ErrorMessage != "" {
-		op.ServerError = st.ErrorMessage
-	}
-	if st.ClientLastActivity != nil {
-		op.ClientActivityKnown, op.ClientLastActivity = true, *st.ClientLastActivity
-	}
-	e.ageProxyOpen(en, &st, now)
-	if st.Open != nil {
-		op.Open, op.OpenByProxy = boolRef(*st.Open), st.OpenByProxy
-	} else if st.OpenUnknown {
-		op.Open, op.OpenByProxy = nil, false
-	}
-	if st.Proxy != nil {
-		op.Proxy = st.Proxy
-	}
-	op.LastPollOKAt = now
-	en.readRound = e.hs.round
-	op.Poll.OK++
-	op.LastError = nil
-	op.StatusSource, op.StatusNote = st.Source, st.Note
 	if prev != op.State {
 		msg := fmt.Sprintf("%s → %s", prev, op.State)
 		if op.ServerError != "" && op.State == model.StateFailed {
@@ -128,7 +94,6 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 		e.out.emit(model.Event{At: now, Kind: model.EventStateChange, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
 	closed := op.State == model.StateClosed || (op.Open != nil && !*op.Open)
-	markTerminal(en, now)
 	if op.Adopted && op.State.Terminal() && !closed && op.Close.State == model.CloseNA {
 		e.enqueueClose(en, now, "adopted operation became "+string(op.State))
 	}
@@ -137,10 +102,10 @@ func (e *Engine) applyStatus(en *entry, st sources.Status, now time.Time) {
 	// asked only while UNCLOSED could still matter (belief.go).
 	if closed && !en.queued {
 		e.retire(en, now)
-	} else if e.pastOpenWindow(en, now) {
+	} else if e.book.pastOpenWindow(en, now) {
 		e.retireUnknown(en, now)
 	}
-	e.book.ops.addLive(en) // a source that took back an end (never query history)
+	e.book.addLive(en) // a source that took back an end (never query history)
 }
 
 // markTerminal records when en ended, once it is known to have ended:
@@ -161,28 +126,9 @@ func markTerminal(en *entry, now time.Time) {
 // status when the final state was settled; a failed settle is the row's
 // reason.
 func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr error) {
-	e.book.views.touch(en)
+	prev, wasGone := e.book.gone(en, st, settleErr, now, e.hs.round)
 	op := &en.op
-	prev := op.State
-	if st.State != "" {
-		op.State = st.State
-	}
-	if !st.CompletedAt.IsZero() {
-		op.CompletedAt = st.CompletedAt
-	}
-	if st.ErrorMessage != "" {
-		op.ServerError = st.ErrorMessage
-	}
-	op.StatusSource, op.StatusNote = st.Source, st.Note
-	if settleErr != nil {
-		op.LastError = retry.ErrorInfoOf(settleErr)
-		op.Poll.Failed++
-	} else {
-		op.LastPollOKAt = now
-		en.readRound = e.hs.round
-		op.LastError = nil
-	}
-	if !op.Gone {
+	if !wasGone {
 		msg := "the server no longer has this operation (closed or reaped)"
 		if op.State != prev {
 			msg += fmt.Sprintf("; %s → %s", prev, op.State)
@@ -192,8 +138,6 @@ func (e *Engine) markGone(en *entry, now time.Time, st sources.Status, settleErr
 		}
 		e.out.emit(model.Event{At: now, Kind: model.EventGone, StatementID: op.StatementID, Call: CallStatus, Message: msg})
 	}
-	op.Gone = true
-	op.Open, op.OpenByProxy = boolRef(false), false
 	if en.queued {
 		e.finishClose(en, now, "the server no longer has the handle")
 	}

@@ -106,14 +106,11 @@ func (e *Engine) roundStatus(due []*entry, ctxErr error) {
 			continue
 		}
 		unread++
-		if op.LastError == nil {
-			e.book.views.touch(en)
-			msg := "status not read this round"
-			if ctxErr != nil {
-				msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
-			}
-			op.LastError = &model.ErrorInfo{Kind: model.KindCanceled, Call: CallStatus, Message: msg}
+		msg := "status not read this round"
+		if ctxErr != nil {
+			msg += ": the round ended before its poll (" + ctxErr.Error() + ")"
 		}
+		e.book.unread(en, msg)
 		if first == nil {
 			first = op.LastError
 		}

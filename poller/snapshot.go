@@ -18,14 +18,6 @@ func (e *Engine) Snapshot() model.Snapshot {
 func (e *Engine) snapshot() model.Snapshot {
 	e.mu.Lock()
 	now := e.clk.Now()
-	ens := e.book.ops.ordered() // kept in order as operations arrive: no sort here
-	// Views are shared with earlier snapshots and re-evaluated only when
-	// their operation changed or a flag deadline or running figure is
-	// due (model.ViewCache): a refresh copies pointers, not operations.
-	views := model.MakeViews(len(ens))
-	for _, en := range ens {
-		views.Add(e.book.views.view(en, now))
-	}
 	eps := make([]model.Endpoint, len(e.caps.eps))
 	for i, ep := range e.caps.eps {
 		ep.Indexes = append([]model.Index(nil), ep.Indexes...)
@@ -41,7 +33,9 @@ func (e *Engine) snapshot() model.Snapshot {
 	}
 	ws := e.o.Workspace
 	ws.Listing = e.disc.listing
+	ws.NotFollowed = e.book.notFollowed()
 	e.mu.Unlock()
+	views := e.book.viewsAt(now)
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Call < errs[j].Call })
 	return model.SnapshotOfViews(now, ws, views, eps, uniqueErrors(errs))
 }
@@ -57,14 +51,7 @@ func (e *Engine) evalFlags(scheduled bool) {
 	if scheduled {
 		e.evalFreshness(now)
 	}
-	e.book.views.compare(now, e.out.emit)
-	for _, ep := range e.caps.eps {
-		v := model.NewEndpointView(ep, now)
-		key := "endpoint:" + v.Name
-		if len(v.Flags) > 0 || e.book.views.flags[key] != nil {
-			e.book.views.diff(key, "", v.Name, v.Flags, nil, now, e.out.emit)
-		}
-	}
+	e.book.compare(now, e.caps.eps, e.out.emit)
 }
 
 // Health is the poller's own state: what it follows, its budget and its
@@ -81,11 +68,8 @@ func (e *Engine) Health() Health {
 		DiscoveryUp: !e.disc.last.IsZero() && !e.disc.failed,
 		Capacity:    e.sched.lim.capacity(e.clk.Now()), Freshness: e.hs.fresh}
 	h.Capacity.Limit = e.sched.lim.limit(e.sched.rateSum, avail/max(capa, 1))
-	for _, en := range e.book.ops.ordered() { // a slice: a map walk was a tenth of a refresh
-		if !en.retired {
-			h.Followed++
-		}
-	}
+	h.Followed = e.book.followed()
+	h.NotFollowed = e.book.notFollowed()
 	if e.hs.lastErr != nil {
 		le := *e.hs.lastErr
 		h.LastError = &le

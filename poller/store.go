@@ -10,10 +10,9 @@ import (
 	"github.com/dbxtop/dbxtop/sources"
 )
 
-// entry is one followed operation with its scheduling state. Each part
-// of the engine owns some of its fields: the store the id, the listing
-// marks and liveness, the scheduler the poll heap's, the view cache the
-// view's, the close queue the close's.
+// entry is one followed operation with its scheduling state. The ledger
+// writes its operation and the fields of its parts (store, view cache,
+// close queue); the scheduler, under the engine's lock, the poll heap's.
 type entry struct {
 	op  model.Operation
 	ref sources.Ref
@@ -70,8 +69,8 @@ func newEntry(op model.Operation, ref sources.Ref) *entry {
 func isLive(en *entry) bool { return !en.retired && !en.op.State.Terminal() }
 
 // store holds the followed operations: by id, in statement id order (the
-// order a snapshot lists them in), and the live ones. Called with the
-// engine's lock held.
+// order a snapshot lists them in), and the live ones. Part of the
+// ledger, under its lock.
 type store struct {
 	ops map[string]*entry
 	// order is by statement id: order[:sorted] is sorted, the rest came

@@ -13,8 +13,8 @@ import (
 // operation changed (touch) or a deadline came: a flag's, or a running
 // figure's (model.ViewCache.Until), kept in the due heap. So the
 // once-a-second flag comparison (compare) looks at what changed and what
-// is due, not at every followed operation. Called with the engine's lock
-// held.
+// is due, not at every followed operation. Part of the ledger, under its
+// lock.
 type viewCache struct {
 	th      model.Thresholds
 	changed []*entry // touched since the last compare

@@ -135,14 +135,19 @@ func TestBasicAuthPassthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server closes the operation before the proxy records its
+	// answer: wait for both.
 	waitFor(t, "the abandoned operation closed with the client's Basic credentials", 60*time.Second, func() bool {
-		return !simOpen(s, op.Ref.StatementID)
-	})
-	var doc adminapi.OperationsDoc
-	adminGet(t, p, adminapi.PathOperations, &doc)
-	for _, f := range doc.Operations {
-		if f.StatementID == op.Ref.StatementID && f.Close.Outcome != sources.ProxyClosedByProxy {
-			t.Errorf("facts %+v", f)
+		if simOpen(s, op.Ref.StatementID) {
+			return false
 		}
-	}
+		var doc adminapi.OperationsDoc
+		adminGet(t, p, adminapi.PathOperations, &doc)
+		for _, f := range doc.Operations {
+			if f.StatementID == op.Ref.StatementID {
+				return f.Close.Outcome == sources.ProxyClosedByProxy
+			}
+		}
+		return false
+	})
 }

@@ -27,6 +27,7 @@ func (p *Proxy) AdminHandler(token string) http.Handler {
 	})
 	mux.Handle("GET "+adminapi.PathMetrics, p.metrics.handler())
 	mux.HandleFunc("GET "+adminapi.PathVector, p.serveVector)
+	mux.HandleFunc("GET "+adminapi.PathLastCall, p.serveLastCall)
 	act := func(do func(*Proxy, *http.Request, string) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			id := r.PathValue("id")

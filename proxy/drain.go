@@ -42,10 +42,7 @@ func (p *Proxy) serveReady(w http.ResponseWriter, _ *http.Request) {
 // busy counts what a drain waits for: client requests in flight and
 // operations still open that are not the proxy's own queued closes.
 func (p *Proxy) busy() (requests int64, open int) {
-	p.st.mu.Lock()
-	open = len(p.st.ops) - p.st.finished - p.st.queued
-	p.st.mu.Unlock()
-	return p.inflight.Load(), open
+	return p.inflight.Load(), p.st.openCount()
 }
 
 // Drain is the proxy's answer to SIGTERM. It fails PathReady and refuses

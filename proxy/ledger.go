@@ -28,18 +28,22 @@ type tracked struct {
 // names, when the proxy holds it. Nothing is recorded or stamped before
 // the server answers: a request proves nothing about who sent it.
 func (p *Proxy) observeRequest(rq request) tracked {
-	var tr tracked
 	if rq.opID == "" && rq.sessionID == "" {
-		return tr
+		return tracked{}
 	}
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
+	return p.st.track(rq)
+}
+
+// trackLocked counts rq in flight on what it names. Called with the store
+// locked.
+func (s *store) trackLocked(rq request) tracked {
+	var tr tracked
 	if rq.opID != "" {
-		if o := p.st.ops[rq.opID]; o != nil {
+		if o := s.ops[rq.opID]; o != nil {
 			o.inflight++
 			tr.o = o
 		}
-	} else if ss := p.st.sessions[rq.sessionID]; ss != nil {
+	} else if ss := s.sessions[rq.sessionID]; ss != nil {
 		ss.inflight++
 		tr.ss = ss
 	}
@@ -74,58 +78,63 @@ func (p *Proxy) observeFailure(rq request, tr tracked, status int, err error) {
 	default:
 		p.metrics.outcome(rq.call, outcomeNoAnswer)
 	}
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
+	p.st.failure(rq, tr, status, err)
+}
+
+// failureLocked records a call that got no usable answer: only a
+// client's own close of an operation it owns counts. Called with the
+// store locked.
+func (s *store) failureLocked(rq request, tr tracked, status int, err error) {
 	tr.release()
 	if rq.call != "CloseOperation" || rq.opID == "" || refused(status) {
 		return
 	}
-	o, owned := p.owned(rq)
+	o, owned := s.owned(rq)
 	if o == nil || !owned {
 		return
 	}
 	o.f.Close.ClientAttempts++
-	p.clientCloseFailed(o, err)
+	s.clientCloseFailed(o, err)
 }
 
 // owned finds the operation rq names and says whether rq carried exactly
 // the handle secret and the credentials the server accepted for it.
 // Called with the store locked.
-func (p *Proxy) owned(rq request) (*op, bool) {
-	o := p.st.ops[rq.opID]
+func (s *store) owned(rq request) (*op, bool) {
+	o := s.ops[rq.opID]
 	if o == nil {
 		return nil, false
 	}
-	return o, bytes.Equal(o.secret, rq.secret) && p.id.sum(rq.auth) == o.ownerSum()
+	return o, bytes.Equal(o.secret, rq.secret) && s.id.sum(rq.auth) == o.ownerSum()
 }
 
 // clientCloseFailed queues a close the client could not make: the client
 // got the real error; the proxy retries after the drivers' own close
 // retries are over, until it succeeds or the handle is gone. Called with
 // the store locked.
-func (p *Proxy) clientCloseFailed(o *op, err error) {
+func (s *store) clientCloseFailed(o *op, err error) {
 	if !o.open() {
 		return
 	}
-	now := p.clk.Now()
+	now := s.clk.Now()
 	info := cleanInfo(retry.ErrorInfoOf(err))
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.f.Close.ClientError = info
 	o.f.Close.LastError = info
 	if !o.queued {
-		p.st.setQueued(o, true)
+		s.setQueued(o, true)
 		// The client may still be retrying its own close: the queue's first
 		// try waits past the drivers' retries (docs/proxy.md).
-		o.f.Close.NextTry = now.Add(p.o.CloseDefer)
-		p.st.arm(o, o.f.Close.NextTry)
-		p.stats.closesQueued.Add(1)
+		o.f.Close.NextTry = now.Add(s.o.CloseDefer)
+		s.arm(o, o.f.Close.NextTry)
+		s.stats.closesQueued.Add(1)
 		o.event(now, "close-queued", "the client's CloseOperation failed upstream ("+info.Message+"); queued for the proxy to close", "")
-		p.log.Info("close queued", "statement_id", o.f.StatementID, "cause", info.Message, "first_try", o.f.Close.NextTry.UTC())
+		s.log.Info("close queued", "statement_id", o.f.StatementID, "cause", info.Message, "first_try", o.f.Close.NextTry.UTC())
 	}
 }
 
-func (p *Proxy) markGone(o *op) {
-	p.st.setClosed(o, sources.ProxyGone, p.clk.Now())
+func (s *store) markGone(o *op) {
+	s.setClosed(o, sources.ProxyGone, s.clk.Now())
 }
 
 // success says whether a decoded answer is the server accepting the call.
@@ -139,40 +148,44 @@ func success(r reply, call string) bool {
 // handle (learned after start when the proxy had not seen it).
 func (p *Proxy) observeReply(rq request, tr tracked, r reply, complete bool) {
 	p.countReply(rq, r)
-	now := p.clk.Now()
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
+	p.st.reply(rq, tr, r, complete)
+}
+
+// replyLocked records a decoded answer (observeReply). Called with the
+// store locked.
+func (s *store) replyLocked(rq request, tr tracked, r reply, complete bool) {
+	now := s.clk.Now()
 	tr.release()
 	if !r.ok {
-		p.unobserved(rq, r, now)
+		s.unobserved(rq, r, now)
 		return
 	}
 	ok := success(r, rq.call)
 	if !ok {
-		p.stats.refusedCalls.Add(1)
+		s.stats.refusedCalls.Add(1)
 	}
-	if len(p.st.awaiting) > 0 {
+	if len(s.awaiting) > 0 {
 		// The server answered this credential (a refusal is an HTTP 401
 		// or 403, never a reply): its owner's resumed closes may go ahead.
-		p.adoptOwner(rq.auth, now)
+		s.adoptOwner(rq.auth, now)
 	}
 	switch rq.call {
 	case "OpenSession":
 		if ok {
-			p.sessionOpened(rq, r, now)
+			s.sessionOpened(rq, r, now)
 		}
 	case "ExecuteStatement", "GetTypeInfo", "GetCatalogs", "GetSchemas", "GetTables", "GetTableTypes",
 		"GetColumns", "GetFunctions", "GetPrimaryKeys", "GetCrossReference":
 		// Calls that return an operation handle.
 		if ok {
-			p.opStarted(rq, r, complete, now)
+			s.opStarted(rq, r, complete, now)
 		}
 	case "CloseSession":
 		if ok {
-			p.sessionClosed(rq, now)
+			s.sessionClosed(rq, now)
 		}
 	default:
-		p.opCalled(rq, r, ok, complete, now)
+		s.opCalled(rq, r, ok, complete, now)
 	}
 }
 
@@ -198,8 +211,8 @@ func (p *Proxy) countReply(rq request, r reply) {
 // What the server said is unknown: not followed as if open forever;
 // forgotten after retention like a finished one. Called with the store
 // locked.
-func (p *Proxy) unobserved(rq request, r reply, now time.Time) {
-	o := p.st.ops[rq.opID]
+func (s *store) unobserved(rq request, r reply, now time.Time) {
+	o := s.ops[rq.opID]
 	if o == nil || !o.open() || !isFollowed(rq.call) || !bytes.Equal(o.secret, rq.secret) {
 		return
 	}
@@ -210,86 +223,91 @@ func (p *Proxy) unobserved(rq request, r reply, now time.Time) {
 	o.f.Unobserved = why
 	o.f.State = model.StateUnknown
 	o.event(now, "unobserved", why, "")
-	p.st.setClosed(o, sources.ProxyUnobserved, now)
+	s.setClosed(o, sources.ProxyUnobserved, now)
 	o.f.State = model.StateUnknown
-	p.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
+	s.log.Warn("operation unobserved", "statement_id", o.f.StatementID, "reason", why)
 }
 
 // sessionOpened records a session the server opened. Called with the
 // store locked.
-func (p *Proxy) sessionOpened(rq request, r reply, now time.Time) {
-	if r.sessionID == "" || p.st.sessions[r.sessionID] != nil {
+func (s *store) sessionOpened(rq request, r reply, now time.Time) {
+	if r.sessionID == "" || s.sessions[r.sessionID] != nil {
 		return
 	}
-	if ss := p.st.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
-		p.setAuth(&ss.auth, &ss.owner, rq.auth)
+	if ss := s.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
+		s.setAuth(&ss.auth, &ss.owner, rq.auth)
 	}
 }
 
 // opStarted records the operation handle a successful call returned, in
 // its session when the proxy knows it. Called with the store locked.
-func (p *Proxy) opStarted(rq request, r reply, complete bool, now time.Time) {
-	if r.opID == "" || p.st.ops[r.opID] != nil {
+func (s *store) opStarted(rq request, r reply, complete bool, now time.Time) {
+	if r.opID == "" || s.has(r.opID) {
 		return
 	}
-	ss := p.sessionFor(rq, now)
-	path, ua := rq.path, rq.ua
+	ss := s.sessionFor(rq, now)
+	var org *origin
 	if ss != nil {
-		path, ua = ss.path, ss.ua
+		org = ss.org
+	} else {
+		org = newOrigin(rq.sessionID, rq.path, rq.ua, nil)
 	}
-	o := p.st.addOp(r.opID, r.secret, path, ua, now)
+	o := s.addOpFrom(r.opID, r.secret, org, now)
 	if o == nil {
 		return
 	}
-	o.f.SessionID = rq.sessionID
 	if ss != nil {
 		o.sess = ss
 		ss.open[o] = struct{}{}
 		o.f.SessionLastClientRPCAt = ss.lastRPC
 	} else {
-		p.setAuth(&o.auth, &o.owner, rq.auth)
+		s.setAuth(&o.auth, &o.owner, rq.auth)
 	}
 	if r.state != nil {
 		o.f.State = *r.state
 	}
 	o.moreRows, o.undelivered = r.moreRows, !complete
 	if r.directClosed {
-		p.st.setClosed(o, sources.ProxyClosedByServer, now)
+		s.setClosed(o, sources.ProxyClosedByServer, now)
 		return
 	}
-	p.armAbandon(o, now)
+	s.armAbandon(o, now)
 }
 
 // sessionClosed closes a session the server closed, and its operations
 // with it (as HiveServer2 does). Called with the store locked.
-func (p *Proxy) sessionClosed(rq request, now time.Time) {
-	ss := p.st.sessions[rq.sessionID]
+func (s *store) sessionClosed(rq request, now time.Time) {
+	ss := s.sessions[rq.sessionID]
 	if ss == nil || !bytes.Equal(ss.secret, rq.sessSecret) {
 		return
 	}
 	for o := range ss.open {
-		p.st.setClosed(o, sources.ProxyClosedByServer, now)
+		s.setClosed(o, sources.ProxyClosedByServer, now)
 	}
-	p.st.dropSession(ss)
+	s.dropSession(ss)
 }
 
 // opCalled records the answer to a call on an operation handle: its new
 // state, a close, a cancel, or the handle gone. Called with the store
 // locked.
-func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) {
+func (s *store) opCalled(rq request, r reply, ok, complete bool, now time.Time) {
 	if rq.opID == "" {
 		return
 	}
-	o := p.st.ops[rq.opID]
+	o := s.ops[rq.opID]
 	if o == nil {
+		if f := s.folds.get(rq.opID); f != nil {
+			s.foldedCalled(f, rq, ok, now)
+			return
+		}
 		if ok && rq.call != "CloseOperation" {
-			p.learn(rq, r, complete, now)
+			s.learn(rq, r, complete, now)
 		}
 		return
 	}
 	if !bytes.Equal(o.secret, rq.secret) {
 		// Another handle under the same GUID: not this operation's.
-		p.stats.mismatched.Add(1)
+		s.stats.mismatched.Add(1)
 		return
 	}
 	if rq.call == "CloseOperation" {
@@ -301,16 +319,16 @@ func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 	serr := r.statusErr(rq.call)
 	if errors.Is(serr, sources.ErrHandleGone) {
 		// The server accepted the credentials and says the handle is gone.
-		p.markGone(o)
+		s.markGone(o)
 		return
 	}
 	if !ok {
-		if rq.call == "CloseOperation" && p.id.sum(rq.auth) == o.ownerSum() {
-			p.clientCloseFailed(o, serr)
+		if rq.call == "CloseOperation" && s.id.sum(rq.auth) == o.ownerSum() {
+			s.clientCloseFailed(o, serr)
 		}
 		return
 	}
-	p.confirmed(o, rq, now)
+	s.confirmed(o, rq, now)
 	o.undelivered = !complete
 	if rq.call == "FetchResults" {
 		o.moreRows = r.moreRows
@@ -320,7 +338,7 @@ func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 	}
 	switch rq.call {
 	case "CloseOperation":
-		p.st.setClosed(o, sources.ProxyClosed, now)
+		s.setClosed(o, sources.ProxyClosed, now)
 	case "CancelOperation":
 		if o.f.State.Live() {
 			o.f.State = model.StateCanceled
@@ -331,53 +349,55 @@ func (p *Proxy) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 // confirmed stamps a successful call on o: the client's activity, and
 // the credentials the server just accepted (a refreshed token replaces
 // the old one). Called with the store locked.
-func (p *Proxy) confirmed(o *op, rq request, now time.Time) {
+func (s *store) confirmed(o *op, rq request, now time.Time) {
 	o.f.LastClientRPCAt = now
 	if o.sess != nil && o.sess.open != nil { // a dropped session keeps no credentials
-		p.st.touchSession(o.sess, now)
+		s.touchSession(o.sess, now)
 		o.f.SessionLastClientRPCAt = now
-		p.setAuth(&o.sess.auth, &o.sess.owner, rq.auth)
+		s.setAuth(&o.sess.auth, &o.sess.owner, rq.auth)
 		return
 	}
 	if o.open() {
-		p.setAuth(&o.auth, &o.owner, rq.auth)
+		s.setAuth(&o.auth, &o.owner, rq.auth)
 	}
 }
 
 // sessionFor finds the session an ExecuteStatement the server accepted
 // ran in, learning it when the proxy had not seen it open. Called with
 // the store locked.
-func (p *Proxy) sessionFor(rq request, now time.Time) *session {
+func (s *store) sessionFor(rq request, now time.Time) *session {
 	if rq.sessionID == "" {
 		return nil
 	}
-	ss := p.st.sessions[rq.sessionID]
+	ss := s.sessions[rq.sessionID]
 	if ss != nil && !bytes.Equal(ss.secret, rq.sessSecret) {
 		return nil
 	}
 	if ss == nil {
-		ss = p.st.addSession(rq.sessionID, rq.sessSecret, rq.path, rq.ua, now)
+		ss = s.addSession(rq.sessionID, rq.sessSecret, rq.path, rq.ua, now)
 		if ss == nil {
 			return nil
 		}
 		ss.learned = true
+		s.unopened(false, now)
 	} else {
-		p.st.touchSession(ss, now)
+		s.touchSession(ss, now)
 	}
-	p.setAuth(&ss.auth, &ss.owner, rq.auth)
+	s.setAuth(&ss.auth, &ss.owner, rq.auth)
 	return ss
 }
 
 // learn records an operation the proxy first sees through a successful
 // call on it (it started before the proxy, or its start was not
 // recorded). Called with the store locked.
-func (p *Proxy) learn(rq request, r reply, complete bool, now time.Time) {
-	o := p.st.addOp(rq.opID, rq.secret, rq.path, rq.ua, now)
+func (s *store) learn(rq request, r reply, complete bool, now time.Time) {
+	o := s.addOp(rq.opID, rq.secret, rq.path, rq.ua, now)
 	if o == nil {
 		return
 	}
 	o.f.LearnedAfterStart = true
-	p.setAuth(&o.auth, &o.owner, rq.auth)
+	s.unopened(true, now)
+	s.setAuth(&o.auth, &o.owner, rq.auth)
 	if r.state != nil {
 		o.f.State = *r.state
 	}
@@ -389,25 +409,25 @@ func (p *Proxy) learn(rq request, r reply, complete bool, now time.Time) {
 		o.f.State = model.StateCanceled
 	}
 	o.event(now, "learned", rq.call+" succeeded on an operation the proxy had not seen start", "")
-	p.armAbandon(o, now)
+	s.armAbandon(o, now)
 }
 
 // setAuth keeps the credentials the server accepted: their hash always,
 // the header itself only with --act-as client.
-func (p *Proxy) setAuth(auth *string, owner *authSum, h string) {
+func (s *store) setAuth(auth *string, owner *authSum, h string) {
 	if h == "" {
 		return
 	}
-	*owner = p.id.sum(h)
-	if p.o.ActAs == ActAsClient {
+	*owner = s.id.sum(h)
+	if s.o.ActAs == ActAsClient {
 		*auth = h
 	}
 }
 
 // armAbandon sets an open operation's first abandonment look.
-func (p *Proxy) armAbandon(o *op, now time.Time) {
-	if p.o.CloseAbandoned > 0 && o.open() && o.hidx < 0 {
-		p.st.arm(o, now.Add(p.o.CloseAbandoned))
+func (s *store) armAbandon(o *op, now time.Time) {
+	if s.o.CloseAbandoned > 0 && o.open() && o.hidx < 0 {
+		s.arm(o, now.Add(s.o.CloseAbandoned))
 	}
 }
 
@@ -427,10 +447,14 @@ func (p *Proxy) recordHeal(rq request, attempts int, ok bool, first error) {
 	if rq.opID == "" {
 		return
 	}
-	now := p.clk.Now()
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	o := p.st.ops[rq.opID]
+	p.st.heal(rq, attempts, ok, cause)
+}
+
+// healLocked notes a heal on the operation rq names. Called with the
+// store locked.
+func (s *store) healLocked(rq request, attempts int, ok bool, cause string) {
+	now := s.clk.Now()
+	o := s.ops[rq.opID]
 	if o == nil {
 		return
 	}

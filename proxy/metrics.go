@@ -45,7 +45,7 @@ func newMetrics(p *Proxy) *metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dbxtop_proxy_upstream_latency_seconds",
 		Help:    "Time from sending a request upstream to its answer's headers, per attempt.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"method"})
-	m.reg.MustRegister(m.requests, m.latency, &statsCollector{p: p})
+	m.reg.MustRegister(m.requests, m.latency, &statsCollector{p: p}, peerCollector{p: p})
 	return m
 }
 

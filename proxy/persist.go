@@ -75,9 +75,9 @@ func StateFile(getenv func(string) string, listen string) (string, error) {
 // queueEntries lists what is to persist: every queued close, and the
 // entries kept from the file that the proxy could not act on. Called
 // with the store locked.
-func (p *Proxy) queueEntries() []persistedClose {
-	out := append([]persistedClose(nil), p.kept...)
-	for _, o := range p.st.queuedOps() {
+func (s *store) queueEntries() []persistedClose {
+	out := append([]persistedClose(nil), s.kept...)
+	for _, o := range s.queuedOps() {
 		e := persistedClose{StatementID: o.f.StatementID, Secret: append([]byte(nil), o.secret...),
 			HTTPPath: o.f.HTTPPath, QueuedAt: o.queuedAt}
 		if sum := o.ownerSum(); sum != (authSum{}) {
@@ -94,14 +94,11 @@ func (p *Proxy) persistQueue(force bool) {
 	if p.o.StateFile == "" {
 		return
 	}
-	p.st.mu.Lock()
-	if !p.st.queueDirty && !force {
-		p.st.mu.Unlock()
+	closes, changed := p.st.takeQueue(force)
+	if !changed {
 		return
 	}
-	p.st.queueDirty = false
-	doc := queueFile{Version: 1, Closes: p.queueEntries()}
-	p.st.mu.Unlock()
+	doc := queueFile{Version: 1, Closes: closes}
 	if len(doc.Closes) == 0 {
 		if _, err := os.Stat(p.o.StateFile); errors.Is(err, fs.ErrNotExist) {
 			return // nothing to keep, nothing to clear: no file written
@@ -109,9 +106,7 @@ func (p *Proxy) persistQueue(force bool) {
 	}
 	if err := writeAtomic(p.o.StateFile, doc); err != nil {
 		p.log.Error("persisting the close queue", "file", p.o.StateFile, "err", err.Error())
-		p.st.mu.Lock()
-		p.st.queueDirty = true
-		p.st.mu.Unlock()
+		p.st.queueChanged()
 	}
 }
 
@@ -152,13 +147,7 @@ func (p *Proxy) resumeQueue() error {
 		return fmt.Errorf("proxy: the persisted close queue %s is not readable (%v); move it away to start without it", p.o.StateFile, err)
 	}
 	now := p.clk.Now()
-	var r resumed
-	p.st.mu.Lock()
-	for _, e := range doc.Closes {
-		p.resumeEntry(e, now, &r)
-	}
-	p.st.queueDirty = true
-	p.st.mu.Unlock()
+	r := p.st.resume(doc.Closes, now)
 	r.log(p, now)
 	return nil
 }
@@ -190,7 +179,7 @@ func (r *resumed) log(p *Proxy, now time.Time) {
 // resumeEntry queues or keeps one persisted close. An entry dated in the
 // future (a clock set back, or a forged file) counts from now, so it
 // expires like any other. Called with the store locked.
-func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
+func (s *store) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 	if _, err := thrift.GUIDFromStatementID(e.StatementID); err != nil {
 		r.invalid++
 		return
@@ -206,15 +195,15 @@ func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 		r.oldest = e.QueuedAt
 	}
 	owner, hasOwner := parseOwner(e.Owner)
-	if p.o.ActAs != ActAsProxy && !hasOwner {
-		p.kept = append(p.kept, e)
+	if s.o.ActAs != ActAsProxy && !hasOwner {
+		s.kept = append(s.kept, e)
 		r.kept++
 		return
 	}
-	if p.st.ops[e.StatementID] != nil {
+	if s.has(e.StatementID) {
 		return
 	}
-	o := p.st.addOp(e.StatementID, e.Secret, e.HTTPPath, "", now)
+	o := s.addOp(e.StatementID, e.Secret, e.HTTPPath, "", now)
 	if o == nil {
 		return
 	}
@@ -223,19 +212,19 @@ func (p *Proxy) resumeEntry(e persistedClose, now time.Time, r *resumed) {
 	o.f.Close.Outcome = sources.ProxyCloseFailed
 	o.queuedAt = e.QueuedAt
 	o.owner = owner
-	p.st.setQueued(o, true)
-	if p.o.ActAs != ActAsProxy {
+	s.setQueued(o, true)
+	if s.o.ActAs != ActAsProxy {
 		// No credential survives a restart: the close waits for its
 		// owner to be seen again (adoptOwner).
 		r.awaiting++
-		p.st.await(o)
-		o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile)+"; waits for its client's credentials to be accepted again", "")
+		s.await(o)
+		o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(s.o.StateFile)+"; waits for its client's credentials to be accepted again", "")
 		return
 	}
 	r.queued++
 	o.f.Close.NextTry = now
-	p.st.arm(o, now)
-	o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(p.o.StateFile), "")
+	s.arm(o, now)
+	o.event(now, "close-resumed", "queued close resumed from "+filepath.Base(s.o.StateFile), "")
 }
 
 // parseOwner reads a persisted owner identity.
@@ -253,14 +242,14 @@ func parseOwner(s string) (authSum, bool) {
 // resumed closes of the same client (one identity), and makes them due:
 // a close queued before a restart completes when its client returns.
 // Called with the store locked.
-func (p *Proxy) adoptOwner(auth string, now time.Time) {
-	if auth == "" || p.o.ActAs != ActAsClient {
+func (s *store) adoptOwner(auth string, now time.Time) {
+	if auth == "" || s.o.ActAs != ActAsClient {
 		return
 	}
-	for _, o := range p.st.adopt(p.id.sum(auth)) {
+	for _, o := range s.adopt(s.id.sum(auth)) {
 		o.auth = auth
 		o.f.Close.NextTry = now
-		p.st.arm(o, now)
+		s.arm(o, now)
 		o.event(now, "owner-returned", "its client's credentials were accepted again; the queued close goes ahead", "client")
 	}
 }
@@ -268,15 +257,7 @@ func (p *Proxy) adoptOwner(auth string, now time.Time) {
 // flushQueue runs every queued close once now, whatever its next try
 // (the drain's last act), bounded by ctx.
 func (p *Proxy) flushQueue(ctx context.Context) {
-	p.st.mu.Lock()
-	var jobs []*op
-	for _, o := range p.st.queuedOps() {
-		if !o.busy {
-			o.busy = true
-			jobs = append(jobs, o)
-		}
-	}
-	p.st.mu.Unlock()
+	jobs := p.st.claimQueued()
 	done := make(chan struct{}, len(jobs))
 	for _, o := range jobs {
 		p.wg.Add(1)

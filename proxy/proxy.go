@@ -13,6 +13,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dbxtop/dbxtop/internal/targets"
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/proxy/adminapi"
@@ -102,6 +104,15 @@ type Options struct {
 	Gate interface {
 		Running(warehouseID string) (bool, string)
 	}
+	// Peers are the other replicas behind the same load balancer
+	// (--peers), asked before an operation is treated as abandoned
+	// (peers.go); nil: none. PeerToken is their admin token ("": this
+	// proxy's own); a target's token file overrides it.
+	Peers     targets.Source
+	PeerToken string
+	// PeerRootCAs verify the peers' certificates (--peer-ca); nil: the
+	// system roots.
+	PeerRootCAs *x509.CertPool
 	// FailFastExhausted answers a Vector Search capacity refusal with a
 	// status the SDKs do not retry (proxy/vector.go, docs/proxy-vector.md).
 	FailFastExhausted bool
@@ -198,12 +209,8 @@ type Proxy struct {
 	inflight atomic.Int64
 	// ownSem bounds the proxy's own calls in flight (queue, abandonment).
 	ownSem chan struct{}
-	// lastFullLog: the last "table full" log line; lastEvictLog the last
-	// eviction line, evictPending the evictions since (store lock).
-	lastFullLog, lastEvictLog time.Time
-	evictPending              int64
-	// kept: persisted closes the proxy cannot make (store lock).
-	kept []persistedClose
+	// peer: the replicas asked before abandonment (peers.go).
+	peer peerState
 }
 
 // New checks o and builds a Proxy; Run starts its close queue.
@@ -215,17 +222,14 @@ func New(o Options) (*Proxy, error) {
 	if o, err = withDefaults(o); err != nil {
 		return nil, err
 	}
-	p := &Proxy{o: o, upstream: u, st: newStore(o.RetainFinished, o.MaxOperations), clk: o.Clock, ownSem: make(chan struct{}, 4)}
+	p := &Proxy{o: o, upstream: u, clk: o.Clock, ownSem: make(chan struct{}, 4)}
 	p.log = o.Logger
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.st.onEvict = func(*op, string) {
-		p.evictPending++
-		p.logEvictions()
+	if err := p.peer.init(o); err != nil {
+		return nil, err
 	}
-	p.st.onFull = func(id string) { p.notRecorded(id) }
-	p.metrics = newMetrics(p)
 	key, err := loadOwnerKey(o.StateFile, p.log)
 	if err != nil {
 		return nil, err
@@ -235,6 +239,9 @@ func New(o Options) (*Proxy, error) {
 	if p.clk == nil {
 		p.clk = wallClock{}
 	}
+	p.st = newStore(o.RetainFinished, o.MaxOperations)
+	p.st.ledgerEnv = ledgerEnv{o: p.o, clk: p.clk, id: p.id, stats: &p.stats, log: p.log, unopened: p.unopened}
+	p.metrics = newMetrics(p)
 	p.started = p.clk.Now()
 	p.transports(o.Transport)
 	p.pol = healPolicy(o, p.up)
@@ -476,35 +483,7 @@ func (p *Proxy) CloseIdleConnections() {
 	p.up.CloseIdleConnections()
 	p.fresh.CloseIdleConnections()
 	p.recent.CloseIdleConnections()
-}
-
-// notRecorded reports an operation or session forwarded but not recorded
-// because the table is full of open operations: counted always, logged
-// at most once a minute. Called with the store locked.
-func (p *Proxy) notRecorded(id string) {
-	now := p.clk.Now()
-	if now.Sub(p.lastFullLog) < time.Minute {
-		return
-	}
-	p.lastFullLog = now
-	p.log.Warn("table full of open operations: forwarded, not recorded", "handle", id,
-		"max_operations", p.st.max, "not_recorded_total", p.st.notRecorded)
-}
-
-// logEvictions logs the evictions since the last line, at most once a
-// minute: at the cap every new operation evicts one, and a line each
-// would fill the disk. The metric counts each. Called with the store
-// locked.
-func (p *Proxy) logEvictions() {
-	now := p.clk.Now()
-	if p.evictPending == 0 || now.Sub(p.lastEvictLog) < time.Minute {
-		return
-	}
-	p.lastEvictLog = now
-	p.log.Warn("finished operations evicted before --retain-finished: the table is full", "evicted", p.evictPending,
-		"evicted_total", p.st.evicted, "max_operations", p.st.max, "retain_finished", p.st.retain.String(),
-		"fix", "raise --max-operations or lower --retain-finished (held = statements/s × retention)")
-	p.evictPending = 0
+	p.closePeers()
 }
 
 type wallClock struct{}

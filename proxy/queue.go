@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
 	"github.com/dbxtop/dbxtop/sources"
 	"github.com/dbxtop/dbxtop/textfmt"
@@ -42,8 +41,8 @@ func (p *Proxy) ownAuth(r *http.Request) error {
 // creds picks the credentials of an own call on o per --act-as: the
 // owning client's (those the server last accepted on its session or on
 // the operation), or the proxy's. Called with the store locked.
-func (p *Proxy) creds(ctx context.Context, o *op) (context.Context, string, error) {
-	if p.o.ActAs == ActAsProxy {
+func (s *store) creds(ctx context.Context, o *op) (context.Context, string, error) {
+	if s.o.ActAs == ActAsProxy {
 		return ctx, "proxy", nil
 	}
 	auth := o.auth
@@ -66,44 +65,7 @@ func (o *op) ref() sources.Ref {
 // runs in its own goroutine, bounded by ownSem, never under the store's
 // lock; an operation is never acted on twice at once.
 func (p *Proxy) tick(ctx context.Context) {
-	now := p.clk.Now()
-	type job struct {
-		o   *op
-		why string
-	}
-	var jobs []job
-	p.st.mu.Lock()
-	p.st.age(now)
-	p.logEvictions()
-	for _, o := range p.st.due(now) {
-		if !o.open() {
-			continue
-		}
-		if o.busy {
-			p.st.arm(o, now.Add(p.o.Tick))
-			continue
-		}
-		if o.queued {
-			if o.f.Close.NextTry.After(now) {
-				p.st.arm(o, o.f.Close.NextTry)
-				continue
-			}
-			jobs = append(jobs, job{o, ""})
-			continue
-		}
-		if p.o.CloseAbandoned <= 0 {
-			continue
-		}
-		if why, next := p.abandonEvidence(o, now); why == "" {
-			p.st.arm(o, next)
-		} else {
-			jobs = append(jobs, job{o, why})
-		}
-	}
-	for _, j := range jobs {
-		j.o.busy = true
-	}
-	p.st.mu.Unlock()
+	jobs := p.st.jobs(p.clk.Now())
 	for _, j := range jobs {
 		select {
 		case p.ownSem <- struct{}{}:
@@ -125,18 +87,62 @@ func (p *Proxy) tick(ctx context.Context) {
 	}
 }
 
+// job is an own action due on an operation: a queued close (why "") or
+// an abandonment (why says the evidence).
+type job struct {
+	o   *op
+	why string
+}
+
+// jobsLocked ages the table and takes what is due, marking each busy.
+// Called with the store locked.
+func (s *store) jobsLocked(now time.Time) []job {
+	var jobs []job
+	s.age(now)
+	s.logEvictions()
+	for _, o := range s.due(now) {
+		if !o.open() {
+			continue
+		}
+		if o.busy {
+			s.arm(o, now.Add(s.o.Tick))
+			continue
+		}
+		if o.queued {
+			if o.f.Close.NextTry.After(now) {
+				s.arm(o, o.f.Close.NextTry)
+				continue
+			}
+			jobs = append(jobs, job{o, ""})
+			continue
+		}
+		if s.o.CloseAbandoned <= 0 {
+			continue
+		}
+		if why, next := s.abandonEvidence(o, now); why == "" {
+			s.arm(o, next)
+		} else {
+			jobs = append(jobs, job{o, why})
+		}
+	}
+	for _, j := range jobs {
+		j.o.busy = true
+	}
+	return jobs
+}
+
 // abandonEvidence says why o is abandoned, or "" and when to look again.
 // Abandoned means: nothing in flight on it or its session, its last
 // answer reached the client whole, and the client silent for the whole
 // window, or, with result pages left or an answer cut off (a slow
 // reader), for the server's own idle timeout. Called with the store
 // locked.
-func (p *Proxy) abandonEvidence(o *op, now time.Time) (string, time.Time) {
+func (s *store) abandonEvidence(o *op, now time.Time) (string, time.Time) {
 	if o.busyOnWire() {
-		return "", now.Add(p.o.CloseAbandoned)
+		return "", now.Add(s.o.CloseAbandoned)
 	}
 	last := o.lastActivity()
-	window := p.o.CloseAbandoned
+	window := s.o.CloseAbandoned
 	pending := ""
 	switch {
 	case o.moreRows:
@@ -144,30 +150,23 @@ func (p *Proxy) abandonEvidence(o *op, now time.Time) (string, time.Time) {
 	case o.undelivered:
 		pending = "; its last answer did not reach the client whole, so the window is the server's idle timeout"
 	}
-	if pending != "" && p.o.ServerIdleTimeout > window {
-		window = p.o.ServerIdleTimeout
+	if pending != "" && s.o.ServerIdleTimeout > window {
+		window = s.o.ServerIdleTimeout
 	}
 	if due := last.Add(window); due.After(now) {
 		return "", due
 	}
 	return fmt.Sprintf("abandoned: no request in flight, no client call on the operation or its session for %s (--close-abandoned %s%s)",
-		textfmt.Duration(now.Sub(last)), p.o.CloseAbandoned, pending), time.Time{}
+		textfmt.Duration(now.Sub(last)), s.o.CloseAbandoned, pending), time.Time{}
 }
 
-func (p *Proxy) release(o *op) {
-	p.st.mu.Lock()
-	o.busy = false
-	p.st.mu.Unlock()
-}
+func (p *Proxy) release(o *op) { p.st.release(o) }
 
 // closeOwn makes one policy-wrapped close of o with the best credentials
 // and records the outcome; a failure is (re)queued with the close queue's
 // backoff. who says why: "queue", "abandoned", "dbxtop".
 func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
-	p.st.mu.Lock()
-	cctx, cred, cerr := p.creds(ctx, o)
-	ref := o.ref()
-	p.st.mu.Unlock()
+	cctx, cred, ref, cerr := p.st.prepare(ctx, o)
 	var err error
 	attempts := 0
 	if cerr == nil {
@@ -182,26 +181,31 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	} else {
 		err = cerr
 	}
-	now := p.clk.Now()
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
+	return p.st.closed(o, who, cred, attempts, err, ctx.Err() != nil)
+}
+
+// closedLocked records the outcome of the proxy's own close of o (err;
+// canceled: the proxy is stopping); a failure is (re)queued with the
+// close queue's backoff. Called with the store locked.
+func (s *store) closedLocked(o *op, who, cred string, attempts int, err error, canceled bool) error {
+	now := s.clk.Now()
 	o.f.Close.ProxyAttempts += attempts
 	switch {
 	case err == nil:
 		o.closedByProxy = true
-		p.st.setClosed(o, sources.ProxyClosedByProxy, now)
-		p.stats.closedByProxy.Add(1)
+		s.setClosed(o, sources.ProxyClosedByProxy, now)
+		s.stats.closedByProxy.Add(1)
 		o.event(now, "closed", "closed by the proxy ("+who+")", cred)
-		p.log.Info("closed by the proxy", "statement_id", o.f.StatementID, "by", who, "credentials", cred, "attempts", attempts)
+		s.log.Info("closed by the proxy", "statement_id", o.f.StatementID, "by", who, "credentials", cred, "attempts", attempts)
 		return nil
 	case errors.Is(err, sources.ErrHandleGone):
-		p.markGone(o)
+		s.markGone(o)
 		o.event(now, "gone", "the server no longer has the operation ("+who+")", cred)
-		p.log.Info("operation gone", "statement_id", o.f.StatementID, "by", who, "credentials", cred)
+		s.log.Info("operation gone", "statement_id", o.f.StatementID, "by", who, "credentials", cred)
 		return nil
-	case ctx.Err() != nil:
+	case canceled:
 		if o.queued {
-			p.st.arm(o, o.f.Close.NextTry)
+			s.arm(o, o.f.Close.NextTry)
 		}
 		return err
 	}
@@ -214,11 +218,11 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 	if !o.open() {
 		return err
 	}
-	p.st.setQueued(o, true)
+	s.setQueued(o, true)
 	o.f.Close.NextTry = now.Add(retry.CloseRetryWait(o.closeFails, rand.Float64()))
-	p.st.arm(o, o.f.Close.NextTry)
+	s.arm(o, o.f.Close.NextTry)
 	o.event(now, "close-failed", fmt.Sprintf("close by the proxy (%s) failed: %s; next try at %s", who, info.Message, o.f.Close.NextTry.UTC().Format(time.RFC3339)), cred)
-	p.log.Warn("close by the proxy failed", "statement_id", o.f.StatementID, "by", who, "credentials", cred,
+	s.log.Warn("close by the proxy failed", "statement_id", o.f.StatementID, "by", who, "credentials", cred,
 		"attempts", attempts, "cause", info.Message, "next_try", o.f.Close.NextTry.UTC())
 	return err
 }
@@ -227,19 +231,16 @@ func (p *Proxy) closeOwn(ctx context.Context, o *op, who string) error {
 // the real handle), then close when terminal, or cancel and close when
 // running.
 func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
+	if !p.mayAbandon(ctx, o) { // peers.go: the other replicas' evidence
+		return
+	}
 	p.stats.abandonActions.Add(1)
-	p.st.mu.Lock()
-	cctx, cred, cerr := p.creds(ctx, o)
-	ref := o.ref()
-	o.event(p.clk.Now(), "abandoned", why, cred)
-	p.st.mu.Unlock()
+	cctx, cred, ref, cerr := p.st.prepare(ctx, o)
+	p.st.event(o, "abandoned", why, cred)
 	p.log.Warn("abandoned operation", "statement_id", ref.StatementID, "evidence", why, "credentials", cred)
 	if cerr != nil {
-		p.st.mu.Lock()
-		o.event(p.clk.Now(), "abandoned", "no action: "+cerr.Error(), "")
 		// Not retried every tick: the next look is after another period.
-		p.st.arm(o, p.clk.Now().Add(p.o.CloseAbandoned))
-		p.st.mu.Unlock()
+		p.st.noAction(o, "abandoned", cerr)
 		p.log.Warn("abandoned operation not closed", "statement_id", ref.StatementID, "reason", cerr.Error())
 		return
 	}
@@ -252,9 +253,7 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 			return p.own.GetOperationStatus(actx, ref)
 		})
 	if errors.Is(err, sources.ErrHandleGone) {
-		p.st.mu.Lock()
-		p.markGone(o)
-		p.st.mu.Unlock()
+		p.st.gone(o)
 		return
 	}
 	if err == nil && st.State.Live() {
@@ -265,22 +264,14 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 			p.stats.ownCalls.Add(1)
 			return p.own.CancelOperation(actx, ref)
 		})
-		p.st.mu.Lock()
 		msg := "canceled by the proxy (abandoned)"
 		if cerr != nil {
 			msg = "cancel by the proxy failed: " + clean(retry.ErrorInfoOf(cerr).Message)
-		} else if o.open() {
-			o.f.State = model.StateCanceled
 		}
-		o.event(p.clk.Now(), "canceled", msg, cred)
-		p.st.mu.Unlock()
+		p.st.canceled(o, cerr == nil, msg, cred)
 		p.log.Info("abandoned operation cancel", "statement_id", ref.StatementID, "result", msg, "credentials", cred)
 	} else if err == nil {
-		p.st.mu.Lock()
-		if o.open() {
-			o.f.State = st.State
-		}
-		p.st.mu.Unlock()
+		p.st.relayState(o, st.State)
 	}
 	_ = p.closeOwn(ctx, o, "abandoned")
 }
@@ -288,7 +279,7 @@ func (p *Proxy) abandon(ctx context.Context, o *op, why string) {
 // Close closes a proxied operation for dbxtop with its real handle (the
 // admin API's POST …/close); a failure is queued like a client's.
 func (p *Proxy) Close(ctx context.Context, statementID string) error {
-	o, err := p.claim(statementID)
+	o, err := p.st.claim(statementID)
 	if err != nil {
 		return err
 	}
@@ -298,33 +289,41 @@ func (p *Proxy) Close(ctx context.Context, statementID string) error {
 
 // Cancel cancels a proxied operation for dbxtop with its real handle.
 func (p *Proxy) Cancel(ctx context.Context, statementID string) error {
-	p.st.mu.Lock()
-	o := p.st.ops[statementID]
-	if o == nil {
-		p.st.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrUnknownOperation, idText(statementID))
+	o, err := p.st.lookup(statementID)
+	if err != nil {
+		return err
 	}
-	cctx, cred, cerr := p.creds(ctx, o)
-	ref := o.ref()
-	p.st.mu.Unlock()
+	cctx, cred, ref, cerr := p.st.prepare(ctx, o)
 	if cerr != nil {
 		return cerr
 	}
-	err := p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
+	err = p.pol.Do(cctx, retry.Call{Name: "CancelOperation", Safe: true, OpID: ref.StatementID}, func(actx context.Context) error {
 		if err := p.gated("CancelOperation", ref); err != nil {
 			return err
 		}
 		p.stats.ownCalls.Add(1)
 		return p.own.CancelOperation(actx, ref)
 	})
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
 	msg := "canceled for dbxtop"
 	if err != nil {
 		msg = "cancel for dbxtop failed: " + clean(retry.ErrorInfoOf(err).Message)
 	}
-	o.event(p.clk.Now(), "canceled", msg, cred)
+	p.st.event(o, "canceled", msg, cred)
 	return err
+}
+
+// actionable finds the operation a dbxtop action names: an error when
+// the proxy does not hold it, or holds it folded (closed cleanly: the
+// server confirmed the close, so nothing is sent). Called with the store
+// locked.
+func (s *store) actionable(id string) (*op, error) {
+	if o := s.ops[id]; o != nil {
+		return o, nil
+	}
+	if f := s.folds.get(id); f != nil {
+		return nil, errFolded(f)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, idText(id))
 }
 
 // maxIDText bounds an id a caller gave that goes back in an answer or a
@@ -345,14 +344,13 @@ func idText(id string) string {
 	return id + "…"
 }
 
-// claim marks o busy for a dbxtop action (waiting for a queue attempt in
-// flight would block the operator; refusing says why).
-func (p *Proxy) claim(id string) (*op, error) {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	o := p.st.ops[id]
-	if o == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownOperation, idText(id))
+// claimLocked marks o busy for a dbxtop action (waiting for a queue
+// attempt in flight would block the operator; refusing says why). Called
+// with the store locked.
+func (s *store) claimLocked(id string) (*op, error) {
+	o, err := s.actionable(id)
+	if err != nil {
+		return nil, err
 	}
 	if o.busy {
 		return nil, fmt.Errorf("a close of %s by the proxy is already in flight", id)

@@ -191,10 +191,11 @@ func TestCloseQueueFileReadOnce(t *testing.T) {
 	if !strings.Contains(out, "open to other users") || !strings.Contains(out, "count=5001") {
 		t.Errorf("log does not warn of the mode or count the entries:\n%s", out)
 	}
-	if len(p.kept) != 5001 {
-		t.Errorf("kept %d entries, want 5001 (the expired and the invalid dropped)", len(p.kept))
+	kept := p.st.keptCloses()
+	if len(kept) != 5001 {
+		t.Errorf("kept %d entries, want 5001 (the expired and the invalid dropped)", len(kept))
 	}
-	for _, e := range p.kept {
+	for _, e := range kept {
 		if e.StatementID == future && e.QueuedAt.After(time.Now()) {
 			t.Errorf("an entry dated in the future keeps its date %s: it would never expire", e.QueuedAt)
 		}

@@ -95,6 +95,7 @@ func Start(ctx context.Context, o Options, so ServeOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.setPeerToken(token)
 	if err := p.resumeQueue(); err != nil {
 		return nil, err
 	}

@@ -122,10 +122,7 @@ func (p *Proxy) Stats() Stats {
 		s.Calls[k] = c.calls[k].Load()
 	}
 	c.mu.Unlock()
-	p.st.mu.Lock()
-	s.Operations, s.Evicted, s.NotRecorded = len(p.st.ops), p.st.evicted, p.st.notRecorded
-	s.OpenOperations, s.QueuedCloses, s.Sessions = len(p.st.ops)-p.st.finished, p.st.queued, len(p.st.sessions)
-	p.st.mu.Unlock()
+	p.st.counts(&s)
 	s.RetryBudget, _ = p.pol.Budget()
 	return s
 }

@@ -12,36 +12,62 @@ import (
 	tc "github.com/dbxtop/dbxtop/sources/thrift/gen/tcliservice"
 )
 
-// BenchmarkRecordAndClose records an operation from a successful answer
-// and closes it, with the table already holding `held` open operations:
-// the cost per RPC must not grow with what the proxy holds.
+// recordCase is a table a statement is recorded into: empty, holding
+// 100,000 open operations, or at its cap of cleanly closed ones (every
+// new operation evicts one).
+type recordCase struct {
+	name      string
+	open, cap int
+}
+
+var recordCases = []recordCase{
+	{"held=0", 0, 0},
+	{"held=100000_open", 100_000, 0},
+	{"held=100000_at_cap", 0, 100_000},
+}
+
+// newRecordTable builds c's table: a proxy on a stepping clock, one
+// session, and what c holds. Each recorded statement then costs its own
+// O(1) plus one step of ageing or eviction.
+func newRecordTable(tb testing.TB, c recordCase) (*Proxy, *sqlJob) {
+	o := Options{Upstream: "http://127.0.0.1:1", MaxOperations: c.open + 200_000, RetainFinished: time.Millisecond,
+		CloseAbandoned: time.Hour, Clock: &stepClock{t: time.Unix(1_000_000, 0)}}
+	if c.cap > 0 {
+		o.MaxOperations, o.RetainFinished = c.cap, 1000*time.Hour
+	}
+	p, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
+	running := model.StateRunning
+	secret := randomSecret()
+	for i := 0; i < c.open; i++ {
+		p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x", ua: "app/1.0"},
+			tracked{}, reply{ok: true, status: ok, state: &running}, true)
+	}
+	j := newSQLJob(p, 1)
+	j.run(c.cap)
+	if st := p.Stats(); st.Operations != max(c.open, c.cap) {
+		tb.Fatalf("%s: %d held", c.name, st.Operations)
+	}
+	return p, j
+}
+
+// BenchmarkRecordAndClose records a statement from a successful
+// ExecuteStatement answer and its client's close, with the table empty,
+// holding 100,000 open operations, or at its cap: the cost per statement
+// (time, allocations, and steps/op: entries ageing or eviction stepped
+// over) must not grow with what the proxy holds.
 func BenchmarkRecordAndClose(b *testing.B) {
-	for _, held := range []int{0, 100_000} {
-		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
-			p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: held + b.N + 10, RetainFinished: time.Millisecond,
-				CloseAbandoned: time.Hour})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
-			running := model.StateRunning
-			secret := randomSecret()
-			for i := 0; i < held; i++ {
-				p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x"},
-					tracked{}, reply{ok: true, status: ok, state: &running}, true)
-			}
-			ids := make([]string, b.N)
-			for i := range ids {
-				ids[i] = fmt.Sprintf("op-%d", i)
-			}
+	for _, c := range recordCases {
+		b.Run(c.name, func(b *testing.B) {
+			_, j := newRecordTable(b, c)
+			work0 := j.p.st.workDone()
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				rq := request{call: "GetOperationStatus", opID: ids[i], secret: secret, auth: "Bearer x"}
-				p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
-				rq.call = "CloseOperation"
-				p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
-			}
+			j.run(b.N)
+			b.ReportMetric(float64(j.p.st.workDone()-work0)/float64(b.N), "steps/op")
 		})
 	}
 }
@@ -128,47 +154,33 @@ type stepClock struct{ t time.Time }
 func (c *stepClock) Now() time.Time                         { c.t = c.t.Add(time.Second); return c.t }
 func (c *stepClock) After(d time.Duration) <-chan time.Time { return make(chan time.Time) }
 
-// The cost of recording and closing an operation does not grow with
-// what the table holds: allocations and the entries ageing steps over
-// per operation are the same with 0 and 100,000 open operations held
+// The cost of recording and closing a statement does not grow with what
+// the table holds: allocations and the entries ageing or eviction steps
+// over per statement are the same with none held, 100,000 open ones, and
+// at the cap of 100,000 closed ones where every statement evicts one
 // (counts, not time: BenchmarkRecordAndClose shows the time).
 func TestRecordCostFlatWithHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds 100,000 operations")
 	}
 	type cost struct{ allocs, work float64 }
-	measure := func(held int) cost {
-		p, err := New(Options{Upstream: "http://127.0.0.1:1", MaxOperations: held + 100_000, RetainFinished: time.Millisecond,
-			CloseAbandoned: time.Hour, Clock: &stepClock{t: time.Unix(1_000_000, 0)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
-		running := model.StateRunning
-		secret := randomSecret()
-		for i := 0; i < held; i++ {
-			p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x", ua: "app/1.0"},
-				tracked{}, reply{ok: true, status: ok, state: &running}, true)
-		}
+	measure := func(c recordCase) cost {
+		p, j := newRecordTable(t, c)
 		const runs = 2000
-		ids := make([]string, runs+1)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("op-%d", i)
-		}
-		i := 0
-		work0 := p.st.work
-		allocs := testing.AllocsPerRun(runs, func() {
-			rq := request{call: "GetOperationStatus", opID: ids[i], secret: secret, auth: "Bearer x", ua: "app/1.0"}
-			i++
-			p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
-			rq.call = "CloseOperation"
-			p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)
-		})
-		return cost{allocs, float64(p.st.work-work0) / float64(i)}
+		work0 := p.st.workDone()
+		allocs := testing.AllocsPerRun(runs, func() { j.run(1) })
+		return cost{allocs, float64(p.st.workDone()-work0) / float64(runs+1)}
 	}
-	empty, full := measure(0), measure(100_000)
-	t.Logf("per operation: %.0f allocations, %.2f ageing steps (0 held); %.0f, %.2f (100,000 held)", empty.allocs, empty.work, full.allocs, full.work)
-	if full.allocs > empty.allocs || full.work > empty.work+0.01 {
-		t.Errorf("cost grows with what is held: %+v with 0, %+v with 100,000", empty, full)
+	var base cost
+	for i, c := range recordCases {
+		got := measure(c)
+		t.Logf("%s: %.0f allocations, %.2f ageing or eviction steps per statement", c.name, got.allocs, got.work)
+		if i == 0 {
+			base = got
+			continue
+		}
+		if got.allocs > base.allocs || got.work > base.work+0.01 {
+			t.Errorf("cost grows with what is held: %+v with %s, %+v with none", got, c.name, base)
+		}
 	}
 }

@@ -338,16 +338,7 @@ func (p *Proxy) closedByProxyAnswer(rq request, r reply, body []byte) []byte {
 	if !r.ok || r.status == nil || r.status.StatusCode != tc.TStatusCode_INVALID_HANDLE_STATUS {
 		return nil
 	}
-	p.st.mu.Lock()
-	o, owned := p.owned(rq)
-	ok := o != nil && owned && o.closedByProxy
-	if ok {
-		now := p.clk.Now()
-		o.event(now, "client-close-answered", "the client's CloseOperation got INVALID_HANDLE for the handle the proxy had closed for it; answered as a successful close", "")
-		p.stats.closeAnswered.Add(1)
-	}
-	p.st.mu.Unlock()
-	if !ok {
+	if !p.st.answerForProxy(rq) {
 		return nil
 	}
 	ctx := context.Background()

@@ -1,15 +1,28 @@
 package conformance
 
 import (
+	"context"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 
 	dbsqllog "github.com/databricks/databricks-sql-go/logger"
 	"go.uber.org/goleak"
+
+	"github.com/dbxtop/dbxtop/cmd"
 )
 
 func TestMain(m *testing.M) {
+	// The test binary re-executed as `dbxtop proxy` (startProxyProcess):
+	// a process of its own that a test can SIGTERM or kill -9.
+	if args := os.Getenv(proxyProcessArgs); args != "" {
+		// As main.go does: SIGTERM ends the command (the drain).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		go func() { <-ctx.Done(); stop() }()
+		os.Exit(cmd.ExecuteContext(ctx, strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
 	// The stock SDK resolves unified auth from the environment and
 	// ~/.databrickscfg; a developer's real profile must neither leak into
 	// nor be contacted by these tests.

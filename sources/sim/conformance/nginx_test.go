@@ -43,6 +43,18 @@ type nginxOptions struct {
 // fails under CI=true (.ci/run installs nginx-light).
 func startNginx(t testing.TB, upstreams []string, o nginxOptions) (addr string) {
 	t.Helper()
+	return runNginx(t, upstreams, o).addr
+}
+
+// nginxProc is a running nginx: where it listens and its master's pid
+// (its workers are the master's children).
+type nginxProc struct {
+	addr string
+	pid  int
+}
+
+func runNginx(t testing.TB, upstreams []string, o nginxOptions) nginxProc {
+	t.Helper()
 	bin := testenv.Tool(t, "nginx")
 	if len(upstreams) == 0 {
 		t.Fatal("startNginx: no upstreams")
@@ -63,6 +75,7 @@ func startNginx(t testing.TB, upstreams []string, o nginxOptions) (addr string) 
 	// A port taken by someone else between our probe and nginx's bind is
 	// the one race here: a few attempts with fresh ports.
 	var lastErr error
+	var addr string
 	for attempt := 0; attempt < 3; attempt++ {
 		port := freePort(t)
 		addr = net.JoinHostPort("127.0.0.1", port)
@@ -81,7 +94,7 @@ func startNginx(t testing.TB, upstreams []string, o nginxOptions) (addr string) 
 		go func() { exited <- cmd.Wait() }()
 		if lastErr = awaitListening(addr, exited, 10*time.Second); lastErr == nil {
 			t.Cleanup(func() { stopNginx(t, cmd.Process.Pid, exited, dir) })
-			return addr
+			return nginxProc{addr: addr, pid: cmd.Process.Pid}
 		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		select {
@@ -93,7 +106,7 @@ func startNginx(t testing.TB, upstreams []string, o nginxOptions) (addr string) 
 		}
 	}
 	t.Fatalf("nginx did not start on %s: %v; error.log:\n%s", addr, lastErr, readLog(dir))
-	return ""
+	return nginxProc{}
 }
 
 func nginxConf(dir, addr, servers string, o nginxOptions) string {

@@ -28,7 +28,7 @@ import (
 
 // nodeModules is where .ci/run installs the pinned Node drivers
 // (npm install --no-save --prefix node, from the pinned lock).
-func nodeModules(t *testing.T) string {
+func nodeModules(t testing.TB) string {
 	t.Helper()
 	dir, _ := filepath.Abs(filepath.Join("node", "node_modules"))
 	testenv.Tool(t, "node")
@@ -47,7 +47,7 @@ func nodeModules(t *testing.T) string {
 
 // selfSigned writes a certificate for 127.0.0.1 and its key; the
 // certificate is its own CA (the driver's customCaCert).
-func selfSigned(t *testing.T) (cert, key string) {
+func selfSigned(t testing.TB) (cert, key string) {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -73,9 +73,10 @@ type nodeResult struct {
 	OK     int      `json:"ok"`
 	Failed int      `json:"failed"`
 	Errors []string `json:"errors"`
+	MS     int64    `json:"ms"` // how long the statements took (the benchmark's rate)
 }
 
-func runNode(t *testing.T, modules, script string, env ...string) nodeResult {
+func runNode(t testing.TB, modules, script string, env ...string) nodeResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -6,10 +6,14 @@ const { DBSQLClient } = require('@databricks/sql');
 
 const env = process.env;
 const n = Number(env.DBX_N || 5);
+// DBX_SECS, when set, runs statements for that long instead of DBX_N
+// (the proxy benchmark); ms is how long the statements took. Each
+// statement is bounded by DBX_TIMEOUT_MS.
+const secs = Number(env.DBX_SECS || 0);
 const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms))]);
 
 (async () => {
-  const out = { ok: 0, failed: 0, errors: [] };
+  const out = { ok: 0, failed: 0, errors: [], ms: 0 };
   const client = new DBSQLClient();
   await client.connect({
     host: env.DBX_HOST, port: Number(env.DBX_PORT), path: env.DBX_PATH, token: env.DBX_TOKEN,
@@ -17,20 +21,27 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
   });
   const session = await client.openSession();
   const sql = env.DBX_SQL || 'SELECT 1';
-  for (let i = 0; i < n; i++) {
+  const t0 = Date.now();
+  for (let i = 0; secs > 0 ? Date.now() - t0 < secs * 1000 : i < n; i++) {
     try {
       await bound((async () => {
         const op = await session.executeStatement(sql, { runAsync: true });
         const rows = await op.fetchAll();
         await op.close();
         if (rows.length !== 1) throw new Error(`${rows.length} rows`);
-      })(), 60000);
+      })(), Number(env.DBX_TIMEOUT_MS || 60000));
       out.ok++;
     } catch (e) {
       out.failed++;
-      out.errors.push(String(e && e.message || e).slice(0, 300));
+      if (out.errors.length < 20) out.errors.push(String(e && e.message || e).slice(0, 300));
     }
   }
-  try { await session.close(); await client.close(); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
+  out.ms = Date.now() - t0;
+  // DBX_CLOSE_TIMEOUT_MS bounds the session's close (the driver retries a
+  // refused connection for minutes): unbounded unless set.
+  const closeMs = Number(env.DBX_CLOSE_TIMEOUT_MS || 0);
+  const closing = (async () => { await session.close(); await client.close(); })();
+  try { await (closeMs > 0 ? bound(closing, closeMs) : closing); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
   console.log(JSON.stringify(out));
+  process.exit(0);
 })().catch((e) => { console.log(JSON.stringify({ ok: 0, failed: -1, errors: [String(e && e.message || e)] })); });

@@ -1,25 +1,31 @@
-// hive-driver over HTTP with Basic login (user "token", the token as
+// hive-driver over HTTP (HTTPS with DBX_CA) with Basic login (user "token", the token as
 // password) through dbxtop proxy: runs DBX_N statements of DBX_SQL
 // (default SELECT 1) and
 // prints one JSON line {"ok": n, "failed": n, "errors": [...]}. The
 // driver retries nothing and can hang on a failure: each statement is
 // bounded.
+const fs = require('fs');
 const hive = require('hive-driver');
 const { TCLIService, TCLIService_types } = hive.thrift;
 
 const env = process.env;
 const n = Number(env.DBX_N || 5);
+// DBX_SECS, when set, runs statements for that long instead of DBX_N
+// (the proxy benchmark); ms is how long the statements took. Each
+// statement is bounded by DBX_TIMEOUT_MS.
+const secs = Number(env.DBX_SECS || 0);
 const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms))]);
 
 (async () => {
-  const out = { ok: 0, failed: 0, errors: [] };
+  const out = { ok: 0, failed: 0, errors: [], ms: 0 };
   const client = new hive.HiveClient(TCLIService, TCLIService_types);
   const utils = new hive.HiveUtils(TCLIService_types);
-  await client.connect({ host: env.DBX_HOST, port: Number(env.DBX_PORT), options: { path: env.DBX_PATH, https: false } },
+  await client.connect({ host: env.DBX_HOST, port: Number(env.DBX_PORT), options: { path: env.DBX_PATH, https: !!env.DBX_CA, ca: env.DBX_CA ? fs.readFileSync(env.DBX_CA) : undefined } },
     new hive.connections.HttpConnection(), new hive.auth.PlainHttpAuthentication({ username: 'token', password: env.DBX_TOKEN }));
   const session = await client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 });
   const sql = env.DBX_SQL || 'SELECT 1';
-  for (let i = 0; i < n; i++) {
+  const t0 = Date.now();
+  for (let i = 0; secs > 0 ? Date.now() - t0 < secs * 1000 : i < n; i++) {
     try {
       await bound((async () => {
         const op = await session.executeStatement(sql, { runAsync: true });
@@ -28,13 +34,14 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
         const rows = utils.getResult(op).getValue();
         await op.close();
         if (!rows || rows.length !== 1) throw new Error(`${rows && rows.length} rows`);
-      })(), 30000);
+      })(), Number(env.DBX_TIMEOUT_MS || 30000));
       out.ok++;
     } catch (e) {
       out.failed++;
-      out.errors.push(String(e && e.message || e).slice(0, 300));
+      if (out.errors.length < 20) out.errors.push(String(e && e.message || e).slice(0, 300));
     }
   }
+  out.ms = Date.now() - t0;
   try { await session.close(); await client.close(); } catch (e) { out.errors.push('close: ' + String(e.message || e)); }
   console.log(JSON.stringify(out));
   process.exit(0);
