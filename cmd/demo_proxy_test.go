@@ -22,11 +22,17 @@ import (
 // and whose Statement Execution API does not answer for Thrift statements.
 func TestDemoProxiedShare(t *testing.T) {
 	testenv.Long(t, "runs the demo timeline")
-	const speed = 10
+	// Each flag shows for a window of the demo's timeline (INACTIVE: from
+	// --inactivity-warn of silence to the server's reaper), which must be
+	// longer than one round of the engine: under -race on a loaded machine
+	// a round took 8–16 s, longer than the 7.5 s window at 10×. At 3× it is
+	// 25 s, and a gives_up client starts every 25 s.
+	const speed = 3
+	scaled := func(d time.Duration) time.Duration { return d / speed }
 	// Generous deadlines: each wait ends when its condition holds (within
 	// 30 s of demo time at rest), and a loaded machine may take many times
 	// that.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var px embeddedProxy
 	defer px.close()
@@ -45,7 +51,8 @@ func TestDemoProxiedShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	th := model.Thresholds{InactivityWarn: 1500 * time.Millisecond, ServerIdleTimeout: 9 * time.Second, LeakAfter: 2 * time.Second}
+	th := model.Thresholds{InactivityWarn: scaled(sim.DemoInactivityWarn), ServerIdleTimeout: scaled(sim.DemoServerIdleTimeout),
+		LeakAfter: scaled(sim.DemoLeakAfter)}
 	eng := poller.NewEngine(poller.Options{Discoverer: c.disc, Status: c.status, Actions: c.actions, Thresholds: th,
 		Refresh: 500 * time.Millisecond, Workspace: model.Workspace{Host: srv.URL()}, Idle: c.idle, ReadOnly: true})
 
@@ -64,7 +71,7 @@ func TestDemoProxiedShare(t *testing.T) {
 	// account of it lasts a window of the demo's timeline: it is looked
 	// for in the same rounds as the flags, so a slow machine cannot miss it.
 	var via string
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute)
 	for !(inactive && clientCloseFailed && unclosed && via != "") && time.Now().Before(deadline) {
 		if err := eng.RunOnce(ctx); err != nil {
 			t.Logf("round: %v", err)

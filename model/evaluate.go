@@ -190,42 +190,30 @@ func inactiveFlag(op *Operation, now time.Time, th Thresholds) (Flag, bool) {
 	if sev == SeverityNone {
 		return Flag{}, false
 	}
-	// Built with appends, not fmt: this runs for every flagged operation
-	// on every refresh.
-	var buf [160]byte
-	b := textfmt.AppendDuration(append(buf[:0], "no client call for "...), in)
-	b = append(b, "; "...)
-	left, _ := reapedIn(op, now, th)
-	if left <= 0 {
-		b = textfmt.AppendDuration(append(b, "server reaper due now (idle timeout "...), th.ServerIdleTimeout)
-		b = append(b, ')')
+	detail := "no client call for " + textfmt.Duration(in) + "; "
+	if left, _ := reapedIn(op, now, th); left <= 0 {
+		detail += "server reaper due now (idle timeout " + textfmt.Duration(th.ServerIdleTimeout) + ")"
 	} else {
-		b = textfmt.AppendDuration(append(b, "server reaps in "...), left)
+		detail += "server reaps in " + textfmt.Duration(left)
 	}
-	b = appendUnverified(b, op, now, th)
-	return Flag{Kind: FlagInactive, Severity: sev, Detail: string(b)}, true
+	return Flag{Kind: FlagInactive, Severity: sev, Detail: detail + unverified(op, now, th)}, true
 }
 
 // unverified qualifies a flag derived from what the server last told
 // dbxtop when dbxtop has been blind for a while (its polls keep failing):
 // the owner may have acted since, so the flag says how old its evidence is
 // instead of presenting it as current.
-func appendUnverified(b []byte, op *Operation, now time.Time, th Thresholds) []byte {
+func unverified(op *Operation, now time.Time, th Thresholds) string {
 	// Only when polls are failing: an operation dbxtop stopped polling on
 	// purpose (terminal, past its leak window) is not "blind".
 	if op.LastPollOKAt.IsZero() || op.LastError == nil {
-		return b
+		return ""
 	}
 	age := max(now.Sub(op.LastPollOKAt), 0)
 	if age < th.InactivityWarn {
-		return b
+		return ""
 	}
-	b = textfmt.AppendDuration(append(b, " (as of dbxtop's last successful poll "...), age)
-	return append(b, " ago; unverified since)"...)
-}
-
-func unverified(op *Operation, now time.Time, th Thresholds) string {
-	return string(appendUnverified(nil, op, now, th))
+	return " (as of dbxtop's last successful poll " + textfmt.Duration(age) + " ago; unverified since)"
 }
 
 // staleFlag: a followed (shown, non-terminal) operation dbxtop could not

@@ -118,7 +118,6 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	buf := e.batch.buf      // one page's rows, reused for the next page and round
 	e.batch.buf = nil
 	e.mu.Unlock()
-	followed := e.followed
 	token := ""
 	complete := false
 	for page := 0; page < pages; page++ {
@@ -128,7 +127,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 		}
 		a, err := retry.Do(ctx, e.pol, retry.Call{Name: CallStatusBatch, Safe: true}, func(ctx context.Context) (answer, error) {
 			t0 := e.clk.Now()
-			m, next, err := ll.ListLive(ctx, token, buf, followed)
+			m, next, err := ll.ListLive(ctx, token, buf)
 			e.sched.lim.observe(e.clk.Now(), e.clk.Now().Sub(t0), err)
 			return answer{m, next}, err
 		})
@@ -153,9 +152,7 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 			}
 			en := e.book.get(id)
 			if en == nil {
-				if !d.Partial { // else forgotten since it was read: the next round lists it whole
-					fresh = append(fresh, *d)
-				}
+				fresh = append(fresh, *d)
 				continue
 			}
 			e.book.listed(en, round) // still listed: not forgotten (merge)
@@ -186,18 +183,6 @@ func (e *Engine) listRound(ctx context.Context, ll sources.LiveLister) {
 	}
 	e.batch.pending--
 	e.queueBatch(round)
-}
-
-// followed is the live listing's sources.Followed: whether the engine
-// follows the statement, with its own string for the id. The listing
-// calls it once per row, so e.mu is held for one map look-up at a time.
-func (e *Engine) followed(id []byte) (string, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if en := e.book.get(string(id)); en != nil && !en.deleted {
-		return en.op.StatementID, true
-	}
-	return "", false
 }
 
 // queueBatch queues id lookups, in chunks of the source's batch limit,

@@ -344,7 +344,7 @@ type listingWorkspace struct {
 	pages    int
 }
 
-func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sources.Discovered, followed sources.Followed) ([]sources.Discovered, string, error) {
+func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sources.Discovered) ([]sources.Discovered, string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pages++
@@ -364,9 +364,6 @@ func (w *listingWorkspace) ListLive(_ context.Context, token string, dst []sourc
 			break
 		}
 		d := sources.Discovered{Op: model.Operation{StatementID: id, State: w.history[id], SQL: "SELECT " + id}, Ref: sources.Ref{StatementID: id}}
-		if own, ok := followed([]byte(id)); ok { // as the client: facts only
-			d = sources.Discovered{Op: model.Operation{StatementID: own, State: d.Op.State}, Partial: true}
-		}
 		out = append(out, d)
 	}
 	return out, next, nil
@@ -420,7 +417,7 @@ func TestBatchLiveListing(t *testing.T) {
 			t.Fatalf("%s last confirmed %v ago", v.StatementID, now.Sub(v.LastPollOKAt))
 		}
 		if v.SQL == "" {
-			t.Fatalf("%s lost its text to the partial rows of later rounds", v.StatementID)
+			t.Fatalf("%s lost its text in later rounds", v.StatementID)
 		}
 	}
 }

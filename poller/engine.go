@@ -269,7 +269,7 @@ func (e *Engine) turn(now time.Time, t *timers, spawn func(func(context.Context)
 	}
 	e.mu.Unlock()
 	if !now.Before(t.flags) {
-		e.evalFlags()
+		e.evalFlags(true)
 		t.flags = now.Add(time.Second)
 	}
 	return earliest(next, t.flags)
@@ -375,7 +375,11 @@ func (e *Engine) RunOnce(ctx context.Context) error {
 	e.mu.Lock()
 	e.roundStatus(want, errCtx(ctx))
 	e.mu.Unlock()
-	e.evalFlags()
+	// No freshness goal: it is the schedule's (Run). A round confirms
+	// what it reads and names what it could not (roundStatus); how long
+	// the round took (a throttled listing, a slow capacity call, a
+	// loaded machine) is not staleness.
+	e.evalFlags(false)
 	return derr
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dbxtop/dbxtop/model"
 	"github.com/dbxtop/dbxtop/poller/retry"
@@ -24,6 +25,9 @@ type scripted struct {
 	settles int
 	eps     []model.Endpoint
 	epsErr  error
+	// slow, when set, is waited on by each capacity call: the fake clock
+	// moves on while the round waits for it.
+	slow func()
 }
 
 func (s *scripted) Discover(ctx context.Context, retry sources.Retry) ([]sources.Discovered, error) {
@@ -55,6 +59,9 @@ func (s *scripted) Settle(_ context.Context, _ sources.Retry, ref sources.Ref) (
 }
 
 func (s *scripted) Endpoints(context.Context, sources.Retry) ([]model.Endpoint, error) {
+	if s.slow != nil {
+		s.slow()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.eps, s.epsErr
@@ -112,6 +119,42 @@ func TestEngineTruncatedDiscoveryIsReported(t *testing.T) {
 	}
 	if errs := e.Snapshot().Errors; len(errs) != 0 {
 		t.Fatalf("truncation kept after a complete discovery: %+v", errs)
+	}
+}
+
+// A one-shot round that takes longer than the freshness goal (a slow
+// capacity call, a throttled listing, a loaded machine) still confirmed
+// every operation it read: the snapshot holds no Freshness error, which
+// would make snapshot exit UNKNOWN for how long the round took. An
+// operation the round could not read is still said (unread).
+func TestRunOnceFreshnessIsNotTheRoundsLength(t *testing.T) {
+	clk := newAutoClock()
+	s := &scripted{ds: []sources.Discovered{running("a"), running("b")},
+		status: map[string]func() (sources.Status, error){"a": runningStatus, "b": runningStatus},
+		slow:   func() { <-clk.After(20 * time.Second) }}
+	e := NewEngine(Options{Discoverer: s, Status: s, Capacity: s, Settle: s, Clock: clk,
+		Policy: retry.PolicyOptions{Limits: map[string]retry.Limit{"GetOperationStatus": {Attempts: 1}}}})
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap := e.Snapshot()
+	if len(snap.Operations) != 2 || len(snap.Errors) != 0 {
+		t.Fatalf("a round 20 s long: %d operations, errors %+v", len(snap.Operations), snap.Errors)
+	}
+	s.mu.Lock()
+	s.status["b"] = nil // its polls fail in transport
+	s.mu.Unlock()
+	if err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap = e.Snapshot()
+	if errorOf(snap, model.KindUnread) == nil {
+		t.Fatalf("an operation the round could not read is not said: %+v", snap.Errors)
+	}
+	for _, x := range snap.Errors {
+		if x.Call == callFreshness {
+			t.Errorf("a one-shot round's length reported as staleness: %+v", x)
+		}
 	}
 }
 

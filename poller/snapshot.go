@@ -43,15 +43,17 @@ func (e *Engine) snapshot() model.Snapshot {
 	return model.SnapshotOfViews(now, ws, views, eps, uniqueErrors(errs))
 }
 
-// evalFlags measures freshness, compares the flags of the operations
-// whose view may have changed and of every endpoint with those last
-// compared, and emits raised and cleared events (a severity change counts
-// as raised).
-func (e *Engine) evalFlags() {
+// evalFlags measures freshness (scheduled: Run's schedule, whose goal
+// it is), compares the flags of the operations whose view may have
+// changed and of every endpoint with those last compared, and emits
+// raised and cleared events (a severity change counts as raised).
+func (e *Engine) evalFlags(scheduled bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clk.Now()
-	e.evalFreshness(now)
+	if scheduled {
+		e.evalFreshness(now)
+	}
 	e.book.compare(now, e.caps.eps, e.out.emit)
 }
 

@@ -112,8 +112,11 @@ func TestActAs(t *testing.T) {
 // access token as password) is proxied and acted for like a bearer one.
 func TestBasicAuthPassthrough(t *testing.T) {
 	s := startSim(t, "")
-	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), CloseAbandoned: 300 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The window is longer than a loaded machine's gap between two status
+	// polls of runStatement's client: only the statement left alone below
+	// is abandoned.
+	p := startProxy(t, s.URL(), Options{Heal: true, Policy: fastPolicy(), CloseAbandoned: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c, err := thrift.NewClient(thrift.Options{Host: p.URL(), UserAgent: "jdbc/1.0", Timeout: 20 * time.Second,
 		Authenticate: func(r *http.Request) error { r.SetBasicAuth("token", s.Token()); return nil }})
@@ -134,7 +137,7 @@ func TestBasicAuthPassthrough(t *testing.T) {
 	}
 	// The server closes the operation before the proxy records its
 	// answer: wait for both.
-	waitFor(t, "the abandoned operation closed with the client's Basic credentials", 20*time.Second, func() bool {
+	waitFor(t, "the abandoned operation closed with the client's Basic credentials", 60*time.Second, func() bool {
 		if simOpen(s, op.Ref.StatementID) {
 			return false
 		}
@@ -147,5 +150,4 @@ func TestBasicAuthPassthrough(t *testing.T) {
 		}
 		return false
 	})
-
 }

@@ -133,11 +133,6 @@ type ProxyLister interface {
 type Discovered struct {
 	Op  model.Operation
 	Ref Ref
-	// Partial: a live listing's row of a statement the engine follows
-	// (Followed), holding only what ListedStatus reads and the id; its
-	// text, user, warehouse and application were left out. Never adopted
-	// from.
-	Partial bool
 }
 
 // StatusSource reports one operation's status.
@@ -164,21 +159,9 @@ type BatchStatusSource interface {
 // yet from the listing itself (Scope.NoLive). The rows are appended to
 // dst[:0] (the caller's buffer from the previous page, so that a round
 // of ten pages does not allocate ten slices of a thousand operations).
-//
-// followed (nil: none) names the statements the engine follows already:
-// their rows may be Partial, since the engine takes only a followed
-// statement's execution facts from a listing. At scale nearly every row
-// a listing reads is followed, and texts, users and applications are most
-// of what decoding a row costs (docs/performance.md).
 type LiveLister interface {
-	ListLive(ctx context.Context, token string, dst []Discovered, followed Followed) ([]Discovered, string, error)
+	ListLive(ctx context.Context, token string, dst []Discovered) ([]Discovered, string, error)
 }
-
-// Followed reports whether the engine follows the statement whose id a
-// listing spells id, and gives the engine's own string for it (so a
-// listing need not allocate one). It may be called from the listing's
-// goroutine, once per row.
-type Followed func(id []byte) (string, bool)
 
 // ActionSource cancels and closes operations.
 type ActionSource interface {

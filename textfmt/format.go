@@ -12,39 +12,25 @@ import (
 // cell or flag detail: whole seconds (rounded), at most two units ("45s",
 // "1m12s", "2h05m", "3d04h"). Negative durations get a minus sign.
 func Duration(d time.Duration) string {
-	var b [24]byte
-	return string(AppendDuration(b[:0], d))
-}
-
-// AppendDuration appends Duration(d) to b: flag details are built for
-// every flagged operation on every refresh, without fmt.
-func AppendDuration(b []byte, d time.Duration) []byte {
 	if d < 0 {
-		b = append(b, '-')
 		if d == math.MinInt64 {
 			d++ // its negation overflows; a nanosecond does not show
 		}
-		d = -d
+		return "-" + Duration(-d)
 	}
 	s := int64((d + time.Second/2) / time.Second)
 	if d > math.MaxInt64-time.Second/2 {
 		s = int64(d / time.Second) // rounding would overflow
 	}
-	two := func(b []byte, v int64) []byte {
-		if v < 10 {
-			b = append(b, '0')
-		}
-		return strconv.AppendInt(b, v, 10)
-	}
 	switch {
 	case s < 60:
-		return append(strconv.AppendInt(b, s, 10), 's')
+		return fmt.Sprintf("%ds", s)
 	case s < 3600:
-		return append(two(append(strconv.AppendInt(b, s/60, 10), 'm'), s%60), 's')
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
 	case s < 86400:
-		return append(two(append(strconv.AppendInt(b, s/3600, 10), 'h'), (s%3600)/60), 'm')
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
 	default:
-		return append(two(append(strconv.AppendInt(b, s/86400, 10), 'd'), (s%86400)/3600), 'h')
+		return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
 	}
 }
 

@@ -26,15 +26,14 @@ const LivePageSize = 999
 // statement listed is live as of the answer: one request confirms up to
 // 999 operations. The engine looks up by id (StatusBatch) the live
 // operations a listing did not show: they ended, or history has not
-// caught up. The rows of statements followed (followed, nil: none) are
-// Partial: only their execution facts are decoded.
-func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Discovered, followed sources.Followed) ([]sources.Discovered, string, error) {
+// caught up.
+func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Discovered) ([]sources.Discovered, string, error) {
 	req := sql.ListQueryHistoryRequest{
 		FilterBy:   &sql.QueryFilter{Statuses: liveStatuses, WarehouseIds: c.conf.Warehouses},
 		MaxResults: LivePageSize,
 		PageToken:  token,
 	}
-	resp, err := c.historyList(ctx, req, followed)
+	resp, err := c.historyList(ctx, req)
 	if err != nil {
 		return nil, "", c.wrapErr(CallListQueries, err)
 	}
@@ -44,7 +43,6 @@ func (c *Client) ListLive(ctx context.Context, token string, dst []sources.Disco
 	}
 	for i := range resp.Res {
 		if d, ok := discoveredFrom(resp.Res[i].info()); ok {
-			d.Partial = resp.Res[i].partial
 			out = append(out, d)
 		}
 	}
@@ -84,7 +82,7 @@ func (c *Client) StatusBatch(ctx context.Context, refs []sources.Ref) (map[strin
 		FilterBy:   &sql.QueryFilter{StatementIds: ids},
 		MaxResults: len(ids),
 	}
-	resp, err := c.historyList(ctx, req, nil)
+	resp, err := c.historyList(ctx, req)
 	if err != nil {
 		return nil, c.wrapErr(CallListQueries, err)
 	}

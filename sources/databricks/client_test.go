@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/service/vectorsearch"
@@ -174,10 +173,9 @@ func FuzzDecodeHistoryPage(f *testing.F) {
 	f.Add([]byte(` {"res":[{"query_start_time_ms":-0,"query_end_time_ms":01}]} `))
 	f.Add([]byte(`{"res":[{"query_id":"ab","query_text":"SELECT \u003e 1","user_name":"u"},{"query_text":"t","query_id":"abc","user_name":"v","status":"RUNNING"},{"query_id":"ab","query_id":"ab"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, gerr := decodeHistoryPage(b, nil)
+		got, gerr := decodeHistoryPage(b)
 		var want historyPage
 		werr := json.Unmarshal(b, &want)
-		checkFollowed(t, b, werr, want)
 		if (gerr == nil) != (werr == nil) && werr == nil {
 			t.Fatalf("refused what encoding/json accepts: %v", gerr)
 		}
@@ -200,39 +198,6 @@ func FuzzDecodeHistoryPage(f *testing.F) {
 	})
 }
 
-// checkFollowed decodes b again with every statement of an even-length
-// id followed: the verdict is encoding/json's (werr), a followed row is
-// partial with its execution facts and none of its descriptive fields,
-// and every other row is what encoding/json made of it (want).
-func checkFollowed(t *testing.T, b []byte, werr error, want historyPage) {
-	t.Helper()
-	followed := func(id []byte) (string, bool) { return "followed:" + string(id), len(id)%2 == 0 }
-	got, gerr := decodeHistoryPage(b, followed)
-	if (gerr == nil) != (werr == nil) {
-		t.Fatalf("with followed statements: error %v, encoding/json's %v", gerr, werr)
-	}
-	if werr != nil || !utf8.Valid(b) {
-		return
-	}
-	if got.HasNextPage != want.HasNextPage || got.NextPageToken != want.NextPageToken || len(got.Res) != len(want.Res) {
-		t.Fatalf("with followed statements: page %+v, want %+v", *got, want)
-	}
-	for i, g := range got.Res {
-		w := want.Res[i]
-		if !g.partial {
-			if g != w {
-				t.Fatalf("row %d not followed: %+v, want %+v", i, g, w)
-			}
-			continue
-		}
-		facts := historyRow{QueryID: "followed:" + w.QueryID, Status: w.Status, QueryStartTimeMs: w.QueryStartTimeMs,
-			QueryEndTimeMs: w.QueryEndTimeMs, ExecutionEndTimeMs: w.ExecutionEndTimeMs, ErrorMessage: w.ErrorMessage, partial: true}
-		if len(w.QueryID)%2 != 0 || g != facts {
-			t.Fatalf("followed row %d: %+v, want its facts only %+v", i, g, facts)
-		}
-	}
-}
-
 // TestFastDecoderReadsTypicalAnswers: answers as the API and the
 // simulator send them (unknown fields, nested metrics, escaped SQL, nulls)
 // take the fast path; those outside its subset do not, and are left to
@@ -249,7 +214,7 @@ func TestFastDecoderReadsTypicalAnswers(t *testing.T) {
 	}
 	for _, s := range fast {
 		var p historyPage
-		if !decodePageFast([]byte(s), &p, nil) {
+		if !decodePageFast([]byte(s), &p) {
 			t.Errorf("left to encoding/json: %s", s)
 		}
 	}
@@ -259,7 +224,7 @@ func TestFastDecoderReadsTypicalAnswers(t *testing.T) {
 	}
 	for _, s := range slow {
 		var p historyPage
-		if decodePageFast([]byte(s), &p, nil) {
+		if decodePageFast([]byte(s), &p) {
 			t.Errorf("the fast decoder read what it must leave to encoding/json: %s", s)
 		}
 	}
@@ -281,7 +246,7 @@ func TestDecodedPageOwnsItsStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := slices.Clone(page)
-	got, err := decodeHistoryPage(buf, nil)
+	got, err := decodeHistoryPage(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,13 +290,13 @@ func TestDecodedPageDoesNotKeepTheAnswerAlive(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	if _, err := decodeHistoryPage(page, nil); err != nil { // the decoder's own caches, once
+	if _, err := decodeHistoryPage(page); err != nil { // the decoder's own caches, once
 		t.Fatal(err)
 	}
 	before := heap()
 	var kept []string
 	for range 40 {
-		p, err := decodeHistoryPage(page, nil)
+		p, err := decodeHistoryPage(page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +337,7 @@ func TestHistoryRequestIsTheSDKs(t *testing.T) {
 		t.Fatalf("the SDK's request: %v", err)
 	}
 	rc.Close()
-	if _, err := c.historyList(context.Background(), req, nil); err != nil {
+	if _, err := c.historyList(context.Background(), req); err != nil {
 		t.Fatalf("historyList: %v", err)
 	}
 	if len(got) != 2 {
@@ -405,10 +370,9 @@ func TestHistoryPagesKeepTheSDKRateLimit(t *testing.T) {
 	}
 }
 
-// The live listing's rows of followed statements are partial: the
-// execution facts and the engine's own id string, none of the text, user,
-// warehouse or application; the others are whole.
-func TestLiveListingRowsOfFollowedStatementsArePartial(t *testing.T) {
+// The live listing's rows are whole: each with its state, start, text,
+// user, warehouse and application, whether the engine follows it or not.
+func TestLiveListingRowsAreWhole(t *testing.T) {
 	f := newFakeWS(t)
 	f.handle("GET /api/2.0/sql/history/queries", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"res": []map[string]any{
@@ -418,23 +382,17 @@ func TestLiveListingRowsOfFollowedStatementsArePartial(t *testing.T) {
 				"warehouse_id": "wh", "client_application": "Tableau", "query_start_time_ms": 1700000001000},
 		}})
 	})
-	own := "01ef-known" // the engine's string
-	followed := func(id []byte) (string, bool) { return own, string(id) == own }
-	rows, next, err := f.client(t).ListLive(context.Background(), "", nil, followed)
+	rows, next, err := f.client(t).ListLive(context.Background(), "", nil)
 	if err != nil || next != "" || len(rows) != 2 {
 		t.Fatalf("ListLive: %d rows, next %q, %v", len(rows), next, err)
 	}
-	known, fresh := rows[0], rows[1]
-	if !known.Partial || known.Op.StatementID != own || unsafe.StringData(known.Op.StatementID) != unsafe.StringData(own) {
-		t.Errorf("followed row: partial %v id %q, want partial with the engine's own string", known.Partial, known.Op.StatementID)
+	first, second := rows[0], rows[1]
+	if first.Op.StatementID != "01ef-known" || first.Op.State != model.StateRunning || !first.Op.StartedAt.Equal(time.UnixMilli(1700000000000)) ||
+		first.Op.SQL != "SELECT 1" || first.Op.User != "alice@example.com" || first.Op.ClientApplication != "dbt" || first.Ref.WarehouseID != "wh" {
+		t.Errorf("first row: %+v %+v", first.Op, first.Ref)
 	}
-	if known.Op.State != model.StateRunning || !known.Op.StartedAt.Equal(time.UnixMilli(1700000000000)) {
-		t.Errorf("followed row's facts: %s started %v", known.Op.State, known.Op.StartedAt)
-	}
-	if known.Op.SQL != "" || known.Op.User != "" || known.Op.WarehouseID != "" || known.Op.ClientApplication != "" {
-		t.Errorf("followed row kept descriptive fields: %+v", known.Op)
-	}
-	if fresh.Partial || fresh.Op.SQL != "SELECT 2" || fresh.Op.User != "bob@example.com" || fresh.Op.ClientApplication != "Tableau" || fresh.Ref.WarehouseID != "wh" {
-		t.Errorf("a row not followed is not whole: %+v", fresh)
+	if second.Op.StatementID != "01ef-new" || second.Op.State != model.StatePending || second.Op.SQL != "SELECT 2" ||
+		second.Op.User != "bob@example.com" || second.Op.ClientApplication != "Tableau" || second.Ref.WarehouseID != "wh" {
+		t.Errorf("second row: %+v %+v", second.Op, second.Ref)
 	}
 }

@@ -29,20 +29,26 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 	// Thresholds are scaled with the scenario, but never below 10 s: a
 	// threshold shorter than one snapshot round (several seconds under
 	// -race on a busy machine) would flag healthy operations — no monitor
-	// can see faster than it polls.
+	// can see faster than it polls. The scenario runs half that longer, so
+	// that abandoned statements are due.
+	const floor = 10 * time.Second
 	scaled := func(d time.Duration) time.Duration {
-		return max(time.Duration(float64(d)/speed), 10*time.Second)
+		return max(time.Duration(float64(d)/speed), floor)
 	}
 	scale := func(d time.Duration) string { return fmt.Sprintf("%dms", scaled(d).Milliseconds()) }
 	warn, leak := scaled(15*time.Second), scaled(20*time.Second)
+	// The server's reaper (the simulator's and dbxtop's word for it) well
+	// after the warning, so that an abandoned statement is INACTIVE for a
+	// while before it is REAPED.
+	idle := max(time.Duration(float64(90*time.Second)/speed), 3*floor)
 	// INACTIVE for the direct abandons needs the opt-in owner-activity
 	// extension (without a proxy no server tells it), and lenient handles:
 	// dbxtop reads the direct clients' operations through handles rebuilt
 	// from statement ids, not through the proxy.
-	s := startSim(t, sim.Options{Scenario: "demo", Seed: 1, Speed: speed, OwnerActivity: true, LenientHandles: true})
+	s := startSim(t, sim.Options{Scenario: "demo", Seed: 1, Speed: speed, IdleTimeout: idle, OwnerActivity: true, LenientHandles: true})
 	// Wait out the scenario's timeline (a deadline on the simulated
 	// workload, not a synchronisation guess).
-	<-time.After(time.Duration(float64(2*time.Minute) / speed))
+	<-time.After(time.Duration(float64(2*time.Minute)/speed) + floor/2)
 
 	truth := s.Truth()
 	args := []string{"--host", s.URL(), "--json", "--capacity-probe"}
@@ -50,7 +56,7 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 		args = append(args, "--log-file", lf)
 	}
 	r := snapshot(t, append(args,
-		"--inactivity-warn", scale(15*time.Second), "--server-idle-timeout", scale(90*time.Second), "--leak-after", scale(20*time.Second))...)
+		"--inactivity-warn", scale(15*time.Second), "--server-idle-timeout", fmt.Sprintf("%dms", idle.Milliseconds()), "--leak-after", scale(20*time.Second))...)
 	if r.code == 3 {
 		t.Fatalf("could not observe: %s", r.stderr)
 	}
@@ -60,6 +66,8 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 		byID[o.StatementID] = o
 	}
 	kinds := map[string]int{}
+	dueAbandons := 0 // abandoned statements the check below holds to INACTIVE or REAPED
+	excused := 0     // healthy statements flagged by the round's length alone
 	for _, op := range truth.Operations {
 		kinds[op.ClientKind]++
 		got, seen := byID[op.StatementID]
@@ -80,6 +88,9 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 			// Due once its owner has been idle for the warning threshold
 			// (plus a second of sampling).
 			due := snap.GeneratedAt.Sub(op.OwnerLastActivity) >= warn+time.Second
+			if op.State == "RUNNING" && due {
+				dueAbandons++
+			}
 			if op.State == "RUNNING" && due && !got.HasFlag(model.FlagInactive) && !got.HasFlag(model.FlagReaped) {
 				t.Errorf("abandoned %s still running but not INACTIVE/REAPED: flags %v", op.StatementID, got.Flags)
 			}
@@ -90,10 +101,20 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 				t.Errorf("close_fails %s open for ≥ leak-after but not UNCLOSED: flags %v", op.StatementID, got.Flags)
 			}
 		case "healthy":
-			if len(got.Flags) > 0 {
-				t.Errorf("healthy %s carries flags %v", op.StatementID, got.Flags)
+			// A round longer than a threshold (a loaded machine: 11 to 30 s
+			// under -race at a load average of 36) reads some operations
+			// that long before the snapshot's instant: their flags then
+			// come from the round's own length, and are excused only so.
+			lag := snap.GeneratedAt.Sub(got.LastPollOKAt)
+			if len(got.Flags) > 0 && lag <= r.elapsed && lag >= min(warn, leak)-2*time.Second {
+				excused++
+			} else if len(got.Flags) > 0 {
+				t.Errorf("healthy %s carries flags %v (last read %v before the snapshot, its round %v long)", op.StatementID, got.Flags, lag, r.elapsed)
 			}
 		}
+	}
+	if dueAbandons == 0 {
+		t.Error("no abandoned statement was due: the INACTIVE/REAPED check held nothing")
 	}
 	flags := map[model.FlagKind]int{}
 	for _, o := range snap.Operations {
@@ -106,7 +127,7 @@ func TestSnapshotAfterDemoScenario(t *testing.T) {
 			flags[f.Kind]++
 		}
 	}
-	t.Logf("truth: %d operations %v; snapshot: %d operations, flags %v, exit %d, in %v", len(truth.Operations), kinds, len(snap.Operations), flags, r.code, r.elapsed)
+	t.Logf("truth: %d operations %v; snapshot: %d operations, flags %v, exit %d, in %v; %d abandoned statements due; %d healthy flagged by the round's length", len(truth.Operations), kinds, len(snap.Operations), flags, r.code, r.elapsed, dueAbandons, excused)
 	for _, te := range truth.Endpoints {
 		if !te.Exhausted {
 			continue

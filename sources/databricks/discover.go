@@ -134,7 +134,7 @@ func (c *Client) listHistory(ctx context.Context, retry sources.Retry, f *sql.Qu
 	for {
 		var resp *historyPage
 		err := retry(ctx, CallListQueries, func(ctx context.Context) error {
-			r, err := c.historyList(ctx, req, nil) // dbxtop's decoder (history_decode.go), not the SDK's reflection; rows whole: adopt refreshes what they describe
+			r, err := c.historyList(ctx, req) // dbxtop's decoder (history_decode.go), not the SDK's reflection
 			resp = r
 			return c.wrapErr(CallListQueries, err)
 		})

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/dbxtop/dbxtop/sources"
 )
 
 // decodePageFast decodes a query-history answer into p in one pass over
@@ -25,14 +23,8 @@ import (
 //
 // Nothing in p points into b (the caller's pooled buffer, reused for the
 // next answer).
-//
-// followed (nil: none) makes the row of a followed statement partial: from
-// its query_id on, its descriptive fields (text, users, warehouse,
-// endpoint, application) are read past, not kept, and the id is the
-// engine's own string. The field comes first in the API's rows, so a
-// followed row allocates nothing.
-func decodePageFast(b []byte, p *historyPage, followed sources.Followed) bool {
-	d := pageDecoder{b: b, p: p, followed: followed}
+func decodePageFast(b []byte, p *historyPage) bool {
+	d := pageDecoder{b: b, p: p}
 	if !d.object(inPage, 0) {
 		return false
 	}
@@ -46,10 +38,8 @@ type pageDecoder struct {
 	i int
 	p *historyPage
 
-	sawRes   bool
-	row      *historyRow
-	followed sources.Followed
-	sawID    bool // the row's query_id was read
+	sawRes bool
+	row    *historyRow
 	// Interned values: the previous row's value of each field first (rows
 	// of one page usually share them), then the page's map.
 	last    [numInterned]string
@@ -555,72 +545,29 @@ func (d *pageDecoder) rowValue() bool {
 	if d.peek() == 'n' {
 		return d.literal("null") // a zero row, as encoding/json leaves it
 	}
-	d.row, d.sawID = &d.p.Res[len(d.p.Res)-1], false
+	d.row = &d.p.Res[len(d.p.Res)-1]
 	return d.object(inRow, 0)
-}
-
-// queryID reads a row's query_id. A plain one that names a followed
-// statement makes the row partial (its descriptive fields so far are
-// dropped, the rest read past). A second query_id in a row is left to
-// encoding/json: the row's fields may already have been read past.
-func (d *pageDecoder) queryID(r *historyRow) bool {
-	if d.sawID {
-		return false
-	}
-	d.sawID = true
-	if d.followed == nil || d.peek() != '"' {
-		return d.stringValue(&r.QueryID, -1)
-	}
-	start := d.i
-	raw, esc, nonASCII, ok := d.rawString()
-	if !ok {
-		return false
-	}
-	if !esc && !nonASCII {
-		if id, ok := d.followed(raw); ok {
-			*r = historyRow{QueryID: id, Status: r.Status, QueryStartTimeMs: r.QueryStartTimeMs, QueryEndTimeMs: r.QueryEndTimeMs,
-				ExecutionEndTimeMs: r.ExecutionEndTimeMs, ErrorMessage: r.ErrorMessage, partial: true}
-			return true
-		}
-	}
-	return d.keepString(&r.QueryID, -1, start, raw, esc, nonASCII)
-}
-
-// described reads a descriptive field's string into dst, or past it in a
-// partial row (valid JSON all the same: the verdict is encoding/json's).
-func (d *pageDecoder) described(dst *string, field int) bool {
-	if !d.row.partial {
-		return d.stringValue(dst, field)
-	}
-	switch d.peek() {
-	case 'n':
-		return d.literal("null")
-	case '"':
-		_, _, _, ok := d.rawString()
-		return ok
-	}
-	return false
 }
 
 func (d *pageDecoder) rowField(key []byte) bool {
 	r := d.row
 	switch string(key) {
 	case "query_id":
-		return d.queryID(r)
+		return d.stringValue(&r.QueryID, -1)
 	case "status":
 		return d.stringValue(&r.Status, inStatus)
 	case "query_text":
-		return d.described(&r.QueryText, inText)
+		return d.stringValue(&r.QueryText, inText)
 	case "user_name":
-		return d.described(&r.UserName, inUser)
+		return d.stringValue(&r.UserName, inUser)
 	case "executed_as_user_name":
-		return d.described(&r.ExecutedAsUserName, inExecUser)
+		return d.stringValue(&r.ExecutedAsUserName, inExecUser)
 	case "warehouse_id":
-		return d.described(&r.WarehouseID, inWarehouse)
+		return d.stringValue(&r.WarehouseID, inWarehouse)
 	case "endpoint_id":
-		return d.described(&r.EndpointID, inEndpoint)
+		return d.stringValue(&r.EndpointID, inEndpoint)
 	case "client_application":
-		return d.described(&r.ClientApplication, inApp)
+		return d.stringValue(&r.ClientApplication, inApp)
 	case "error_message":
 		return d.stringValue(&r.ErrorMessage, inError)
 	case "query_start_time_ms":

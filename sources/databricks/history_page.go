@@ -16,8 +16,6 @@ import (
 	"github.com/databricks/databricks-sdk-go/service/sql"
 	"github.com/databricks/databricks-sdk-go/useragent"
 	"github.com/google/go-querystring/query"
-
-	"github.com/dbxtop/dbxtop/sources"
 )
 
 // historyPage is one query-history answer, decoded by decodeHistoryPage
@@ -44,10 +42,6 @@ type historyRow struct {
 	QueryEndTimeMs     flexInt `json:"query_end_time_ms"`
 	ExecutionEndTimeMs flexInt `json:"execution_end_time_ms"`
 	ErrorMessage       string  `json:"error_message"`
-
-	// partial: a followed statement's row (decodePageFast), without its
-	// descriptive fields.
-	partial bool
 }
 
 // flexInt accepts a JSON number or a number in a string, as the API's
@@ -89,10 +83,7 @@ func (r *historyRow) info() sql.QueryInfo {
 // buffer, zeroing each step) before handing it over, the largest driver of
 // garbage collection at scale. Here the answer is read into a pooled
 // buffer that keeps its capacity from page to page.
-//
-// followed (nil: none) lets the rows of followed statements be partial
-// (decodePageFast).
-func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest, followed sources.Followed) (*historyPage, error) {
+func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryRequest) (*historyPage, error) {
 	q, err := historyQuery(req)
 	if err != nil {
 		return nil, err
@@ -137,7 +128,7 @@ func (c *Client) historyList(ctx context.Context, req sql.ListQueryHistoryReques
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	return decodeHistoryPage(buf.Bytes(), followed) // nothing it returns points into buf
+	return decodeHistoryPage(buf.Bytes()) // nothing it returns points into buf
 }
 
 // pageBuffers hold query-history answers while they are decoded; a
@@ -171,11 +162,9 @@ func historyQuery(req sql.ListQueryHistoryRequest) (string, error) {
 // (TestDecodedPageOwnsItsStrings). An answer outside the fast decoder's
 // subset is decoded by encoding/json, whose verdict and error stand;
 // FuzzDecodeHistoryPage checks that the two agree.
-//
-// followed is decodePageFast's; encoding/json's rows are whole.
-func decodeHistoryPage(b []byte, followed sources.Followed) (*historyPage, error) {
+func decodeHistoryPage(b []byte) (*historyPage, error) {
 	var p historyPage
-	if decodePageFast(b, &p, followed) {
+	if decodePageFast(b, &p) {
 		return &p, nil
 	}
 	p = historyPage{} // what the fast decoder decoded before it gave up
