@@ -548,21 +548,3 @@ func FuzzOperationsScreen(f *testing.F) {
 		}
 	})
 }
-
-// Frames, not events: a tick, and engine events while the Events view is
-// not shown, do not render a frame; a snapshot, a key or events shown in
-// the Events view do.
-func TestRenderOnlyWhenSomethingVisibleChanged(t *testing.T) {
-	e := newFakeEngine(fixtureSnapshot())
-	m := syncModel(t, e, testOptions(), 120, 40)
-	n := m.frames
-	m.Update(tickMsg(fixedNow))
-	m.Update(eventMsg{evs: []model.Event{{At: fixedNow, Kind: model.EventRetry, Message: "attempt 1 failed"}}, ok: true})
-	must(t, m.frames == n, "tick and hidden events rendered %d frames", m.frames-n)
-	refresh(m)
-	must(t, m.frames == n+1, "a snapshot rendered %d frames, want 1", m.frames-n)
-	m.view = viewEvents
-	n = m.frames
-	m.Update(eventMsg{evs: []model.Event{{At: fixedNow, Kind: model.EventRetry, Message: "attempt 2 failed"}}, ok: true})
-	must(t, m.frames == n+1 && strings.Contains(plain(m), "attempt 2 failed"), "events shown in the Events view did not render:\n%s", plain(m))
-}

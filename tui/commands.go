@@ -65,7 +65,6 @@ func (m *Model) tick() tea.Cmd {
 // what arrives within frameEvery of it (at most maxFrameEvents), so
 // events cause at most 10 renders a second however many there are.
 const (
-	frameRate      = 20 // renderer flushes per second at most (keys echo within 50 ms)
 	frameEvery     = 100 * time.Millisecond
 	maxFrameEvents = 4096 // the engine's buffer: one frame can drain it
 )

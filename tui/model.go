@@ -42,12 +42,6 @@ const (
 // runs the confirmed actions, and draws the frame (header, body, status
 // line, footer) around the component's body.
 type Model struct {
-	// frame is what View shows, rendered by Update (framed: at least
-	// once); frames counts the renders (tests).
-	frame  string
-	framed bool
-	frames int
-
 	ctx    *programContext
 	eng    Engine
 	events <-chan model.Event
@@ -167,40 +161,13 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(m.fetch(), waitEvent(m.events, m.done))
 }
 
-// Update routes a message, then renders the frame if the message may
-// have changed what is on screen. Bubble Tea calls View after every
-// message; a tick, or a frame of engine events while the Events view is
-// not shown, changes nothing visible, so View hands back the frame
-// already rendered instead of building it again (docs/performance.md,
-// "What each optimization buys").
+// Update routes a message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	cmd := m.route(msg)
-	if !m.framed || visible(msg, m.view) {
-		m.frame, m.framed = m.render(), true
-		m.frames++
-	}
-	return m, cmd
+	return m, m.route(msg)
 }
 
-// visible reports whether msg may change the screen of view.
-func visible(msg tea.Msg, view viewID) bool {
-	switch msg := msg.(type) {
-	case tickMsg:
-		return false // it only asks for a snapshot
-	case eventMsg:
-		return view == viewEvents || !msg.ok
-	}
-	return true
-}
-
-// View returns the frame Update rendered last (View never changes
-// state; before the first message it renders one).
-func (m *Model) View() string {
-	if !m.framed {
-		return m.render()
-	}
-	return m.frame
-}
+// View renders the frame from the current state (it never changes it).
+func (m *Model) View() string { return m.render() }
 
 // route handles one message; keys go to handleKey.
 func (m *Model) route(msg tea.Msg) tea.Cmd { return m.routeMsg(msg) }
@@ -262,7 +229,7 @@ func (m *Model) applySnapshotRows(s model.Snapshot, h model.Health, rows rowOrde
 	h.LastError = model.SanitizeError(h.LastError) // the snapshot is clean, health is not
 	m.ctx.snap, m.ctx.health, m.ctx.loaded = s, h, true
 	m.refresh++
-	m.counts = rows.counts // buildRows' pass counted the operations
+	m.counts = rows.counts // buildRows counted the operations
 	for i := range s.Endpoints {
 		m.counts.add(s.Endpoints[i].Flags)
 	}

@@ -206,7 +206,7 @@ type orderSpec struct {
 	frozenGen int // 0: not paused; else which frozen order applies
 	frozen    map[string]int
 
-	// Not part of the order: what buildRows' pass also finds out.
+	// Not part of the order: what buildRows also finds out.
 	glyphs   Glyphs // the flag labels' width
 	cursorID string // where the cursor is (setRows looks again if it moved)
 }
@@ -231,7 +231,7 @@ func (o orderSpec) build(s *model.Snapshot) rowOrder {
 }
 
 // setRows takes a display order built for the current snapshot: what
-// buildRows' pass found is used as it is, without another pass over the
+// buildRows found is used as it is, without another pass over the
 // views (only a cursor moved since the order was built is looked up
 // again).
 func (m *opsModel) setRows(o rowOrder) {

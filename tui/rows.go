@@ -11,14 +11,10 @@ import (
 )
 
 // rowKey is one row's place in the order: model's sort entry (copied out
-// of the view, so that sorting many rows stays in cache), and what the
-// rows' pass after the sort needs (flagged, lw): it never goes back to
-// the views.
+// of the view, so that sorting many rows stays in cache).
 type rowKey struct {
-	e       model.SortEntry
-	frozen  int32 // position when paused, -1 for rows that appeared since
-	lw      int16 // the flag cell's width (worst label and "+n"), 0: unflagged
-	flagged bool
+	e      model.SortEntry
+	frozen int32 // position when paused, -1 for rows that appeared since
 }
 
 // sortKeys puts keys in display order: model's order (CompareEntries),
@@ -42,12 +38,10 @@ func sortKeys(keys []rowKey, desc, paused bool) {
 	})
 }
 
-// rowOrder is a display order and everything the one pass over the
-// snapshot that built it learnt on the way: the header's counts, how many
-// finished rows are collapsed, the flag column's width, which rows are
-// flagged and where the cursor's operation is. Each view is read once per
-// refresh, here: with many operations every further pass over them is a
-// cache miss per view.
+// rowOrder is a display order and what the screen needs with it: the
+// header's counts, how many finished rows are collapsed, the flag
+// column's width, which rows are flagged and where the cursor's
+// operation is.
 type rowOrder struct {
 	rows       []int      // indices into ops, in display order
 	counts     flagCounts // every operation, whatever the filter; endpoints are the caller's
@@ -61,8 +55,8 @@ type rowOrder struct {
 }
 
 // buildRows returns the rows to show, in display order (the comparison
-// is total, so an unstable sort is deterministic), with what one pass
-// learnt of ops (rowOrder). When frozen is non-nil (pause) the frozen
+// is total, so an unstable sort is deterministic), with what the screen
+// needs of ops (rowOrder), each found by its own plain pass. When frozen is non-nil (pause) the frozen
 // order wins: known ids keep their place, new ones follow in sort order.
 //
 // ordered says ops are in model's order for severity, most severe first
@@ -73,20 +67,7 @@ type rowOrder struct {
 func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, now time.Time, k model.SortKey, desc bool, frozen map[string]int, g Glyphs, cursorID string) rowOrder {
 	o := rowOrder{counts: newFlagCounts(), flagW: len("FLAG") + 2, cursorID: cursorID, cursorOp: -1, cursorRow: -1}
 	o.counts.ops = len(ops)
-	var lc labelCache
-	match := f.Matcher(now)
-	inOrder := ordered && k == model.SortSeverity && desc && frozen == nil
-	var keys []rowKey
-	if inOrder {
-		o.rows = make([]int, 0, len(ops))
-	} else {
-		keys = make([]rowKey, 0, len(ops))
-	}
-	for i := range ops {
-		op := ops[i]
-		if cursorID != "" && isBetterMatch(ops, o.cursorOp, i, cursorID) {
-			o.cursorOp = i // the cursor's operation (findOp's choice)
-		}
+	for _, op := range ops {
 		if op.State.Live() && !op.Gone {
 			o.counts.running++
 		}
@@ -94,48 +75,50 @@ func buildRows(ops []*model.OperationView, ordered bool, f model.FilterSpec, now
 			o.counts.flagged++
 			o.counts.add(op.Flags)
 		}
+	}
+	for _, op := range ops {
 		if f.HideDone && op.Done() {
 			o.doneHidden++
 		}
-		if !match(op) {
-			continue
-		}
-		key := rowKey{frozen: -1}
-		key.e.Index = int32(i)
-		if len(op.Flags) > 0 {
-			key.flagged = true
-			key.lw = int16(lc.width(op.Flags, g))
-		}
-		if inOrder {
-			o.addRow(&key)
-			continue
-		}
-		key.e = model.NewSortEntry(op, i, k)
-		if p, ok := frozen[op.StatementID]; ok {
-			key.frozen = int32(p)
-		}
-		keys = append(keys, key)
 	}
-	if !inOrder {
+	match := f.Matcher(now)
+	if ordered && k == model.SortSeverity && desc && frozen == nil {
+		o.rows = make([]int, 0, len(ops))
+		for i, op := range ops {
+			if match(op) {
+				o.rows = append(o.rows, i)
+			}
+		}
+	} else {
+		keys := make([]rowKey, 0, len(ops))
+		for i, op := range ops {
+			if !match(op) {
+				continue
+			}
+			key := rowKey{frozen: -1, e: model.NewSortEntry(op, i, k)}
+			if p, ok := frozen[op.StatementID]; ok {
+				key.frozen = int32(p)
+			}
+			keys = append(keys, key)
+		}
 		sortKeys(keys, desc, frozen != nil)
 		o.rows = make([]int, 0, len(keys))
 		for i := range keys {
-			o.addRow(&keys[i])
+			o.rows = append(o.rows, int(keys[i].e.Index))
 		}
 	}
+	var lc labelCache
+	for r, i := range o.rows {
+		if fs := ops[i].Flags; len(fs) > 0 {
+			o.flaggedAt = append(o.flaggedAt, r)
+			o.flagW = max(o.flagW, min(lc.width(fs, g), flagCellMax))
+		}
+	}
+	o.cursorOp = findOp(ops, cursorID)
 	if o.cursorOp >= 0 {
 		o.cursorRow = slices.Index(o.rows, o.cursorOp)
 	}
 	return o
-}
-
-// addRow puts the row of key last in the display order.
-func (o *rowOrder) addRow(key *rowKey) {
-	if key.flagged {
-		o.flaggedAt = append(o.flaggedAt, len(o.rows))
-		o.flagW = max(o.flagW, min(int(key.lw), flagCellMax))
-	}
-	o.rows = append(o.rows, int(key.e.Index))
 }
 
 // findOp is the index in ops of the operation with statement id id, by

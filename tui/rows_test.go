@@ -15,7 +15,7 @@ import (
 	"github.com/dbxtop/dbxtop/model"
 )
 
-// TestRowOrderAgreesWithSeparatePasses: what buildRows' one pass finds
+// TestRowOrderAgreesWithSeparatePasses: what buildRows finds
 // out on the way (counts, collapsed rows, flag column width, flagged
 // rows, the cursor) is what a pass of its own over the views gives, for
 // every sort, direction, filter and kind of cursor: the view's own id, a
@@ -154,7 +154,7 @@ func TestTableOrderIsModels(t *testing.T) {
 }
 
 // countFlags is the header's counts of a whole snapshot in a pass of its
-// own: what buildRows' pass must count on the way.
+// own: what buildRows must count.
 func countFlags(s *model.Snapshot) flagCounts {
 	c := newFlagCounts()
 	c.ops = len(s.Operations)

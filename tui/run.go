@@ -36,11 +36,7 @@ func Run(ctx context.Context, e Engine, o Options, in io.Reader, out io.Writer) 
 	// Signals are the caller's: it cancels ctx on SIGINT/SIGTERM. Bubble
 	// Tea's own handler would race that cancellation and can block forever
 	// sending to the stopped event loop (v1.3.10).
-	// The renderer flushes at most frameRate times a second (Bubble Tea's
-	// default is 60): frames come from a snapshot a second and event
-	// frames every 100 ms at most, so 60 wake-ups a second were idle CPU.
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithoutSignalHandler(),
-		tea.WithFPS(frameRate)}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithoutSignalHandler()}
 	if o.Mouse {
 		popts = append(popts, tea.WithMouseCellMotion())
 	}
