@@ -170,8 +170,6 @@ func btoi(b bool) int {
 	return 0
 }
 
-// header: identity and badges; poller health; the last error; counts per
-// flag; tabs with the view's sort and filter.
 // dataRefresh is the engine's refresh period in force (+ and - change
 // it), else the one the TUI was started with.
 func (m *Model) dataRefresh() time.Duration {
@@ -183,6 +181,8 @@ func (m *Model) dataRefresh() time.Duration {
 	return m.ctx.opts.Refresh
 }
 
+// header: identity and badges; poller health; the last error; counts per
+// flag; tabs with the view's sort and filter.
 func (m *Model) header() []string {
 	st, g, w := &m.ctx.styles, m.ctx.glyphs, m.ctx.width
 	cut := st.Dim.Render(g.Cut)
