@@ -327,31 +327,7 @@ func TestFleetManyProxiesOneView(t *testing.T) {
 	}
 	// An orphan: a Go driver process killed while its statement runs.
 	dsn := fmt.Sprintf("http://token:%s@%s%s?enableTelemetry=false", s.Token(), plain, path)
-	child := exec.Command(os.Args[0], "-test.run=^TestProxyHelperDriver$", "-test.count=1")
-	child.Env = append(os.Environ(), helperDSN+"="+dsn)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	var orphan string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "id="); ok {
-			orphan = v
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	waitFor(t, s, 30*time.Second, "the orphan-to-be RUNNING", func(tr truth) bool {
-		o, ok := tr.op(orphan)
-		return ok && o.State == "RUNNING"
-	})
-	_ = child.Process.Kill()
-	_ = child.Wait()
+	orphan, _ := killedDriver(t, s, dsn)
 
 	for range 2 {
 		r := <-nodeDone

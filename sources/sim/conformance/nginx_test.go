@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -219,14 +220,26 @@ func readLog(dir string) string {
 // nginx in front of the simulator): the only change a user makes.
 func openViaAddr(t testing.TB, s *sim.Server, hostport string, extra ...dbsql.ConnOption) *sql.DB {
 	t.Helper()
+	return openSQL(t, s, hostport, nil, extra...)
+}
+
+// openSQL opens databricks-sql-go against hostport, over TLS when tc is
+// set, else plain HTTP.
+func openSQL(t testing.TB, s *sim.Server, hostport string, tc *tls.Config, extra ...dbsql.ConnOption) *sql.DB {
+	t.Helper()
 	host, portS, err := net.SplitHostPort(hostport)
 	if err != nil {
 		t.Fatal(err)
 	}
 	port, _ := strconv.Atoi(portS)
 	g := newGuardTransport(hostport, false)
+	if tc != nil {
+		g.base.TLSClientConfig = tc
+	} else {
+		host = "http://" + host
+	}
 	opts := []dbsql.ConnOption{
-		dbsql.WithServerHostname("http://" + host),
+		dbsql.WithServerHostname(host),
 		dbsql.WithPort(port),
 		dbsql.WithHTTPPath("/sql/1.0/warehouses/" + firstWarehouse(t, s)),
 		dbsql.WithAccessToken(s.Token()),

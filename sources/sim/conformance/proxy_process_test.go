@@ -110,22 +110,7 @@ func openViaTLS(t testing.TB, s *sim.Server, hostport, caFile string, extra ...d
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	host, portS, _ := net.SplitHostPort(hostport)
-	port, _ := strconv.Atoi(portS)
-	g := newGuardTransport(hostport, false)
-	g.base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	opts := []dbsql.ConnOption{
-		dbsql.WithServerHostname(host),
-		dbsql.WithPort(port),
-		dbsql.WithHTTPPath("/sql/1.0/warehouses/" + firstWarehouse(t, s)),
-		dbsql.WithAccessToken(s.Token()),
-		dbsql.WithTransport(g),
-	}
-	c, err := dbsql.NewConnector(append(opts, extra...)...)
-	if err != nil {
-		t.Fatalf("dbsql.NewConnector: %v", err)
-	}
-	return sqlOpenDB(t, c, g)
+	return openSQL(t, s, hostport, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, extra...)
 }
 
 func openOps(tr truth) int {

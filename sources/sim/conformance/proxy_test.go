@@ -361,37 +361,7 @@ func TestProxyKilledDriverInactive(t *testing.T) {
 	host, port := urlHostPort(t, p.URL())
 	dsn := fmt.Sprintf("http://token:%s@%s/sql/1.0/warehouses/%s?enableTelemetry=false",
 		s.Token(), net.JoinHostPort(host, strconv.Itoa(port)), firstWarehouse(t, s))
-	child := exec.Command(os.Args[0], "-test.run=^TestProxyHelperDriver$", "-test.count=1")
-	child.Env = append(os.Environ(), helperDSN+"="+dsn)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	var id string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "id="); ok {
-			id = v
-			break
-		}
-	}
-	if id == "" {
-		t.Fatal("the driver process printed no statement id")
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	waitFor(t, s, 30*time.Second, "the statement RUNNING and polled", func(tr truth) bool {
-		o, ok := tr.op(id)
-		return ok && o.State == "RUNNING"
-	})
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	killed := time.Now()
+	id, killed := killedDriver(t, s, dsn)
 	const warn, refresh = 5 * time.Second, 2 * time.Second
 	var op map[string]any
 	for {
@@ -522,4 +492,44 @@ func TestProxyBadInputKeepsServingTheDriver(t *testing.T) {
 		t.Errorf("garbage not counted: %+v", st)
 	}
 	noSecret(t, s, "proxy log", log.String())
+}
+
+// killedDriver runs TestProxyHelperDriver's databricks-sql-go in a
+// process of its own against dsn, waits for its statement to be RUNNING
+// in the simulator's truth, and kills the process: the statement's client
+// is gone without a word, as a crashed job's is. It returns the
+// statement's id and when the process died.
+func killedDriver(t *testing.T, s *sim.Server, dsn string) (string, time.Time) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^TestProxyHelperDriver$", "-test.count=1")
+	child.Env = append(os.Environ(), helperDSN+"="+dsn)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	var id string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "id="); ok {
+			id = v
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("the driver process printed no statement id")
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	waitFor(t, s, 30*time.Second, "the statement RUNNING and polled", func(tr truth) bool {
+		o, ok := tr.op(id)
+		return ok && o.State == "RUNNING"
+	})
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	return id, time.Now()
 }
