@@ -65,24 +65,11 @@ func TestProxyFirstLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	var errb bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
-		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"})
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`^listen=(http://127\.0\.0\.1:\d+) admin=(http://127\.0\.0\.1:\d+) admin_token=([0-9a-f]{32})\n$`).FindStringSubmatch(line)
+	r := runUntilFirstLine(t, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	m := regexp.MustCompile(`^listen=(http://127\.0\.0\.1:\d+) admin=(http://127\.0\.0\.1:\d+) admin_token=([0-9a-f]{32})\n$`).FindStringSubmatch(r.line)
 	if m == nil {
-		t.Fatalf("first line %q", line)
+		t.Fatalf("first line %q", r.line)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	req, _ := http.NewRequest(http.MethodGet, m[2]+"/v1/health", nil)
 	req.Header.Set("Authorization", "Bearer "+m[3])
 	resp, err := http.DefaultClient.Do(req)
@@ -93,15 +80,8 @@ func TestProxyFirstLine(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("admin health: HTTP %d", resp.StatusCode)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d, stderr %q", code, errb.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("dbxtop proxy did not stop")
-	}
+	r.cancel()
+	r.wait(t, 10*time.Second)
 }
 
 // TestSimFirstLineNamesTheEmbeddedProxy: `dbxtop sim` (scenario demo) runs
@@ -116,23 +96,11 @@ func TestSimFirstLineNamesTheEmbeddedProxy(t *testing.T) {
 		{[]string{"sim", "--listen", "127.0.0.1:0", "--scenario", "quiet"},
 			`^host=http://127\.0\.0\.1:\d+ token=[0-9a-f]{32} idle_timeout=7m10s leak_timeout=23m0s\n$`},
 	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		pr, pw := io.Pipe()
-		var errb bytes.Buffer
-		done := make(chan int, 1)
-		go func() {
-			a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
-			done <- a.run(ctx, tc.args)
-			pw.Close()
-		}()
-		line, err := bufio.NewReader(pr).ReadString('\n')
-		go func() { _, _ = io.Copy(io.Discard, pr) }()
-		cancel()
-		if code := <-done; code != 0 || err != nil {
-			t.Fatalf("%v: exit %d, %v, stderr %q", tc.args, code, err, errb.String())
-		}
-		if !regexp.MustCompile(tc.re).MatchString(line) {
-			t.Errorf("%v: first line %q", tc.args, line)
+		r := runUntilFirstLine(t, tc.args...)
+		r.cancel()
+		r.wait(t, 30*time.Second)
+		if !regexp.MustCompile(tc.re).MatchString(r.line) {
+			t.Errorf("%v: first line %q", tc.args, r.line)
 		}
 	}
 }
@@ -169,6 +137,50 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
+// running is a dbxtop command run in-process until the test stops it.
+type running struct {
+	line   string // its first line of output
+	errb   *syncBuf
+	cancel context.CancelFunc // what SIGINT/SIGTERM do to the command
+	done   chan int
+}
+
+// runUntilFirstLine runs dbxtop with args and reads its first line; the
+// rest of its output is discarded.
+func runUntilFirstLine(t *testing.T, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	r := &running{errb: &syncBuf{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		a := newApp(pw, r.errb, func(string) (string, bool) { return "", false })
+		r.done <- a.run(ctx, args)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if err != nil {
+		cancel()
+		t.Fatalf("%v: no first line (%v; exit %d), stderr %q", args, err, <-r.done, r.errb.String())
+	}
+	r.line = line
+	t.Cleanup(cancel)
+	return r
+}
+
+// wait waits up to limit for the command to exit, and wants it to exit 0.
+func (r *running) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case code := <-r.done:
+		if code != 0 {
+			t.Errorf("exit %d, stderr %q", code, r.errb.String())
+		}
+	case <-time.After(limit):
+		t.Fatalf("dbxtop did not stop within %v", limit)
+	}
+}
+
 // syncBuf is a stderr the test reads while the command writes.
 type syncBuf struct {
 	mu sync.Mutex
@@ -197,31 +209,17 @@ func TestProxySignalDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	errb := &syncBuf{}
-	done := make(chan int, 1)
-	go func() {
-		a := newApp(pw, errb, func(string) (string, bool) { return "", false })
-		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--drain-timeout", "2s"})
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	m := regexp.MustCompile(`^listen=(\S+) admin=(\S+) admin_token=`).FindStringSubmatch(line)
+	r := runUntilFirstLine(t, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--drain-timeout", "2s")
+	m := regexp.MustCompile(`^listen=(\S+) admin=(\S+) admin_token=`).FindStringSubmatch(r.line)
 	if m == nil {
-		t.Fatalf("first line %q", line)
+		t.Fatalf("first line %q", r.line)
 	}
 	c, err := thrift.NewClient(thrift.Options{Host: m[1], Token: s.Token(), UserAgent: "job/1.0", Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	sess, err := c.OpenSession(ctx, s.WarehouseIDs()[0])
+	sess, err := c.OpenSession(context.Background(), s.WarehouseIDs()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +238,7 @@ func TestProxySignalDrains(t *testing.T) {
 	if code := ready(); code != http.StatusOK {
 		t.Fatalf("ready before the signal: %d", code)
 	}
-	cancel()
+	r.cancel()
 	deadline := time.Now().Add(10 * time.Second)
 	for ready() != http.StatusServiceUnavailable {
 		if time.Now().After(deadline) {
@@ -251,16 +249,9 @@ func TestProxySignalDrains(t *testing.T) {
 	if _, err := c.GetOperationStatus(context.Background(), op.Ref); err != nil {
 		t.Errorf("a poll of the held statement while draining: %v", err)
 	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d, stderr %q", code, errb.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("dbxtop proxy did not stop after --drain-timeout")
-	}
-	if !strings.Contains(errb.String(), "drain timeout with operations still open") {
-		t.Errorf("no WARN for the statement left open:\n%s", errb.String())
+	r.wait(t, 30*time.Second)
+	if !strings.Contains(r.errb.String(), "drain timeout with operations still open") {
+		t.Errorf("no WARN for the statement left open:\n%s", r.errb.String())
 	}
 	for _, o := range s.Truth().Operations {
 		if o.StatementID == op.Ref.StatementID && !o.Open {
@@ -283,32 +274,12 @@ func TestProxyFirstLineKeepsAFileTokenOut(t *testing.T) {
 	if err := os.WriteFile(tf, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	var errb bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		a := newApp(pw, &errb, func(string) (string, bool) { return "", false })
-		done <- a.run(ctx, []string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", tf})
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
+	r := runUntilFirstLine(t, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", tf)
+	if strings.Contains(r.line, token) || !strings.HasSuffix(r.line, " admin_token=(--admin-token-file)\n") {
+		t.Errorf("first line %q: want the token kept out and the file flag named", r.line)
 	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if strings.Contains(line, token) || !strings.HasSuffix(line, " admin_token=(--admin-token-file)\n") {
-		t.Errorf("first line %q: want the token kept out and the file flag named", line)
-	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d, stderr %q", code, errb.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("dbxtop proxy did not stop")
-	}
+	r.cancel()
+	r.wait(t, 30*time.Second)
 }
 
 // TestProxyPeersResolveThroughTheHiddenDNSServer: --dns-server makes the
