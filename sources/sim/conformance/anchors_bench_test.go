@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,6 +315,12 @@ func binary(b *testing.B, env, pkg string) string {
 // startProc starts bin with args, reads listen=URL from its first line
 // of stdout, and stops it (SIGTERM, then SIGKILL) when the benchmark ends.
 func startProc(b *testing.B, bin string, args ...string) (pid int, listen string) {
+	pid, fields := startProcFields(b, bin, args...)
+	return pid, fields["listen"]
+}
+
+// startProcFields is startProc with every key=value of the first line.
+func startProcFields(b *testing.B, bin string, args ...string) (pid int, fields map[string]string) {
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -344,16 +353,20 @@ func startProc(b *testing.B, bin string, args ...string) (pid int, listen string
 	}()
 	select {
 	case l := <-line:
+		fields = map[string]string{}
 		for _, f := range strings.Fields(l) {
-			if v, ok := strings.CutPrefix(f, "listen="); ok {
-				return cmd.Process.Pid, v
+			if k, v, ok := strings.Cut(f, "="); ok {
+				fields[k] = v
 			}
 		}
-		b.Fatalf("%s: first line %q names no listen=", bin, l)
+		if fields["listen"] == "" {
+			b.Fatalf("%s: first line names no listen=", bin)
+		}
+		return cmd.Process.Pid, fields
 	case <-time.After(30 * time.Second):
 		b.Fatalf("%s printed no first line within 30s", bin)
 	}
-	return 0, ""
+	return 0, nil
 }
 
 // BenchmarkProxySoak runs dbxtop proxy (the release binary, default
@@ -363,9 +376,12 @@ func startProc(b *testing.B, bin string, args ...string) (pid int, listen string
 // machine the direct rate says what the machine gave, so the proxy's
 // rate is judged as a ratio to it. It logs each period's statements/s
 // through the proxy and direct, the proxy's CPU per 1,000 statements
-// (/proc/PID/stat), its RSS (/proc/PID/status VmRSS) and its log's size,
-// and fails when the last minute's ratio is below 0.9× the first's, its
-// CPU per statement above 1/0.9× the first's, or the log passes 1 MB.
+// (/proc/PID/stat), its RSS (/proc/PID/status VmRSS), the operations it
+// holds (/v1/stats) and its log's size, and fails when the last minute's
+// ratio is below 0.9× the first's, its CPU per statement above 1/0.9× the
+// first's, the log passes 1 MB, the table never reaches its cap, RSS after
+// the cap grows by more than a tenth, or it passes the bound docs/proxy.md
+// states ("Memory": about 100 MB above the process's start at the cap).
 // e2e/proxybench.sh soak runs it; the CI-length check of the state at its
 // cap is proxy/load_test.go.
 func BenchmarkProxySoak(b *testing.B) {
@@ -381,8 +397,27 @@ func BenchmarkProxySoak(b *testing.B) {
 	dbxtopBin := binary(b, "DBXTOP_BIN", "../../..")
 	s := startSim(b, "")
 	logPath := filepath.Join(b.TempDir(), "proxy.log")
-	pid, u := startProc(b, dbxtopBin, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0",
+	pid, first := startProcFields(b, dbxtopBin, "proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0", "--log-file", logPath)
+	u := first["listen"]
+	held := func() int {
+		req, _ := http.NewRequest(http.MethodGet, first["admin"]+"/v1/stats", nil)
+		req.Header.Set("Authorization", "Bearer "+first["admin_token"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return -1
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Operations int `json:"operations"`
+		}
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st) != nil {
+			return -1
+		}
+		return st.Operations
+	}
+	const tableCap = 100_000 // --max-operations' default
+	rss0 := rssMB(pid)
 	logSize := func() int64 {
 		fi, err := os.Stat(logPath)
 		if err != nil {
@@ -419,7 +454,10 @@ func BenchmarkProxySoak(b *testing.B) {
 				}
 			}()
 		}
-		type sample struct{ rate, direct, ratio, cpuPer1000, rssMB float64 }
+		type sample struct {
+			rate, direct, ratio, cpuPer1000, rssMB float64
+			held                                   int
+		}
 		var samples []sample
 		t0 := time.Now()
 		for time.Since(t0) < soak {
@@ -437,10 +475,10 @@ func BenchmarkProxySoak(b *testing.B) {
 			time.Sleep(direct)
 			sm.direct = float64(ok[1].Load()-d0) / time.Since(q0).Seconds()
 			sm.ratio = sm.rate / sm.direct
-			sm.rssMB = rssMB(pid)
+			sm.rssMB, sm.held = rssMB(pid), held()
 			samples = append(samples, sm)
-			b.Logf("SOAK t=%.0fs rate=%.0f direct=%.0f ratio=%.2f cpu_s_per_1000=%.3f rss_mb=%.1f log_bytes=%d failed=%d",
-				time.Since(t0).Seconds(), sm.rate, sm.direct, sm.ratio, sm.cpuPer1000, sm.rssMB, logSize(), failed.Load())
+			b.Logf("SOAK t=%.0fs rate=%.0f direct=%.0f ratio=%.2f cpu_s_per_1000=%.3f rss_mb=%.1f held=%d log_bytes=%d failed=%d",
+				time.Since(t0).Seconds(), sm.rate, sm.direct, sm.ratio, sm.cpuPer1000, sm.rssMB, sm.held, logSize(), failed.Load())
 		}
 		close(stop)
 		wg.Wait()
@@ -462,6 +500,32 @@ func BenchmarkProxySoak(b *testing.B) {
 		}
 		if n := logSize(); n > 1<<20 {
 			b.Errorf("the proxy's log grew to %d bytes", n)
+		}
+		// Memory at steady state: from the first sample with the table at
+		// its cap, RSS stays within a tenth of that sample's (plus 5 MB of
+		// the runtime's slack) and within the stated bound.
+		atCap := -1
+		for j, sm := range samples {
+			if sm.held >= tableCap*99/100 {
+				atCap = j
+				break
+			}
+		}
+		if atCap < 0 || atCap == k-1 {
+			b.Errorf("the table never reached its cap of %d (held at the end: %d): soak longer or with more clients", tableCap, samples[k-1].held)
+		} else {
+			maxRSS := 0.0
+			for _, sm := range samples[atCap:] {
+				maxRSS = max(maxRSS, sm.rssMB)
+			}
+			b.Logf("SOAK-RSS rss_mb_start=%.1f cap_reached_s=%d rss_mb_at_cap=%.1f rss_mb_max_after=%.1f rss_mb_end=%.1f",
+				rss0, (atCap+1)*30, samples[atCap].rssMB, maxRSS, samples[k-1].rssMB)
+			if maxRSS > samples[atCap].rssMB*1.1+5 {
+				b.Errorf("RSS grew at the cap: %.1f MB when the table reached it, up to %.1f MB after", samples[atCap].rssMB, maxRSS)
+			}
+			if maxRSS-rss0 > 100 {
+				b.Errorf("RSS %.1f MB above the start, over the ~100 MB bound of docs/proxy.md", maxRSS-rss0)
+			}
 		}
 	}
 }
