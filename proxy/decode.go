@@ -25,6 +25,9 @@ type request struct {
 	// Where it came from: the Thrift path, the client's User-Agent and its
 	// Authorization header (held in memory only, never output).
 	path, ua, auth string
+	// owner is the client identity of auth (identity.sum), computed once
+	// per request: the ledger compares it several times per statement.
+	owner authSum
 }
 
 func handleID(h *tc.THandleIdentifier) (string, []byte) {

@@ -76,7 +76,7 @@ func TestObserveReplyKeepsStoreInvariants(t *testing.T) {
 	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
 	for i := 0; i < 10; i++ {
 		id := randomStatementID()
-		rq := request{call: "GetOperationStatus", opID: id, secret: randomSecret(), auth: "Bearer x"}
+		rq := p.st.id.withAuth(request{call: "GetOperationStatus", opID: id, secret: randomSecret()}, "Bearer x")
 		running := model.StateRunning
 		p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
 		if i%2 == 0 {

@@ -115,7 +115,7 @@ func (s *store) foldedCalled(f *folded, rq request, ok bool, now time.Time) {
 	f.lastRPC = now.UnixNano()
 	if ss := f.org.sess; ss != nil && ss.open != nil { // a dropped session keeps no credentials
 		s.touchSession(ss, now)
-		s.setAuth(&ss.auth, &ss.owner, rq.auth)
+		s.setAuth(&ss.auth, &ss.owner, rq)
 	}
 }
 

@@ -47,6 +47,12 @@ func (id identity) sum(h string) authSum {
 	return out
 }
 
+// withAuth gives rq the client's Authorization header and its identity.
+func (id identity) withAuth(rq request, h string) request {
+	rq.auth, rq.owner = h, id.sum(h)
+	return rq
+}
+
 // credential normalises an Authorization header to the credential it
 // carries, so that one client is one credential: "Bearer T" and "Basic
 // base64(token:T)" (the personal access token as a password, as JDBC and

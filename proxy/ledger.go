@@ -105,7 +105,7 @@ func (s *store) owned(rq request) (*op, bool) {
 	if o == nil {
 		return nil, false
 	}
-	return o, bytes.Equal(o.secret, rq.secret) && s.id.sum(rq.auth) == o.ownerSum()
+	return o, bytes.Equal(o.secret, rq.secret) && rq.owner == o.ownerSum()
 }
 
 // clientCloseFailed queues a close the client could not make: the client
@@ -167,7 +167,7 @@ func (s *store) replyLocked(rq request, tr tracked, r reply, complete bool) {
 	if len(s.awaiting) > 0 {
 		// The server answered this credential (a refusal is an HTTP 401
 		// or 403, never a reply): its owner's resumed closes may go ahead.
-		s.adoptOwner(rq.auth, now)
+		s.adoptOwner(rq, now)
 	}
 	switch rq.call {
 	case "OpenSession":
@@ -235,7 +235,7 @@ func (s *store) sessionOpened(rq request, r reply, now time.Time) {
 		return
 	}
 	if ss := s.addSession(r.sessionID, r.sessSecret, rq.path, rq.ua, now); ss != nil {
-		s.setAuth(&ss.auth, &ss.owner, rq.auth)
+		s.setAuth(&ss.auth, &ss.owner, rq)
 	}
 }
 
@@ -261,7 +261,7 @@ func (s *store) opStarted(rq request, r reply, complete bool, now time.Time) {
 		ss.open[o] = struct{}{}
 		o.f.SessionLastClientRPCAt = ss.lastRPC
 	} else {
-		s.setAuth(&o.auth, &o.owner, rq.auth)
+		s.setAuth(&o.auth, &o.owner, rq)
 	}
 	if r.state != nil {
 		o.f.State = *r.state
@@ -323,7 +323,7 @@ func (s *store) opCalled(rq request, r reply, ok, complete bool, now time.Time) 
 		return
 	}
 	if !ok {
-		if rq.call == "CloseOperation" && s.id.sum(rq.auth) == o.ownerSum() {
+		if rq.call == "CloseOperation" && rq.owner == o.ownerSum() {
 			s.clientCloseFailed(o, serr)
 		}
 		return
@@ -354,11 +354,11 @@ func (s *store) confirmed(o *op, rq request, now time.Time) {
 	if o.sess != nil && o.sess.open != nil { // a dropped session keeps no credentials
 		s.touchSession(o.sess, now)
 		o.f.SessionLastClientRPCAt = now
-		s.setAuth(&o.sess.auth, &o.sess.owner, rq.auth)
+		s.setAuth(&o.sess.auth, &o.sess.owner, rq)
 		return
 	}
 	if o.open() {
-		s.setAuth(&o.auth, &o.owner, rq.auth)
+		s.setAuth(&o.auth, &o.owner, rq)
 	}
 }
 
@@ -383,7 +383,7 @@ func (s *store) sessionFor(rq request, now time.Time) *session {
 	} else {
 		s.touchSession(ss, now)
 	}
-	s.setAuth(&ss.auth, &ss.owner, rq.auth)
+	s.setAuth(&ss.auth, &ss.owner, rq)
 	return ss
 }
 
@@ -397,7 +397,7 @@ func (s *store) learn(rq request, r reply, complete bool, now time.Time) {
 	}
 	o.f.LearnedAfterStart = true
 	s.unopened(true, now)
-	s.setAuth(&o.auth, &o.owner, rq.auth)
+	s.setAuth(&o.auth, &o.owner, rq)
 	if r.state != nil {
 		o.f.State = *r.state
 	}
@@ -414,13 +414,13 @@ func (s *store) learn(rq request, r reply, complete bool, now time.Time) {
 
 // setAuth keeps the credentials the server accepted: their hash always,
 // the header itself only with --act-as client.
-func (s *store) setAuth(auth *string, owner *authSum, h string) {
-	if h == "" {
+func (s *store) setAuth(auth *string, owner *authSum, rq request) {
+	if rq.auth == "" {
 		return
 	}
-	*owner = s.id.sum(h)
+	*owner = rq.owner
 	if s.o.ActAs == ActAsClient {
-		*auth = h
+		*auth = rq.auth
 	}
 }
 

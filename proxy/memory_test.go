@@ -59,8 +59,8 @@ func newSQLJob(p *Proxy, sessions int) *sqlJob {
 	copy(j.guid[:], randomSecret())
 	ok := &tc.TStatus{StatusCode: tc.TStatusCode_SUCCESS_STATUS}
 	for i := 0; i < sessions; i++ {
-		rq := request{call: "OpenSession", path: "/sql/1.0/warehouses/0123456789abcdef", ua: "databricks-sql-go/1.14.0",
-			auth: "Bearer dapi0123456789abcdef0123456789abcdef"}
+		rq := p.st.id.withAuth(request{call: "OpenSession", path: "/sql/1.0/warehouses/0123456789abcdef", ua: "databricks-sql-go/1.14.0"},
+			"Bearer dapi0123456789abcdef0123456789abcdef")
 		id, secret := randomStatementID(), randomSecret()
 		p.observeReply(rq, tracked{}, reply{ok: true, status: ok, sessionID: id, sessSecret: secret}, true)
 		rq.sessionID, rq.sessSecret = id, secret

@@ -71,7 +71,7 @@ func TestMetadataCallsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rq.auth = "Bearer x"
+	rq = p.st.id.withAuth(rq, "Bearer x")
 	p.observeReply(rq, tracked{}, r, true)
 	ops := p.st.snapshot()
 	if len(ops) != 1 || ops[0].StatementID != r.opID || ops[0].SessionID != rq.sessionID {

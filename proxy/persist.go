@@ -242,12 +242,12 @@ func parseOwner(s string) (authSum, bool) {
 // resumed closes of the same client (one identity), and makes them due:
 // a close queued before a restart completes when its client returns.
 // Called with the store locked.
-func (s *store) adoptOwner(auth string, now time.Time) {
-	if auth == "" || s.o.ActAs != ActAsClient {
+func (s *store) adoptOwner(rq request, now time.Time) {
+	if rq.auth == "" || s.o.ActAs != ActAsClient {
 		return
 	}
-	for _, o := range s.adopt(s.id.sum(auth)) {
-		o.auth = auth
+	for _, o := range s.adopt(rq.owner) {
+		o.auth = rq.auth
 		o.f.Close.NextTry = now
 		s.arm(o, now)
 		o.event(now, "owner-returned", "its client's credentials were accepted again; the queued close goes ahead", "client")

@@ -43,7 +43,7 @@ func newRecordTable(tb testing.TB, c recordCase) (*Proxy, *sqlJob) {
 	running := model.StateRunning
 	secret := randomSecret()
 	for i := 0; i < c.open; i++ {
-		p.observeReply(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, auth: "Bearer x", ua: "app/1.0"},
+		p.observeReply(p.st.id.withAuth(request{call: "GetOperationStatus", opID: fmt.Sprintf("held-%d", i), secret: secret, ua: "app/1.0"}, "Bearer x"),
 			tracked{}, reply{ok: true, status: ok, state: &running}, true)
 	}
 	j := newSQLJob(p, 1)
@@ -89,8 +89,8 @@ func TestMemoryPerHeldOperation(t *testing.T) {
 	runtime.ReadMemStats(&m0)
 	const n = 50_000
 	for i := 0; i < n; i++ {
-		p.observeReply(request{call: "GetOperationStatus", opID: randomStatementID(), secret: randomSecret(),
-			path: "/sql/1.0/warehouses/0123456789abcdef", ua: "databricks-sql-go/1.14.0", auth: "Bearer dapi0123456789abcdef0123456789abcdef"},
+		p.observeReply(p.st.id.withAuth(request{call: "GetOperationStatus", opID: randomStatementID(), secret: randomSecret(),
+			path: "/sql/1.0/warehouses/0123456789abcdef", ua: "databricks-sql-go/1.14.0"}, "Bearer dapi0123456789abcdef0123456789abcdef"),
 			tracked{}, reply{ok: true, status: ok, state: &running}, true)
 	}
 	runtime.GC()
@@ -134,7 +134,7 @@ func TestEvictionsLoggedInAggregate(t *testing.T) {
 	running := model.StateRunning
 	const n = 5000
 	for i := 0; i < n; i++ {
-		rq := request{call: "GetOperationStatus", opID: fmt.Sprintf("op-%d", i), auth: "Bearer x"}
+		rq := p.st.id.withAuth(request{call: "GetOperationStatus", opID: fmt.Sprintf("op-%d", i)}, "Bearer x")
 		p.observeReply(rq, tracked{}, reply{ok: true, status: ok, state: &running}, true)
 		rq.call = "CloseOperation"
 		p.observeReply(rq, tracked{}, reply{ok: true, status: ok}, true)

@@ -101,7 +101,8 @@ func (t *observer) roundTrip(req *http.Request) (*http.Response, error) {
 	if rq.call == "OpenSession" && p.draining.Load() {
 		return p.refuseOpenSession(req), nil
 	}
-	rq.path, rq.ua, rq.auth = req.URL.Path, req.Header.Get("User-Agent"), req.Header.Get("Authorization")
+	rq.path, rq.ua = req.URL.Path, req.Header.Get("User-Agent")
+	rq = p.st.id.withAuth(rq, req.Header.Get("Authorization"))
 	tr := p.observeRequest(rq)
 
 	call := retry.Call{Name: rq.call, OpID: rq.opID}
