@@ -3,11 +3,12 @@
 # run (docs/performance.md, "dbxtop proxy against nginx and a plain Go
 # proxy"): direct to the simulator, Debian's nginx (2 workers, upstream
 # keepalive), a plain httputil.ReverseProxy (no observation: the floor for
-# a Go proxy) and dbxtop proxy at its default flags, each driven in turn
-# (A B C D A B C D …) by the three drivers, unchanged — databricks-sql-go,
-# @databricks/sql (TLS only, so no direct row) and hive-driver — with 4
-# clients of SELECT 1. CPU per 1,000 statements is the proxy processes'
-# utime+stime from /proc/PID/stat (nginx: master and workers).
+# a Go proxy), the same with a lean same-goroutine upstream client, and
+# dbxtop proxy at its default flags, each driven in turn (A B C D E A B …)
+# by the three drivers, unchanged — databricks-sql-go, @databricks/sql (TLS
+# only, so no direct row) and hive-driver — with 4 clients of SELECT 1.
+# CPU per 1,000 statements is the proxy processes' utime+stime from
+# /proc/PID/stat (nginx: master and workers).
 #
 #   e2e/proxybench.sh                          # 3 rounds of 5 s windows
 #   BENCH_ROUNDS=5 BENCH_WINDOW=10s e2e/proxybench.sh
@@ -54,12 +55,12 @@ fi
 		printf "| %s | %s | %s | %s | %s | %s |\n", v["driver"], v["target"], v["statements"], v["failed"], v["rate"], v["cpu_s_per_1000"]
 	}'
 	echo
-	echo "| driver | CPU dbxtop / plain Go | CPU dbxtop / nginx | rate dbxtop / nginx | rate dbxtop / plain Go | rate dbxtop / direct |"
-	echo "|---|---|---|---|---|---|"
+	echo "| driver | CPU dbxtop / plain Go | CPU dbxtop / nginx | rate dbxtop / nginx | rate dbxtop / plain Go | rate dbxtop / direct | rate plain Go / nginx | rate plain Go lean / nginx |"
+	echo "|---|---|---|---|---|---|---|---|"
 	grep -o 'ANCHOR-RATIO driver=.*' "$OUT/raw.txt" | awk '{
 		delete v
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		printf "| %s | %s | %s | %s | %s | %s |\n", v["driver"], v["cpu_dbxtop_vs_plain"], v["cpu_dbxtop_vs_nginx"], v["rate_dbxtop_vs_nginx"], v["rate_dbxtop_vs_plain"], v["rate_dbxtop_vs_direct"]
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v["driver"], v["cpu_dbxtop_vs_plain"], v["cpu_dbxtop_vs_nginx"], v["rate_dbxtop_vs_nginx"], v["rate_dbxtop_vs_plain"], v["rate_dbxtop_vs_direct"], v["rate_plain_vs_nginx"], v["rate_lean_vs_nginx"]
 	}'
 } | tee "$OUT/table.md"
 grep -q '^PASS' "$OUT/raw.txt" || { echo "proxybench: the benchmark failed; see $OUT/raw.txt" >&2; exit 1; }

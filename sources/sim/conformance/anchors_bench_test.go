@@ -24,7 +24,9 @@ import (
 // flags) against the anchors a user could put in its place, in one
 // interleaved run: direct to the simulator, Debian's nginx (startNginx),
 // and plainproxy (httputil.ReverseProxy with no observation: the floor for
-// a Go proxy). Each of the three drivers, unchanged, runs 4 clients of
+// a Go proxy), once with net/http's Transport and once with its lean
+// same-goroutine client (plain-go-lean: what a cheaper forwarding path
+// could gain). Each of the three drivers, unchanged, runs 4 clients of
 // `SELECT 1` for a window through each target in turn, A B C D A B C D …;
 // the proxy's CPU comes from /proc/PID/stat (nginx: master and workers)
 // and is given per 1,000 statements, throughput as statements/s.
@@ -92,14 +94,14 @@ func BenchmarkProxyAnchors(b *testing.B) {
 					b.Errorf("%s through %s: %d statements failed: %v", driver, tg.name, sums[j].failed, sums[j].errors)
 				}
 			}
-			d, n, pl := byName["dbxtop"], byName["nginx"], byName["plain-go"]
+			d, n, pl, le := byName["dbxtop"], byName["nginx"], byName["plain-go"], byName["plain-go-lean"]
 			vsDirect := "-" // no direct windows for a TLS-only driver
 			if dr := byName["direct"]; dr.windows > 0 {
 				vsDirect = fmt.Sprintf("%.2f", d.meanRate()/dr.meanRate())
 			}
-			b.Logf("ANCHOR-RATIO driver=%s cpu_dbxtop_vs_plain=%.2f cpu_dbxtop_vs_nginx=%.2f rate_dbxtop_vs_nginx=%.2f rate_dbxtop_vs_plain=%.2f rate_dbxtop_vs_direct=%s",
+			b.Logf("ANCHOR-RATIO driver=%s cpu_dbxtop_vs_plain=%.2f cpu_dbxtop_vs_nginx=%.2f rate_dbxtop_vs_nginx=%.2f rate_dbxtop_vs_plain=%.2f rate_dbxtop_vs_direct=%s rate_plain_vs_nginx=%.2f rate_lean_vs_nginx=%.2f",
 				driver, d.cpuPer1000()/pl.cpuPer1000(), d.cpuPer1000()/n.cpuPer1000(), d.meanRate()/n.meanRate(),
-				d.meanRate()/pl.meanRate(), vsDirect)
+				d.meanRate()/pl.meanRate(), vsDirect, pl.meanRate()/n.meanRate(), le.meanRate()/n.meanRate())
 		}
 	}
 }
@@ -124,11 +126,13 @@ func anchorTargets(b *testing.B, s *sim.Server, dbxtopBin, plainBin, cert, key s
 	}
 	plainPid, plainURL := startProc(b, plainBin, append([]string{"--upstream", s.URL()}, tlsArgs()...)...)
 	plain := anchorTarget{name: "plain-go", addr: hostOf(b, plainURL), pids: func() []int { return []int{plainPid} }}
+	leanPid, leanURL := startProc(b, plainBin, append([]string{"--upstream", s.URL(), "--client", "lean"}, tlsArgs()...)...)
+	lean := anchorTarget{name: "plain-go-lean", addr: hostOf(b, leanURL), pids: func() []int { return []int{leanPid} }}
 	dir := b.TempDir()
 	dbxPid, dbxURL := startProc(b, dbxtopBin, append([]string{"proxy", "--upstream", s.URL(), "--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0", "--log-file", filepath.Join(dir, "proxy.log")}, tlsArgs()...)...)
 	dbx := anchorTarget{name: "dbxtop", addr: hostOf(b, dbxURL), pids: func() []int { return []int{dbxPid} }}
-	return []anchorTarget{direct, nginx, plain, dbx}
+	return []anchorTarget{direct, nginx, plain, lean, dbx}
 }
 
 func hostOf(b *testing.B, u string) string {
