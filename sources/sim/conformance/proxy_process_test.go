@@ -100,6 +100,27 @@ func (pp *proxyProcess) waitExit(within time.Duration) bool {
 	}
 }
 
+// logSays waits up to within for a line of the process's log that
+// contains every one of texts.
+func (pp *proxyProcess) logSays(within time.Duration, texts ...string) bool {
+	deadline := time.Now().Add(within)
+	for {
+		for _, l := range strings.Split(pp.stderr.String(), "\n") {
+			all := true
+			for _, x := range texts {
+				all = all && strings.Contains(l, x)
+			}
+			if all {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // openViaTLS opens databricks-sql-go over TLS to hostport, trusting the
 // certificate in caFile (the proxy's own).
 func openViaTLS(t testing.TB, s *sim.Server, hostport, caFile string, extra ...dbsql.ConnOption) *sql.DB {
@@ -281,4 +302,120 @@ func stateHas(dir, id string) bool {
 		}
 	}
 	return false
+}
+
+// The kill -9 test through the two Node drivers, unchanged: the server
+// answers 503 to every CloseOperation, the proxy heals it (3 attempts)
+// and passes the real 503 on, and the driver's close fails as it really
+// does:
+//
+//   - @databricks/sql 2.1.0 retries the close itself at its defaults
+//     (retryMaxAttempts 5, backoff 2, 4, 8 and 16 s: half a minute) and
+//     then rejects it with "503 when connecting to resource. Max retry
+//     count exceeded."; the test waits for that last word, at the
+//     driver's defaults, which keeps it within its minute;
+//   - hive-driver 1.0.0 retries nothing: it reports the 503 only as an
+//     'error' event of its client (the call's promise never settles; with
+//     no listener the process dies of the unhandled event), which the job
+//     (node/hive_driver.js) takes as its close's failure.
+//
+// The job then ends its process without closing its session
+// (DBX_KEEP_SESSION), so the operation stays open on the server. The
+// proxy queued the close at the first failure and persisted it; it is
+// killed with SIGKILL, the server recovers, a new proxy starts on the
+// same state directory with --act-as client and holds the close (no
+// credential survived; the owner is an HMAC of the normalised
+// credential: Bearer T for @databricks/sql, Basic token:T for
+// hive-driver). A new process of the same driver with the same
+// credential runs a statement through it, and the simulator's truth shows
+// the operation closed.
+func TestProxyKill9NodeQueuedCloseCompletesWhenClientReturns(t *testing.T) {
+	t.Parallel()
+	modules := nodeModules(t)
+	for _, script := range []string{"databricks_sql.js", "hive_driver.js"} {
+		t.Run(script, func(t *testing.T) {
+			t.Parallel()
+			s := startSim(t, "")
+			state := t.TempDir()
+			env := []string{"STATE_DIRECTORY=" + state}
+			args := []string{"--act-as", "client"}
+			ca := "" // hive-driver: plain HTTP with its Basic login
+			if script == "databricks_sql.js" {
+				// @databricks/sql speaks only TLS.
+				cert, key := selfSigned(t)
+				args = append(args, "--tls-cert", cert, "--tls-key", key)
+				ca = cert
+			}
+			job := func(listen string, extra ...string) nodeResult {
+				host, port, _ := net.SplitHostPort(listen)
+				return runNode(t, modules, script, append([]string{"DBX_HOST=" + host, "DBX_PORT=" + port,
+					"DBX_PATH=/sql/1.0/warehouses/" + firstWarehouse(t, s), "DBX_TOKEN=" + s.Token(), "DBX_CA=" + ca,
+					"DBX_N=1", "DBX_TIMEOUT_MS=90000"}, extra...)...)
+			}
+			pp := startProxyProcess(t, s, env, args...)
+			setFaults(t, s, "unavailable=1@CloseOperation")
+			// Long enough that its answer does not come back with the
+			// execute (direct results would close it there).
+			r := job(pp.listen, "DBX_SQL=SELECT sleep(2)", "DBX_KEEP_SESSION=1")
+			if r.OK != 0 || r.Failed != 1 || len(r.Errors) != 1 || !strings.HasPrefix(r.Errors[0], "operation close: ") {
+				t.Fatalf("want the statement's rows and its close failed; got %d ok, %d failed: %v", r.OK, r.Failed, r.Errors)
+			}
+			// The job's process is gone: its statement is the one open.
+			var id string
+			for _, o := range getTruth(t, s).Operations {
+				if o.Open {
+					if id != "" {
+						t.Fatalf("more than one operation open: %s and %s", id, o.StatementID)
+					}
+					id = o.StatementID
+				}
+			}
+			if id == "" {
+				t.Fatalf("the failed close left nothing open on the server; driver said %v", r.Errors)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for !stateHas(state, id) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the queued close of %s was never persisted under %s; proxy: %s", id, state, pp.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := pp.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if !pp.waitExit(10 * time.Second) {
+				t.Fatal("the proxy did not die within 10s of SIGKILL")
+			}
+			setFaults(t, s, "")
+			before := getStats(t, s)
+			pp2 := startProxyProcess(t, s, env, args...)
+			// The restarted proxy resumed the close and holds it for its
+			// owner (it logs so before its first line; stderr is copied
+			// on its own).
+			if !pp2.logSays(10*time.Second, "persisted closes wait for their clients", "count=1") {
+				t.Fatalf("the restarted proxy does not say it holds the close for its client: %s", pp2.stderr.String())
+			}
+			if o, _ := getTruth(t, s).op(id); !o.Open {
+				t.Fatalf("the restarted proxy closed %s without its client's credential", id)
+			}
+			if d := getStats(t, s).minus(before).Requests["CloseOperation"]; d != 0 {
+				t.Fatalf("the restarted proxy sent %d CloseOperation before its client returned", d)
+			}
+			// The client returns: a new process, the same credential.
+			if r := job(pp2.listen); r.OK != 1 || r.Failed != 0 || len(r.Errors) != 0 {
+				t.Fatalf("the returning client's statement: %d ok, %d failed: %v", r.OK, r.Failed, r.Errors)
+			}
+			tr := waitFor(t, s, 30*time.Second, "the queued close made once the client returned", func(tr truth) bool {
+				o, ok := tr.op(id)
+				return ok && !o.Open
+			})
+			o, _ := tr.op(id)
+			// With the returning client's credential: the proxy had none
+			// before.
+			if !pp2.logSays(10*time.Second, "closed by the proxy", "statement_id="+id, "credentials=client") {
+				t.Errorf("the restarted proxy's log does not say it closed %s with its client's credential: %s", id, pp2.stderr.String())
+			}
+			t.Logf("KILL9 %s: the driver said %q; %s ended %s, open=%v; restarted proxy log: %s", script, r.Errors[0], id, o.State, o.Open, pp2.stderr.String())
+		})
+	}
 }

@@ -1,6 +1,7 @@
 // @databricks/sql through dbxtop proxy (TLS with customCaCert): runs
 // DBX_N statements of DBX_SQL (default SELECT 1) and prints one JSON line
 // {"ok": n, "failed": n, "errors": [...]}. Each statement is bounded.
+// DBX_KEEP_SESSION=1 exits without closing the session.
 const fs = require('fs');
 const { DBSQLClient } = require('@databricks/sql');
 
@@ -23,20 +24,29 @@ const bound = (p, ms) => Promise.race([p, new Promise((_, rej) => setTimeout(() 
   const sql = env.DBX_SQL || 'SELECT 1';
   const t0 = Date.now();
   for (let i = 0; secs > 0 ? Date.now() - t0 < secs * 1000 : i < n; i++) {
+    let inClose = false;
     try {
       await bound((async () => {
         const op = await session.executeStatement(sql, { runAsync: true });
         const rows = await op.fetchAll();
+        inClose = true;
         await op.close();
+        inClose = false;
         if (rows.length !== 1) throw new Error(`${rows.length} rows`);
       })(), Number(env.DBX_TIMEOUT_MS || 60000));
       out.ok++;
     } catch (e) {
       out.failed++;
-      if (out.errors.length < 20) out.errors.push(String(e && e.message || e).slice(0, 300));
+      if (out.errors.length < 20) out.errors.push(((inClose ? 'operation close: ' : '') + String(e && e.message || e)).slice(0, 300));
     }
   }
   out.ms = Date.now() - t0;
+  if (env.DBX_KEEP_SESSION) {
+    // A job that ends its process without closing its session (as after
+    // its operation's close failed): the session is the server's to expire.
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
   // DBX_CLOSE_TIMEOUT_MS bounds the session's close (the driver retries a
   // refused connection for minutes): unbounded unless set.
   const closeMs = Number(env.DBX_CLOSE_TIMEOUT_MS || 0);
